@@ -1,0 +1,40 @@
+# ringi — the two commands a newcomer needs: `make dev` (whole system on 127.0.0.1) and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ENV := . scripts/env.sh &&
+PY := $(HOME)/.cache/ringi/venv/bin/python
+
+.PHONY: dev test bootstrap build spa worker check lint unit e2e clean
+
+## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
+dev: bootstrap build
+	$(ENV) python scripts/dev.py
+
+## make test: everything CI runs
+test: bootstrap lint unit build e2e
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+lint:
+	$(ENV) cargo fmt --all -- --check
+	$(ENV) cargo clippy -p ringi-core --all-targets -- -D warnings
+
+unit:
+	$(ENV) cargo test -p ringi-core
+
+build: spa worker
+
+## SPA: Trunk (release profile) into dist/ (no inline script: see Trunk.toml)
+spa:
+	$(ENV) scripts/wasm-env.sh trunk build --release
+
+## worker: worker-build (same release profile, same target dir) into edge/build/
+worker:
+	$(ENV) cd edge && ../scripts/wasm-env.sh worker-build --release
+
+e2e:
+	$(ENV) python -m pytest -q tests/e2e
+
+clean:
+	rm -rf target dist edge/build .ringi

@@ -1,0 +1,126 @@
+//! The runtime configuration the worker serves at `/config.json` (design §7: `COGNITO_DOMAIN`,
+//! `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
+//!
+//! `SpaConfig` is meant to move into `ringi-core::wire::SpaConfig`; keep the field names in sync.
+
+use gloo_net::http::Request;
+use serde::{Deserialize, Serialize};
+use web_sys::RequestCache;
+
+/// Where the SPA fetches its configuration. Absolute: the SPA is served from the origin root, and deep links
+/// (`/a/{id}`) must not turn it into `/a/config.json`.
+pub const CONFIG_URL: &str = "/config.json";
+
+/// UI languages. The wire form is the BCP 47 tag (`"en"`, `"ja"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    #[default]
+    En,
+    Ja,
+}
+
+impl Locale {
+    /// The value for `<html lang>` and `lang` attributes.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Locale::En => "en",
+            Locale::Ja => "ja",
+        }
+    }
+
+    /// Best guess before `/config.json` has arrived (the loading and error screens): the browser's languages.
+    pub fn from_browser() -> Self {
+        let languages = web_sys::window()
+            .map(|w| w.navigator().languages())
+            .map(|list| list.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
+            .unwrap_or_default();
+        languages
+            .iter()
+            .find_map(|tag| {
+                let primary = tag.split('-').next().unwrap_or_default().to_ascii_lowercase();
+                match primary.as_str() {
+                    "ja" => Some(Locale::Ja),
+                    "en" => Some(Locale::En),
+                    _ => None,
+                }
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `{"cognitoDomain", "clientId", "redirectUri", "issuer", "defaultLocale", "version"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpaConfig {
+    /// Hosted UI base URL (`/oauth2/authorize`, `/oauth2/token`, `/logout`).
+    pub cognito_domain: String,
+    /// The public (secret-less) app client used with PKCE.
+    pub client_id: String,
+    /// The registered callback URL of the SPA.
+    pub redirect_uri: String,
+    /// Exact `iss` of the tokens.
+    pub issuer: String,
+    pub default_locale: Locale,
+    /// Release shown in the footer.
+    pub version: String,
+}
+
+/// Why the configuration could not be used. Rendered as a one-line technical detail under the
+/// user-facing message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Network failure, blocked request, …
+    Network(String),
+    /// The server answered with a non-2xx status.
+    Status(u16),
+    /// The body was not the expected JSON.
+    Invalid(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Network(e) => write!(f, "{CONFIG_URL}: network error: {e}"),
+            ConfigError::Status(code) => write!(f, "{CONFIG_URL}: HTTP {code}"),
+            ConfigError::Invalid(e) => write!(f, "{CONFIG_URL}: invalid configuration: {e}"),
+        }
+    }
+}
+
+/// Fetches and decodes `/config.json`. `no-cache`: the browser may keep a copy but must revalidate it, so a
+/// redeploy (new version, new client id) is picked up on the next load.
+pub async fn load() -> Result<SpaConfig, ConfigError> {
+    let response = Request::get(CONFIG_URL)
+        .cache(RequestCache::NoCache)
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| ConfigError::Network(e.to_string()))?;
+    if !response.ok() {
+        return Err(ConfigError::Status(response.status()));
+    }
+    let text = response.text().await.map_err(|e| ConfigError::Network(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| ConfigError::Invalid(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_documented_shape() {
+        let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","defaultLocale":"ja","version":"0.1.0"}"#;
+        let cfg: SpaConfig = serde_json::from_str(json).unwrap();
+        assert_eq!(cfg.default_locale, Locale::Ja);
+        assert_eq!(cfg.client_id, "abc");
+        assert_eq!(serde_json::to_string(&cfg).unwrap(), json);
+    }
+
+    #[test]
+    fn rejects_unknown_locale() {
+        let json =
+            r#"{"cognitoDomain":"d","clientId":"c","redirectUri":"r","issuer":"i","defaultLocale":"fr","version":"v"}"#;
+        assert!(serde_json::from_str::<SpaConfig>(json).is_err());
+    }
+}

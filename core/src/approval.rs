@@ -1,0 +1,226 @@
+//! The approval lifecycle and the rules for accepting a decision (pure; storage applies them atomically).
+//!
+//! `pending → claimed → approved | rejected`, `pending → expired`, `claimed → pending` (lease expired or
+//! the callback failed transiently). Only the holder of a live claim may call Step Functions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalStatus {
+    Pending,
+    Claimed,
+    Approved,
+    Rejected,
+    Expired,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Claimed => "claimed",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "claimed" => Self::Claimed,
+            "approved" => Self::Approved,
+            "rejected" => Self::Rejected,
+            "expired" => Self::Expired,
+            _ => return None,
+        })
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Approved | Self::Rejected | Self::Expired)
+    }
+
+    /// What a reader should see: a pending approval past its expiry is expired even before the cron marks
+    /// it, and a claim in flight is still pending to everyone else.
+    pub fn effective(self, expires_at: i64, now: i64) -> Self {
+        match self {
+            Self::Pending | Self::Claimed if expires_at <= now => Self::Expired,
+            Self::Claimed => Self::Pending,
+            s => s,
+        }
+    }
+}
+
+/// How many approvers must approve. Any single rejection rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quorum {
+    Any,
+    All,
+    N(u32),
+}
+
+impl Quorum {
+    /// Number of distinct approvers needed, given the listed principals.
+    pub fn required(self, principals: usize) -> u32 {
+        match self {
+            Self::Any => 1,
+            Self::All => principals.max(1) as u32,
+            Self::N(n) => n.max(1),
+        }
+    }
+
+    pub fn as_string(self) -> String {
+        match self {
+            Self::Any => "any".into(),
+            Self::All => "all".into(),
+            Self::N(n) => n.to_string(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "any" => Some(Self::Any),
+            "all" => Some(Self::All),
+            n => n.parse::<u32>().ok().filter(|n| *n >= 1).map(Self::N),
+        }
+    }
+}
+
+impl Serialize for Quorum {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::N(n) => s.serialize_u32(*n),
+            other => s.serialize_str(&other.as_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Quorum {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u32),
+            S(String),
+        }
+        let bad = || serde::de::Error::custom("quorum must be \"any\", \"all\" or a positive integer");
+        match Raw::deserialize(d)? {
+            Raw::N(n) if n >= 1 => Ok(Self::N(n)),
+            Raw::N(_) => Err(bad()),
+            Raw::S(s) => Self::parse(&s).ok_or_else(bad),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Approve,
+    Reject,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Reject => "reject",
+        }
+    }
+
+    pub fn final_status(self) -> ApprovalStatus {
+        match self {
+            Self::Approve => ApprovalStatus::Approved,
+            Self::Reject => ApprovalStatus::Rejected,
+        }
+    }
+}
+
+/// The stored state the decision rules need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalState {
+    pub status: ApprovalStatus,
+    pub expires_at: i64,
+    pub claimed_until: Option<i64>,
+}
+
+/// May a decision be attempted now? Maps every non-decidable state to its 409.
+pub fn check_decidable(s: &ApprovalState, now: i64) -> Result<(), ApiError> {
+    match s.status {
+        ApprovalStatus::Approved | ApprovalStatus::Rejected => Err(ApiError::AlreadyDecided(s.status.as_str().into())),
+        ApprovalStatus::Expired => Err(ApiError::Expired),
+        _ if s.expires_at <= now => Err(ApiError::Expired),
+        ApprovalStatus::Claimed if s.claimed_until.is_some_and(|t| t > now) => Err(ApiError::InProgress),
+        ApprovalStatus::Pending | ApprovalStatus::Claimed => Ok(()),
+    }
+}
+
+/// What accepting this caller's verdict means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// An approval that does not complete the quorum yet: record it, no callback.
+    Record { approvals: u32, required: u32 },
+    /// This verdict decides the task: claim, then call Step Functions.
+    Complete(Verdict),
+}
+
+/// `prior_approvals`: distinct other approvers who already approved.
+pub fn next_step(verdict: Verdict, quorum: Quorum, principals: usize, prior_approvals: u32) -> Step {
+    let required = quorum.required(principals);
+    match verdict {
+        Verdict::Reject => Step::Complete(Verdict::Reject),
+        Verdict::Approve if prior_approvals + 1 >= required => Step::Complete(Verdict::Approve),
+        Verdict::Approve => Step::Record { approvals: prior_approvals + 1, required },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(status: ApprovalStatus, claimed_until: Option<i64>) -> ApprovalState {
+        ApprovalState { status, expires_at: 1_000, claimed_until }
+    }
+
+    #[test]
+    fn decidable_states() {
+        assert_eq!(check_decidable(&st(ApprovalStatus::Pending, None), 500), Ok(()));
+        assert_eq!(check_decidable(&st(ApprovalStatus::Pending, None), 1_000), Err(ApiError::Expired));
+        assert_eq!(check_decidable(&st(ApprovalStatus::Expired, None), 1), Err(ApiError::Expired));
+        assert_eq!(
+            check_decidable(&st(ApprovalStatus::Approved, None), 1),
+            Err(ApiError::AlreadyDecided("approved".into()))
+        );
+        assert_eq!(check_decidable(&st(ApprovalStatus::Claimed, Some(600)), 500), Err(ApiError::InProgress));
+        // A claim whose holder died is free again once its lease ran out.
+        assert_eq!(check_decidable(&st(ApprovalStatus::Claimed, Some(400)), 500), Ok(()));
+    }
+
+    #[test]
+    fn effective_status_hides_claims_and_shows_expiry() {
+        assert_eq!(ApprovalStatus::Claimed.effective(1_000, 10), ApprovalStatus::Pending);
+        assert_eq!(ApprovalStatus::Pending.effective(1_000, 1_000), ApprovalStatus::Expired);
+        assert_eq!(ApprovalStatus::Approved.effective(1_000, 5_000), ApprovalStatus::Approved);
+    }
+
+    #[test]
+    fn quorum_rules() {
+        assert_eq!(next_step(Verdict::Approve, Quorum::Any, 3, 0), Step::Complete(Verdict::Approve));
+        assert_eq!(next_step(Verdict::Approve, Quorum::All, 2, 0), Step::Record { approvals: 1, required: 2 });
+        assert_eq!(next_step(Verdict::Approve, Quorum::All, 2, 1), Step::Complete(Verdict::Approve));
+        assert_eq!(next_step(Verdict::Approve, Quorum::N(2), 3, 0), Step::Record { approvals: 1, required: 2 });
+        assert_eq!(next_step(Verdict::Reject, Quorum::All, 5, 0), Step::Complete(Verdict::Reject));
+    }
+
+    #[test]
+    fn quorum_wire_forms() {
+        assert_eq!(serde_json::from_str::<Quorum>("\"all\"").unwrap(), Quorum::All);
+        assert_eq!(serde_json::from_str::<Quorum>("2").unwrap(), Quorum::N(2));
+        assert!(serde_json::from_str::<Quorum>("0").is_err());
+        assert!(serde_json::from_str::<Quorum>("\"most\"").is_err());
+        assert_eq!(serde_json::to_string(&Quorum::N(3)).unwrap(), "3");
+        assert_eq!(Quorum::parse(&Quorum::All.as_string()), Some(Quorum::All));
+    }
+}

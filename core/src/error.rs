@@ -1,0 +1,138 @@
+//! The one error type of the API and its mapping to HTTP: every adapter turns failures into an `ApiError`
+//! and renders it through [`ApiError::status`] / [`ApiError::body`], nowhere else.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// A request field is missing or wrong; `field` names it (JSON path-ish, e.g. `approvers[1].email`).
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("request body is not valid JSON: {0}")]
+    MalformedBody(String),
+    /// Deliberately uninformative: the reason is logged, never returned.
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    /// Also returned when the caller is not an approver: the two must be indistinguishable.
+    #[error("approval not found")]
+    NotFound,
+    #[error("no such endpoint")]
+    NoRoute,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("approval already decided ({0})")]
+    AlreadyDecided(String),
+    #[error("approval expired or its task is closed")]
+    Expired,
+    #[error("another decision for this approval is being delivered; retry shortly")]
+    InProgress,
+    #[error("you have already recorded a decision on this approval")]
+    AlreadyVoted,
+    #[error("approvalId already registered with a different task token")]
+    DuplicateApproval,
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("Step Functions is unavailable; the approval is still pending, retry later")]
+    Unavailable,
+    #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
+    UpstreamRejected,
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid { field: field.into(), message: message.into() }
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid { .. } | Self::MalformedBody(_) => 400,
+            Self::Unauthorized => 401,
+            Self::Forbidden(_) => 403,
+            Self::NotFound | Self::NoRoute => 404,
+            Self::MethodNotAllowed => 405,
+            Self::AlreadyDecided(_)
+            | Self::Expired
+            | Self::InProgress
+            | Self::AlreadyVoted
+            | Self::DuplicateApproval => 409,
+            Self::PayloadTooLarge(_) => 413,
+            Self::Internal => 500,
+            Self::UpstreamRejected => 502,
+            Self::Unavailable => 503,
+        }
+    }
+
+    /// Stable machine-readable code; the SPA keys its messages on it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid { .. } => "invalid_request",
+            Self::MalformedBody(_) => "malformed_body",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound => "not_found",
+            Self::NoRoute => "no_route",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::AlreadyDecided(_) => "already_decided",
+            Self::Expired => "expired",
+            Self::InProgress => "in_progress",
+            Self::AlreadyVoted => "already_voted",
+            Self::DuplicateApproval => "duplicate_approval",
+            Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::Unavailable => "sfn_unavailable",
+            Self::UpstreamRejected => "upstream_rejected",
+            Self::Internal => "internal",
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        let field = match self {
+            Self::Invalid { field, .. } => Some(field.clone()),
+            _ => None,
+        };
+        ErrorBody { error: ErrorDetail { code: self.code().to_owned(), message: self.to_string(), field } }
+    }
+}
+
+/// `{"error": {"code", "message", "field"?}}`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_design_card() {
+        assert_eq!(ApiError::invalid("title", "required").status(), 400);
+        assert_eq!(ApiError::Unauthorized.status(), 401);
+        assert_eq!(ApiError::NotFound.status(), 404);
+        assert_eq!(ApiError::Expired.status(), 409);
+        assert_eq!(ApiError::AlreadyDecided("approved".into()).status(), 409);
+        assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
+        assert_eq!(ApiError::UpstreamRejected.status(), 502);
+        assert_eq!(ApiError::Unavailable.status(), 503);
+    }
+
+    #[test]
+    fn body_names_the_field() {
+        let body = serde_json::to_value(ApiError::invalid("approvers", "at least one").body()).unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request");
+        assert_eq!(body["error"]["field"], "approvers");
+        let body = serde_json::to_value(ApiError::NotFound.body()).unwrap();
+        assert!(body["error"].get("field").is_none());
+    }
+}

@@ -1,0 +1,30 @@
+//! ringi-core: the platform-free domain and wire types of ringi, shared by the edge worker (wasm32 in
+//! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
+
+pub mod approval;
+pub mod config;
+pub mod decision;
+pub mod error;
+pub mod form;
+pub mod ids;
+pub mod jwt;
+pub mod principal;
+pub mod register;
+pub mod sfn;
+pub mod sigv4;
+pub mod time;
+pub mod wire;
+
+pub use error::{ApiError, ErrorBody};
+pub use ids::{ApprovalId, TaskToken};
+
+/// Lower-case hex SHA-256 (API key digests, token fingerprints).
+pub fn hex_sha256(data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares two byte strings in time independent of where they differ (API key digests).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

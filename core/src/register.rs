@@ -1,0 +1,298 @@
+//! `POST /api/v1/approvals`: parsing and validating a registration into a [`NewApproval`].
+
+use serde_json::{Map, Value};
+
+use crate::approval::Quorum;
+use crate::error::ApiError;
+use crate::form::{validate_form, FormField};
+use crate::ids::{ApprovalId, TaskToken};
+use crate::principal::Principal;
+use crate::time::parse_rfc3339;
+
+pub const MAX_APPROVERS: usize = 50;
+pub const TITLE_MAX_CHARS: usize = 200;
+pub const SUMMARY_MAX_CHARS: usize = 4_000;
+pub const DETAILS_MAX_BYTES: usize = 32 * 1024;
+pub const CONTEXT_MAX_BYTES: usize = 4 * 1024;
+pub const MAX_EXPIRY_MS: i64 = 366 * 24 * 3600 * 1000;
+
+/// A validated registration, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    /// `None`: the caller let ringi generate one.
+    pub id: Option<ApprovalId>,
+    pub token: TaskToken,
+    pub approvers: Vec<Principal>,
+    pub quorum: Quorum,
+    pub title: String,
+    pub summary: String,
+    pub details: Map<String, Value>,
+    pub form: Vec<FormField>,
+    pub expires_at: i64,
+    pub notify: Vec<String>,
+    pub context: Map<String, Value>,
+    pub locale: Option<String>,
+}
+
+fn str_field<'a>(o: &'a Map<String, Value>, name: &str, required: bool) -> Result<Option<&'a str>, ApiError> {
+    match o.get(name) {
+        None | Some(Value::Null) if required => Err(ApiError::invalid(name, "is required")),
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ApiError::invalid(name, "must be a string")),
+    }
+}
+
+fn obj_field(o: &Map<String, Value>, name: &str, max_bytes: usize) -> Result<Map<String, Value>, ApiError> {
+    match o.get(name) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) if Value::Object(m.clone()).to_string().len() <= max_bytes => Ok(m.clone()),
+        Some(Value::Object(_)) => Err(ApiError::invalid(name, format!("must be at most {max_bytes} bytes of JSON"))),
+        Some(_) => Err(ApiError::invalid(name, "must be a JSON object")),
+    }
+}
+
+fn valid_email(e: &str) -> bool {
+    let Some((local, domain)) = e.split_once('@') else { return false };
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && e.len() <= 254
+        && !e.chars().any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>' || c == ',')
+}
+
+/// An EventBridge event delivered by an API destination carries the registration in `detail`.
+pub fn unwrap_event_envelope(v: Value) -> Value {
+    match v {
+        Value::Object(mut o) if o.contains_key("detail-type") && o.get("detail").is_some_and(Value::is_object) => {
+            o.remove("detail").unwrap_or(Value::Null)
+        }
+        other => other,
+    }
+}
+
+/// Validates a registration body; `now` is Unix ms. Every error names the offending field.
+pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
+    let v = unwrap_event_envelope(v);
+    let o = v.as_object().ok_or_else(|| ApiError::invalid("body", "must be a JSON object"))?;
+    const KNOWN: &[&str] = &[
+        "approvalId",
+        "taskToken",
+        "approvers",
+        "quorum",
+        "title",
+        "summary",
+        "details",
+        "form",
+        "expiresAt",
+        "timeoutSeconds",
+        "notify",
+        "context",
+        "locale",
+    ];
+    if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(ApiError::invalid(k.as_str(), "is not a known field"));
+    }
+    let id = str_field(o, "approvalId", false)?.map(ApprovalId::parse).transpose()?;
+    let token = TaskToken::parse(str_field(o, "taskToken", true)?.unwrap_or_default())?;
+
+    let raw_approvers = match o.get("approvers") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        Some(Value::Array(_)) | None | Some(Value::Null) => {
+            return Err(ApiError::invalid("approvers", "at least one approver is required"))
+        }
+        Some(_) => return Err(ApiError::invalid("approvers", "must be an array")),
+    };
+    if raw_approvers.len() > MAX_APPROVERS {
+        return Err(ApiError::invalid("approvers", format!("at most {MAX_APPROVERS} approvers")));
+    }
+    let mut approvers: Vec<Principal> = Vec::new();
+    for (i, a) in raw_approvers.iter().enumerate() {
+        let at = format!("approvers[{i}]");
+        let p: Principal = serde_json::from_value(a.clone())
+            .map_err(|_| ApiError::invalid(&at, "must be {\"sub\": …}, {\"email\": …} or {\"group\": …}"))?;
+        let p = p.normalized();
+        if p.value().is_empty() || p.value().chars().count() > 256 {
+            return Err(ApiError::invalid(format!("{at}.{}", p.kind()), "must be 1-256 characters"));
+        }
+        if matches!(&p, Principal::Email(e) if !valid_email(e)) {
+            return Err(ApiError::invalid(format!("{at}.email"), "is not an email address"));
+        }
+        if !approvers.contains(&p) {
+            approvers.push(p);
+        }
+    }
+
+    let quorum = match o.get("quorum") {
+        None | Some(Value::Null) => Quorum::Any,
+        Some(q) => serde_json::from_value::<Quorum>(q.clone())
+            .map_err(|_| ApiError::invalid("quorum", "must be \"any\", \"all\" or a positive integer"))?,
+    };
+    let has_group = approvers.iter().any(|p| matches!(p, Principal::Group(_)));
+    if let Quorum::N(n) = quorum {
+        if n as usize > approvers.len() && !has_group {
+            return Err(ApiError::invalid(
+                "quorum",
+                format!("needs {n} approvals but only {} approvers are listed", approvers.len()),
+            ));
+        }
+    }
+
+    let title = str_field(o, "title", true)?.unwrap_or_default().trim().to_owned();
+    if title.is_empty() || title.chars().count() > TITLE_MAX_CHARS {
+        return Err(ApiError::invalid("title", format!("must be 1-{TITLE_MAX_CHARS} characters")));
+    }
+    let summary = str_field(o, "summary", false)?.unwrap_or_default().to_owned();
+    if summary.chars().count() > SUMMARY_MAX_CHARS {
+        return Err(ApiError::invalid("summary", format!("must be at most {SUMMARY_MAX_CHARS} characters")));
+    }
+    let details = obj_field(o, "details", DETAILS_MAX_BYTES)?;
+    let context = obj_field(o, "context", CONTEXT_MAX_BYTES)?;
+    let form: Vec<FormField> = match o.get("form") {
+        None | Some(Value::Null) => vec![],
+        Some(f @ Value::Array(_)) => {
+            serde_json::from_value(f.clone()).map_err(|e| ApiError::invalid("form", e.to_string()))?
+        }
+        Some(_) => return Err(ApiError::invalid("form", "must be an array of fields")),
+    };
+    validate_form(&form)?;
+
+    let expires_at = match (str_field(o, "expiresAt", false)?, o.get("timeoutSeconds").filter(|v| !v.is_null())) {
+        (Some(_), Some(_)) => return Err(ApiError::invalid("expiresAt", "give expiresAt or timeoutSeconds, not both")),
+        (None, None) => return Err(ApiError::invalid("expiresAt", "expiresAt or timeoutSeconds is required")),
+        (Some(s), None) => parse_rfc3339("expiresAt", s)?,
+        (None, Some(t)) => {
+            let secs = t
+                .as_i64()
+                .filter(|s| *s > 0)
+                .ok_or_else(|| ApiError::invalid("timeoutSeconds", "must be a positive integer"))?;
+            now.saturating_add(secs.saturating_mul(1000))
+        }
+    };
+    let field = if o.contains_key("expiresAt") { "expiresAt" } else { "timeoutSeconds" };
+    if expires_at <= now {
+        return Err(ApiError::invalid(field, "must be in the future"));
+    }
+    if expires_at - now > MAX_EXPIRY_MS {
+        return Err(ApiError::invalid(field, "must be at most one year ahead"));
+    }
+
+    let notify = match o.get("notify") {
+        None | Some(Value::Null) => approvers
+            .iter()
+            .filter_map(|p| match p {
+                Principal::Email(e) => Some(e.clone()),
+                _ => None,
+            })
+            .collect(),
+        Some(Value::Array(a)) if a.len() <= MAX_APPROVERS => {
+            let mut out = Vec::new();
+            for (i, e) in a.iter().enumerate() {
+                let e = e
+                    .as_str()
+                    .map(|e| e.trim().to_ascii_lowercase())
+                    .filter(|e| valid_email(e))
+                    .ok_or_else(|| ApiError::invalid(format!("notify[{i}]"), "is not an email address"))?;
+                if !out.contains(&e) {
+                    out.push(e);
+                }
+            }
+            out
+        }
+        Some(_) => {
+            return Err(ApiError::invalid("notify", format!("must be an array of at most {MAX_APPROVERS} emails")))
+        }
+    };
+    let locale = match str_field(o, "locale", false)? {
+        None => None,
+        Some(l @ ("en" | "ja")) => Some(l.to_owned()),
+        Some(_) => return Err(ApiError::invalid("locale", "must be \"en\" or \"ja\"")),
+    };
+    Ok(NewApproval { id, token, approvers, quorum, title, summary, details, form, expires_at, notify, context, locale })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn base() -> Value {
+        json!({"taskToken": "tok", "approvers": [{"email": "Alice@Example.com"}, {"group": "finance"}],
+               "title": "Deploy v2", "timeoutSeconds": 3600})
+    }
+
+    fn field_of(v: Value) -> String {
+        match parse_registration(v.to_string().as_bytes(), NOW).unwrap_err() {
+            ApiError::Invalid { field, .. } => field,
+            e => panic!("{e:?}"),
+        }
+    }
+
+    fn with(k: &str, val: Value) -> Value {
+        let mut b = base();
+        b[k] = val;
+        b
+    }
+
+    #[test]
+    fn minimal_registration() {
+        let a = parse_registration(base().to_string().as_bytes(), NOW).unwrap();
+        assert_eq!(a.expires_at, NOW + 3_600_000);
+        assert_eq!(a.approvers[0], Principal::Email("alice@example.com".into()));
+        assert_eq!(a.notify, vec!["alice@example.com"]);
+        assert_eq!(a.quorum, Quorum::Any);
+        assert!(a.id.is_none());
+    }
+
+    #[test]
+    fn eventbridge_envelope_is_accepted() {
+        let ev = json!({"version": "0", "detail-type": "ringi.approval", "source": "x", "detail": base()});
+        assert!(parse_registration(ev.to_string().as_bytes(), NOW).is_ok());
+    }
+
+    #[test]
+    fn every_rule_names_its_field() {
+        let mut no_token = base();
+        no_token.as_object_mut().unwrap().remove("taskToken");
+        assert_eq!(field_of(no_token), "taskToken");
+        assert_eq!(field_of(with("taskToken", json!("x".repeat(2049)))), "taskToken");
+        assert_eq!(field_of(with("approvers", json!([]))), "approvers");
+        assert_eq!(field_of(with("approvers", json!([{"role": "x"}]))), "approvers[0]");
+        assert_eq!(field_of(with("approvers", json!([{"email": "nope"}]))), "approvers[0].email");
+        let mut three_of_two = with("quorum", json!(3));
+        three_of_two["approvers"] = json!([{"sub": "a"}, {"sub": "b"}]);
+        assert_eq!(field_of(three_of_two), "quorum");
+        assert_eq!(field_of(with("quorum", json!("most"))), "quorum");
+        assert_eq!(field_of(with("title", json!(""))), "title");
+        assert_eq!(field_of(with("title", json!("t".repeat(201)))), "title");
+        assert_eq!(field_of(with("summary", json!("s".repeat(4001)))), "summary");
+        assert_eq!(field_of(with("details", json!([1]))), "details");
+        assert_eq!(field_of(with("details", json!({"x": "y".repeat(DETAILS_MAX_BYTES)}))), "details");
+        assert_eq!(field_of(with("form", json!([{"name": "a", "label": "A", "type": "date"}]))), "form");
+        assert_eq!(field_of(with("form", json!([{"name": "a b", "label": "A", "type": "text"}]))), "form[0].name");
+        assert_eq!(field_of(with("timeoutSeconds", json!(0))), "timeoutSeconds");
+        assert_eq!(field_of(with("timeoutSeconds", json!(400 * 86_400))), "timeoutSeconds");
+        assert_eq!(field_of(with("expiresAt", json!("2020-01-01T00:00:00Z"))), "expiresAt");
+        let mut past = base();
+        past.as_object_mut().unwrap().remove("timeoutSeconds");
+        past["expiresAt"] = json!("2020-01-01T00:00:00Z");
+        assert_eq!(field_of(past), "expiresAt");
+        assert_eq!(field_of(with("notify", json!(["x"]))), "notify[0]");
+        assert_eq!(field_of(with("locale", json!("fr"))), "locale");
+        assert_eq!(field_of(with("approvalId", json!("short"))), "approvalId");
+        assert_eq!(field_of(with("bogus", json!(1))), "bogus");
+    }
+
+    #[test]
+    fn n_quorum_may_exceed_listed_principals_only_with_groups() {
+        let mut b = with("quorum", json!(2));
+        b["approvers"] = json!([{"group": "finance"}]);
+        assert!(parse_registration(b.to_string().as_bytes(), NOW).is_ok());
+        b["approvers"] = json!([{"sub": "a"}]);
+        assert!(parse_registration(b.to_string().as_bytes(), NOW).is_err());
+    }
+}

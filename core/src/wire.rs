@@ -1,0 +1,80 @@
+//! JSON shapes of the edge API, shared by the worker (serializing) and the SPA (deserializing).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::approval::{ApprovalStatus, Quorum};
+use crate::form::FormField;
+use crate::principal::Principal;
+
+/// `GET /config.json`: the SPA's runtime configuration (no secrets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpaConfig {
+    /// Hosted UI base URL (`/oauth2/authorize`, `/oauth2/token`, `/logout` below it).
+    pub cognito_domain: String,
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub issuer: String,
+    pub default_locale: String,
+    pub version: String,
+}
+
+/// `201`/`200` answer to a registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterResponse {
+    pub id: String,
+    pub url: String,
+    pub expires_at: String,
+}
+
+/// `POST …/decision` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionResponse {
+    pub id: String,
+    pub status: ApprovalStatus,
+    pub progress: Progress,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub approvals: u32,
+    pub required: u32,
+}
+
+/// One recorded decision, as shown in the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub decision: String,
+    pub by: String,
+    pub comment: Option<String>,
+    pub feedback: Option<Map<String, Value>>,
+    pub at: String,
+}
+
+/// `GET /api/v1/approvals/{id}`: the approval as an approver may see it. Never the token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    pub id: String,
+    pub status: ApprovalStatus,
+    pub title: String,
+    pub summary: String,
+    pub details: Map<String, Value>,
+    pub form: Vec<FormField>,
+    pub approvers: Vec<Principal>,
+    pub quorum: Quorum,
+    pub progress: Progress,
+    pub created_at: String,
+    pub expires_at: String,
+    pub decided_at: Option<String>,
+    pub context: Map<String, Value>,
+    pub locale: Option<String>,
+    /// The caller's own earlier decision, if any.
+    pub my_decision: Option<AuditEntry>,
+    /// All recorded decisions (the audit trail).
+    pub decisions: Vec<AuditEntry>,
+}

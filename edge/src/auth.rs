@@ -1,0 +1,135 @@
+//! Caller authentication: Cognito JWTs (RS256 verified with WebCrypto, keys only from the configured
+//! JWKS) and registration API keys. Reasons for refusals are logged, never returned.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Duration;
+
+use js_sys::{Array, Object, Reflect};
+use ringi_core::config::Config;
+use ringi_core::jwt::{self, Jwk, Jwks, JwksCache, JwtError, JwtRules, KeyLookup};
+use ringi_core::principal::Identity;
+use ringi_core::{constant_time_eq, hex_sha256, ApiError};
+use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::CryptoKey;
+use worker::{Delay, Fetch, Request};
+
+use crate::platform::{log, now_ms, subtle};
+
+thread_local! {
+    // Per isolate: survives across requests, so the JWKS is fetched once and keys imported once.
+    static JWKS: RefCell<JwksCache> = RefCell::new(JwksCache::default());
+    static FETCHING: Cell<bool> = const { Cell::new(false) };
+    static KEYS: RefCell<HashMap<String, CryptoKey>> = RefCell::new(HashMap::new());
+}
+
+pub fn bearer(req: &Request) -> Option<String> {
+    let h = req.headers().get("authorization").ok().flatten()?;
+    let (scheme, value) = h.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !value.trim().is_empty()).then(|| value.trim().to_owned())
+}
+
+/// Verifies the request's bearer JWT against `rules`; any failure is a 401.
+pub async fn authenticate(req: &Request, cfg: &Config, rules: &JwtRules) -> Result<Identity, ApiError> {
+    let Some(raw) = bearer(req) else {
+        log("info", "auth_refused", json!({"reason": "no bearer token"}));
+        return Err(ApiError::Unauthorized);
+    };
+    verify(&raw, cfg, rules).await.map_err(|e| {
+        log("info", "auth_refused", json!({"reason": e.to_string()}));
+        ApiError::Unauthorized
+    })
+}
+
+pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identity, JwtError> {
+    let parsed = jwt::parse(raw)?;
+    let jwk = key_for(&parsed.kid, cfg).await?;
+    let key = crypto_key(&jwk).await?;
+    let algo = rsa_algorithm();
+    let promise = subtle()
+        .verify_with_object_and_u8_array_and_u8_array(&algo, &key, &parsed.signature, parsed.signing_input.as_bytes())
+        .map_err(|_| JwtError::BadSignature)?;
+    let ok = JsFuture::from(promise).await.map_err(|_| JwtError::BadSignature)?;
+    if ok.as_bool() != Some(true) {
+        return Err(JwtError::BadSignature);
+    }
+    jwt::validate_claims(&parsed.claims, rules, now_ms() / 1000)
+}
+
+/// Is `presented` one of the configured registration API keys (compared as SHA-256 digests)?
+pub fn api_key_matches(cfg: &Config, presented: &str) -> bool {
+    let digest = hex_sha256(presented.as_bytes());
+    // Check every entry so timing does not reveal which one matched.
+    cfg.register_api_key_hashes.iter().fold(false, |hit, h| constant_time_eq(h.as_bytes(), digest.as_bytes()) | hit)
+}
+
+fn rsa_algorithm() -> Object {
+    let o = Object::new();
+    let _ = Reflect::set(&o, &"name".into(), &"RSASSA-PKCS1-v1_5".into());
+    let _ = Reflect::set(&o, &"hash".into(), &"SHA-256".into());
+    o
+}
+
+async fn key_for(kid: &str, cfg: &Config) -> Result<Jwk, JwtError> {
+    // A concurrent request may be fetching the JWKS: wait for it instead of failing or fetching twice.
+    for _ in 0..500 {
+        let lookup = JWKS.with(|c| c.borrow().lookup(kid, now_ms()));
+        let fetching = FETCHING.with(Cell::get);
+        match lookup {
+            KeyLookup::Found(k) => return Ok(k),
+            _ if fetching => Delay::from(Duration::from_millis(10)).await,
+            KeyLookup::NotFound => return Err(JwtError::UnknownKid),
+            KeyLookup::Fetch => {
+                FETCHING.with(|f| f.set(true));
+                JWKS.with(|c| c.borrow_mut().note_attempt(now_ms()));
+                let fetched = fetch_jwks(&cfg.jwks_url).await;
+                FETCHING.with(|f| f.set(false));
+                let error = match fetched {
+                    Ok(jwks) => {
+                        JWKS.with(|c| c.borrow_mut().store(jwks, now_ms()));
+                        None
+                    }
+                    Err(e) => {
+                        log("warn", "jwks_fetch_failed", json!({"url": cfg.jwks_url, "error": e}));
+                        Some(e)
+                    }
+                };
+                return match JWKS.with(|c| c.borrow().lookup(kid, now_ms())) {
+                    KeyLookup::Found(k) => Ok(k),
+                    _ => Err(error.map(JwtError::JwksUnavailable).unwrap_or(JwtError::UnknownKid)),
+                };
+            }
+        }
+    }
+    Err(JwtError::JwksUnavailable("timed out waiting for a concurrent fetch".into()))
+}
+
+async fn fetch_jwks(url: &str) -> Result<Jwks, String> {
+    let url = url.parse().map_err(|e| format!("bad JWKS_URL: {e}"))?;
+    let mut resp = Fetch::Url(url).send().await.map_err(|e| e.to_string())?;
+    if resp.status_code() != 200 {
+        return Err(format!("HTTP {}", resp.status_code()));
+    }
+    resp.json::<Jwks>().await.map_err(|e| e.to_string())
+}
+
+async fn crypto_key(jwk: &Jwk) -> Result<CryptoKey, JwtError> {
+    let (Some(n), Some(e)) = (jwk.n.as_deref(), jwk.e.as_deref()) else { return Err(JwtError::UnknownKid) };
+    let cache_key = format!("{}:{n}:{e}", jwk.kid.as_deref().unwrap_or_default());
+    if let Some(k) = KEYS.with(|k| k.borrow().get(&cache_key).cloned()) {
+        return Ok(k);
+    }
+    let data = Object::new();
+    for (k, v) in [("kty", "RSA"), ("n", n), ("e", e), ("alg", "RS256")] {
+        let _ = Reflect::set(&data, &k.into(), &v.into());
+    }
+    let _ = Reflect::set(&data, &"ext".into(), &JsValue::TRUE);
+    let usages = Array::of1(&"verify".into());
+    let import = |_: JsValue| JwtError::JwksUnavailable("key import failed".into());
+    let promise = subtle().import_key_with_object("jwk", &data, &rsa_algorithm(), false, &usages).map_err(import)?;
+    let key: CryptoKey = JsFuture::from(promise).await.map_err(import)?.unchecked_into();
+    KEYS.with(|k| k.borrow_mut().insert(cache_key, key.clone()));
+    Ok(key)
+}

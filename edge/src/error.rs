@@ -1,0 +1,31 @@
+//! The one place where an [`ApiError`] becomes an HTTP response, and where platform failures become
+//! `ApiError::Internal` (logged with context, never shown).
+
+use ringi_core::ApiError;
+use serde_json::json;
+use worker::Response;
+
+use crate::platform::log;
+
+pub fn error_response(e: &ApiError) -> Response {
+    let mut resp = Response::from_json(&e.body()).unwrap_or_else(|_| Response::empty().expect("empty response"));
+    resp = resp.with_status(e.status());
+    if matches!(e, ApiError::Unauthorized) {
+        let _ = resp.headers_mut().set("www-authenticate", "Bearer");
+    }
+    resp
+}
+
+pub trait OrInternal<T> {
+    /// Logs the platform error under `what` and turns it into a 500.
+    fn internal(self, what: &str) -> Result<T, ApiError>;
+}
+
+impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
+    fn internal(self, what: &str) -> Result<T, ApiError> {
+        self.map_err(|e| {
+            log("error", "internal", json!({"what": what, "error": e.to_string()}));
+            ApiError::Internal
+        })
+    }
+}

@@ -1,0 +1,62 @@
+//! ringi edge worker: the API of design.md §3 plus the SPA's static assets, on Cloudflare Workers.
+
+mod auth;
+mod config;
+mod error;
+mod platform;
+mod routes;
+mod sfn_client;
+mod store;
+
+use ringi_core::ApiError;
+use serde_json::json;
+use worker::{event, Context, Env, Headers, Request, Response, Result};
+
+use crate::error::error_response;
+use crate::platform::log;
+
+/// Sent with every response; the SPA is built to run under this CSP (no inline script or style).
+const SECURITY_HEADERS: &[(&str, &str)] = &[
+    (
+        "content-security-policy",
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
+         connect-src *; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    ("referrer-policy", "no-referrer"),
+    ("x-content-type-options", "nosniff"),
+    ("strict-transport-security", "max-age=63072000; includeSubDomains"),
+    ("x-frame-options", "DENY"),
+];
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+    console_error_panic_hook::set_once();
+    let path = req.path();
+    let resp = if routes::is_api(&path) {
+        let outcome = match config::load(&env) {
+            Ok(cfg) => routes::dispatch(req, &routes::Ctx { env, cfg }).await,
+            Err(e) => {
+                log("error", "config_invalid", json!({"error": e.to_string()}));
+                Err(ApiError::Internal)
+            }
+        };
+        let mut resp = outcome.unwrap_or_else(|e| error_response(&e));
+        let _ = resp.headers_mut().set("cache-control", "no-store");
+        resp
+    } else {
+        env.assets("ASSETS")?.fetch_request(req).await?
+    };
+    with_security_headers(resp)
+}
+
+fn with_security_headers(resp: Response) -> Result<Response> {
+    // Asset responses carry immutable headers: copy them into a fresh set.
+    let headers = Headers::new();
+    for (k, v) in resp.headers().entries() {
+        headers.set(&k, &v)?;
+    }
+    for (k, v) in SECURITY_HEADERS {
+        headers.set(k, v)?;
+    }
+    Ok(resp.with_headers(headers))
+}

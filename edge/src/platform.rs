@@ -1,0 +1,39 @@
+//! The few things the worker takes from its JS host: clock, randomness, structured logs.
+
+use serde_json::Value;
+use wasm_bindgen::JsCast;
+
+pub fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+fn crypto() -> web_sys::Crypto {
+    js_sys::Reflect::get(&js_sys::global(), &"crypto".into())
+        .expect("globalThis.crypto exists in workerd")
+        .unchecked_into()
+}
+
+pub fn subtle() -> web_sys::SubtleCrypto {
+    crypto().subtle()
+}
+
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    crypto().get_random_values_with_u8_array(&mut buf).expect("crypto.getRandomValues");
+    buf
+}
+
+/// Uniform in [0, 1) for retry jitter.
+pub fn random_unit() -> f64 {
+    let b = random_bytes::<4>();
+    f64::from(u32::from_le_bytes(b)) / (f64::from(u32::MAX) + 1.0)
+}
+
+/// One JSON log line. Callers pass only non-secret fields: never a token, JWT, key or signature.
+pub fn log(level: &str, event: &str, mut fields: Value) {
+    if let Value::Object(m) = &mut fields {
+        m.insert("level".into(), level.into());
+        m.insert("event".into(), event.into());
+    }
+    worker::console_log!("{fields}");
+}

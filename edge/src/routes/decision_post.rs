@@ -1,0 +1,147 @@
+//! `POST /api/v1/approvals/{id}/decision`: verify → approver? → validate → claim → callback (design.md §4).
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use ringi_core::approval::{check_decidable, next_step, ApprovalStatus, Step, Verdict};
+use ringi_core::decision::{DecisionRecord, DecisionRequest};
+use ringi_core::principal::Identity;
+use ringi_core::sfn::CallbackOutcome;
+use ringi_core::wire::{DecisionResponse, Progress};
+use ringi_core::{ApiError, ApprovalId};
+use serde_json::{json, Value};
+use worker::{Request, Response};
+
+use super::approval_get::load_for;
+use super::Ctx;
+use crate::auth::authenticate;
+use crate::platform::{log, now_ms, random_bytes};
+use crate::sfn_client::deliver;
+use crate::store::{ApprovalRow, DecisionRow, Store, Vote};
+
+pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
+    let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
+    let body = super::body_bytes(req).await?;
+    let id = ApprovalId::parse(id).map_err(|_| ApiError::NotFound)?;
+    let store = Store::open(&ctx.env)?;
+    let (row, principals) = load_for(&store, &id, &who).await?;
+    let request = DecisionRequest::parse(&body)?;
+    request.validate_against(&row.form())?;
+    let now = now_ms();
+    check_decidable(&row.state(), now)?;
+
+    let decisions = store.decisions(&id).await?;
+    let mine = decisions.iter().find(|d| d.sub == who.sub);
+    if mine.is_some_and(|d| d.decision != request.decision.as_str()) {
+        return Err(ApiError::AlreadyVoted);
+    }
+    let vote = Vote {
+        sub: &who.sub,
+        principal: who
+            .matched_principal(&principals)
+            .map(|p| format!("{}:{}", p.kind(), p.value()))
+            .unwrap_or_default(),
+        email: who.email.as_deref(),
+        username: who.username.as_deref(),
+        decision: request.decision.as_str(),
+        comment: request.comment.as_deref(),
+        feedback: request.feedback.as_ref(),
+        at: now,
+    };
+    let others: Vec<&DecisionRow> = decisions.iter().filter(|d| d.sub != who.sub && d.decision == "approve").collect();
+    let required = row.quorum().required(row.approver_count as usize);
+    let mut raced_to_quorum = false;
+    let verdict = match next_step(request.decision, row.quorum(), row.approver_count as usize, others.len() as u32) {
+        Step::Complete(v) => v,
+        Step::Record { approvals, required } => {
+            if mine.is_none() {
+                store.record_vote(&id, &vote).await?;
+            }
+            // Another approver may have voted at the same moment: re-count, and if this vote completed
+            // the quorum, try to deliver it (the claim keeps that exactly-once).
+            let now_approvals = store.decisions(&id).await?.iter().filter(|d| d.decision == "approve").count() as u32;
+            if now_approvals < required {
+                return respond(&id, ApprovalStatus::Pending, Progress { approvals, required });
+            }
+            raced_to_quorum = true;
+            Verdict::Approve
+        }
+    };
+
+    let prior: Vec<Value> = others
+        .iter()
+        .map(|d| json!({"sub": d.sub, "email": d.email, "username": d.username, "comment": d.comment, "at": ringi_core::time::format_rfc3339(d.at as i64)}))
+        .collect();
+    let record = DecisionRecord {
+        approval_id: &id,
+        verdict,
+        decided_by: &who,
+        comment: request.comment.as_deref(),
+        feedback: request.feedback.as_ref(),
+        decided_at_ms: now,
+        prior_approvals: &prior,
+    };
+    let callback = record.callback()?;
+    complete(ctx, &store, &row, &id, &who, verdict, &vote, callback, raced_to_quorum, required).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn complete(
+    ctx: &Ctx,
+    store: &Store,
+    row: &ApprovalRow,
+    id: &ApprovalId,
+    who: &Identity,
+    verdict: Verdict,
+    vote: &Vote<'_>,
+    callback: ringi_core::sfn::SfnCallback,
+    raced_to_quorum: bool,
+    required: u32,
+) -> Result<Response, ApiError> {
+    let claim_id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
+    let now = now_ms();
+    if !store.claim(id, &claim_id, now, now + ctx.cfg.claim_lease_ms).await? {
+        if raced_to_quorum {
+            // Our vote is recorded; the approver who won the claim is delivering the decision.
+            return respond(id, ApprovalStatus::Pending, Progress { approvals: required, required });
+        }
+        let current = store.get(id).await?.ok_or(ApiError::NotFound)?;
+        check_decidable(&current.state(), now_ms())?;
+        return Err(ApiError::InProgress);
+    }
+    let Some(token) = row.token() else {
+        store.release(id, &claim_id).await?;
+        return Err(ApiError::Expired);
+    };
+    match deliver(&ctx.cfg, id, &callback, &token).await {
+        CallbackOutcome::Delivered => {
+            let status = verdict.final_status();
+            store.finish(id, &claim_id, status, vote).await?;
+            log("info", "decided", json!({"approvalId": id.as_str(), "status": status.as_str(), "sub": who.sub}));
+            let approvals = if verdict == Verdict::Approve { required } else { 0 };
+            respond(id, status, Progress { approvals, required })
+        }
+        CallbackOutcome::TaskClosed(code) => {
+            store.expire(id, &claim_id, now_ms()).await?;
+            log("info", "task_closed", json!({"approvalId": id.as_str(), "code": code}));
+            Err(ApiError::Expired)
+        }
+        CallbackOutcome::Retryable(code) => {
+            store.release(id, &claim_id).await?;
+            log("warn", "sfn_unavailable", json!({"approvalId": id.as_str(), "code": code}));
+            Err(ApiError::Unavailable)
+        }
+        CallbackOutcome::Refused(code) | CallbackOutcome::Invalid(code) => {
+            store.release(id, &claim_id).await?;
+            log(
+                "error",
+                "sfn_refused",
+                json!({"approvalId": id.as_str(), "code": code,
+                       "action": "Step Functions refused the callback: check the worker's AWS credentials, region, SFN_ENDPOINT and IAM policy (states:SendTaskSuccess, states:SendTaskFailure)"}),
+            );
+            Err(ApiError::UpstreamRejected)
+        }
+    }
+}
+
+fn respond(id: &ApprovalId, status: ApprovalStatus, progress: Progress) -> Result<Response, ApiError> {
+    super::json(200, &DecisionResponse { id: id.to_string(), status, progress })
+}

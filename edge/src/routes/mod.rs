@@ -1,0 +1,61 @@
+//! One file per route; [`dispatch`] maps method + path to them.
+
+mod approval_get;
+mod approvals_post;
+mod decision_post;
+mod health;
+mod spa_config;
+
+use std::rc::Rc;
+
+use ringi_core::config::Config;
+use ringi_core::ApiError;
+use worker::{Env, Method, Request, Response};
+
+/// What every handler gets: the request's environment and the parsed configuration.
+pub struct Ctx {
+    pub env: Env,
+    pub cfg: Rc<Config>,
+}
+
+/// Paths the worker answers itself; everything else is a static asset of the SPA.
+pub fn is_api(path: &str) -> bool {
+    path.starts_with("/api/") || path == "/api" || path == "/healthz" || path == "/config.json"
+}
+
+pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
+    let path = req.path();
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let method = req.method();
+    match (segments.as_slice(), method) {
+        (["healthz"], Method::Get | Method::Head) => health::get(),
+        (["config.json"], Method::Get | Method::Head) => spa_config::get(ctx),
+        (["api", "v1", "approvals"], Method::Post) => approvals_post::post(&mut req, ctx).await,
+        (["api", "v1", "approvals", id], Method::Get) => approval_get::get(&req, ctx, id).await,
+        (["api", "v1", "approvals", id, "decision"], Method::Post) => decision_post::post(&mut req, ctx, id).await,
+        (["healthz"] | ["config.json"] | ["api", "v1", "approvals"] | ["api", "v1", "approvals", _], _)
+        | (["api", "v1", "approvals", _, "decision"], _) => Err(ApiError::MethodNotAllowed),
+        _ => Err(ApiError::NoRoute),
+    }
+}
+
+/// JSON response with a status.
+pub fn json<T: serde::Serialize>(status: u16, body: &T) -> Result<Response, ApiError> {
+    use crate::error::OrInternal;
+    Ok(Response::from_json(body).internal("serialize response")?.with_status(status))
+}
+
+/// Reads a request body, refusing oversized ones before buffering more than the limit.
+pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    use crate::error::OrInternal;
+    let limit = ringi_core::decision::BODY_MAX_BYTES;
+    let declared = req.headers().get("content-length").ok().flatten().and_then(|l| l.parse::<usize>().ok());
+    if declared.is_some_and(|l| l > limit) {
+        return Err(ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes")));
+    }
+    let bytes = req.bytes().await.internal("read body")?;
+    if bytes.len() > limit {
+        return Err(ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes")));
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,283 @@
+//! D1 storage adapter. The claim (`claim`) is the single source of exactly-once: one conditional UPDATE
+//! whose changed-row count says who won.
+
+use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum};
+use ringi_core::form::FormField;
+use ringi_core::principal::Principal;
+use ringi_core::register::NewApproval;
+use ringi_core::{ApiError, ApprovalId, TaskToken};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, Env};
+
+use crate::error::OrInternal;
+
+/// A row of `approvals`.
+#[derive(Debug, Deserialize)]
+pub struct ApprovalRow {
+    pub id: String,
+    task_token: Option<String>,
+    pub token_sha256: String,
+    status: String,
+    pub title: String,
+    pub summary: String,
+    details_json: String,
+    form_json: String,
+    quorum: String,
+    pub approver_count: f64,
+    context_json: String,
+    pub locale: Option<String>,
+    pub created_at: f64,
+    pub expires_at: f64,
+    pub claimed_until: Option<f64>,
+    pub decided_at: Option<f64>,
+}
+
+fn json_object(s: &str) -> Map<String, Value> {
+    serde_json::from_str(s).unwrap_or_default()
+}
+
+impl ApprovalRow {
+    pub fn status(&self) -> ApprovalStatus {
+        ApprovalStatus::parse(&self.status).unwrap_or(ApprovalStatus::Expired)
+    }
+
+    pub fn state(&self) -> ApprovalState {
+        ApprovalState {
+            status: self.status(),
+            expires_at: self.expires_at as i64,
+            claimed_until: self.claimed_until.map(|t| t as i64),
+        }
+    }
+
+    pub fn token(&self) -> Option<TaskToken> {
+        self.task_token.as_deref().and_then(|t| TaskToken::parse(t).ok())
+    }
+
+    pub fn quorum(&self) -> Quorum {
+        Quorum::parse(&self.quorum).unwrap_or(Quorum::Any)
+    }
+
+    pub fn form(&self) -> Vec<FormField> {
+        serde_json::from_str(&self.form_json).unwrap_or_default()
+    }
+
+    pub fn details(&self) -> Map<String, Value> {
+        json_object(&self.details_json)
+    }
+
+    pub fn context(&self) -> Map<String, Value> {
+        json_object(&self.context_json)
+    }
+}
+
+/// A row of `decisions`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DecisionRow {
+    pub sub: String,
+    pub principal: String,
+    pub email: Option<String>,
+    pub username: Option<String>,
+    pub decision: String,
+    pub comment: Option<String>,
+    pub feedback_json: Option<String>,
+    pub at: f64,
+}
+
+impl DecisionRow {
+    pub fn feedback(&self) -> Option<Map<String, Value>> {
+        self.feedback_json.as_deref().map(json_object)
+    }
+}
+
+pub struct Store(D1Database);
+
+fn s(v: &str) -> JsValue {
+    JsValue::from_str(v)
+}
+
+fn n(v: i64) -> JsValue {
+    // D1 binds JS numbers; i64 would become a BigInt. Milliseconds fit exactly in an f64.
+    JsValue::from_f64(v as f64)
+}
+
+fn opt(v: Option<&str>) -> JsValue {
+    v.map(JsValue::from_str).unwrap_or(JsValue::NULL)
+}
+
+impl Store {
+    pub fn open(env: &Env) -> Result<Self, ApiError> {
+        env.d1("DB").internal("D1 binding DB").map(Self)
+    }
+
+    fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, ApiError> {
+        self.0.prepare(sql).bind(args).internal("D1 bind")
+    }
+
+    async fn changes(&self, sql: &str, args: &[JsValue]) -> Result<usize, ApiError> {
+        let r = self.stmt(sql, args)?.run().await.internal("D1 write")?;
+        Ok(r.meta().internal("D1 meta")?.and_then(|m| m.changes).unwrap_or(0))
+    }
+
+    pub async fn get(&self, id: &ApprovalId) -> Result<Option<ApprovalRow>, ApiError> {
+        self.stmt("SELECT * FROM approvals WHERE id = ?1", &[s(id.as_str())])?
+            .first(None)
+            .await
+            .internal("D1 read approval")
+    }
+
+    pub async fn principals(&self, id: &ApprovalId) -> Result<Vec<Principal>, ApiError> {
+        #[derive(Deserialize)]
+        struct Row {
+            kind: String,
+            value: String,
+        }
+        let rows: Vec<Row> = self
+            .stmt(
+                "SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid",
+                &[s(id.as_str())],
+            )?
+            .all()
+            .await
+            .internal("D1 read principals")?
+            .results()
+            .internal("D1 principals rows")?;
+        Ok(rows.iter().filter_map(|r| Principal::from_parts(&r.kind, &r.value)).collect())
+    }
+
+    pub async fn decisions(&self, id: &ApprovalId) -> Result<Vec<DecisionRow>, ApiError> {
+        self.stmt("SELECT * FROM decisions WHERE approval_id = ?1 ORDER BY at, sub", &[s(id.as_str())])?
+            .all()
+            .await
+            .internal("D1 read decisions")?
+            .results()
+            .internal("D1 decisions rows")
+    }
+
+    /// Inserts the approval and its principals in one transaction. `Ok(false)`: the ID already exists.
+    pub async fn insert(&self, id: &ApprovalId, a: &NewApproval, now: i64) -> Result<bool, ApiError> {
+        let mut batch = vec![self.stmt(
+            "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json, quorum,
+               approver_count, context_json, notify_json, locale, created_at, expires_at)
+             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            &[
+                s(id.as_str()),
+                s(a.token.expose()),
+                s(&a.token.fingerprint()),
+                s(&a.title),
+                s(&a.summary),
+                s(&Value::Object(a.details.clone()).to_string()),
+                s(&serde_json::to_string(&a.form).internal("form json")?),
+                s(&a.quorum.as_string()),
+                n(a.approvers.len() as i64),
+                s(&Value::Object(a.context.clone()).to_string()),
+                s(&serde_json::to_string(&a.notify).internal("notify json")?),
+                opt(a.locale.as_deref()),
+                n(now),
+                n(a.expires_at),
+            ],
+        )?];
+        for p in &a.approvers {
+            batch.push(self.stmt(
+                "INSERT INTO approval_principals (approval_id, kind, value) VALUES (?1, ?2, ?3)",
+                &[s(id.as_str()), s(p.kind()), s(p.value())],
+            )?);
+        }
+        match self.0.batch(batch).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.to_string().contains("UNIQUE") || e.to_string().contains("constraint") => Ok(false),
+            Err(e) => Err(e).internal("D1 insert approval"),
+        }
+    }
+
+    /// Takes the exclusive right to call Step Functions until `until`. Exactly one concurrent caller wins.
+    pub async fn claim(&self, id: &ApprovalId, claim_id: &str, now: i64, until: i64) -> Result<bool, ApiError> {
+        let changed = self
+            .changes(
+                "UPDATE approvals SET status = 'claimed', claim_id = ?1, claimed_until = ?2
+                 WHERE id = ?3 AND expires_at > ?4 AND task_token IS NOT NULL
+                   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?4))",
+                &[s(claim_id), n(until), s(id.as_str()), n(now)],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    /// The callback was delivered: final status, token dropped, the decision kept for the audit trail.
+    pub async fn finish(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        status: ApprovalStatus,
+        vote: &Vote<'_>,
+    ) -> Result<(), ApiError> {
+        let update = self.stmt(
+            "UPDATE approvals SET status = ?1, decision = ?1, decided_at = ?2, task_token = NULL, claim_id = NULL,
+               claimed_until = NULL WHERE id = ?3 AND claim_id = ?4",
+            &[s(status.as_str()), n(vote.at), s(id.as_str()), s(claim_id)],
+        )?;
+        let insert = self.vote_stmt(id, vote, "INSERT OR IGNORE")?;
+        self.0.batch(vec![update, insert]).await.internal("D1 finish decision").map(drop)
+    }
+
+    /// Step Functions says the task is closed: the approval is expired and its token useless.
+    pub async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
+        self.changes(
+            "UPDATE approvals SET status = 'expired', task_token = NULL, claim_id = NULL, claimed_until = NULL,
+               decided_at = ?1 WHERE id = ?2 AND claim_id = ?3",
+            &[n(now), s(id.as_str()), s(claim_id)],
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The callback did not go through: make the approval decidable again.
+    pub async fn release(&self, id: &ApprovalId, claim_id: &str) -> Result<(), ApiError> {
+        self.changes(
+            "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL
+             WHERE id = ?1 AND claim_id = ?2 AND status = 'claimed'",
+            &[s(id.as_str()), s(claim_id)],
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Records one approver's vote; `Ok(false)` if that approver had already voted.
+    pub async fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> Result<bool, ApiError> {
+        let r = self.vote_stmt(id, vote, "INSERT OR IGNORE")?.run().await.internal("D1 record vote")?;
+        Ok(r.meta().internal("D1 meta")?.and_then(|m| m.changes).unwrap_or(0) == 1)
+    }
+
+    fn vote_stmt(&self, id: &ApprovalId, v: &Vote<'_>, verb: &str) -> Result<D1PreparedStatement, ApiError> {
+        self.stmt(
+            &format!(
+                "{verb} INTO decisions (approval_id, sub, principal, email, username, decision, comment, feedback_json, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ),
+            &[
+                s(id.as_str()),
+                s(v.sub),
+                s(&v.principal),
+                opt(v.email),
+                opt(v.username),
+                s(v.decision),
+                opt(v.comment),
+                v.feedback.map(|f| s(&Value::Object(f.clone()).to_string())).unwrap_or(JsValue::NULL),
+                n(v.at),
+            ],
+        )
+    }
+}
+
+/// One approver's decision as stored in `decisions`.
+pub struct Vote<'a> {
+    pub sub: &'a str,
+    pub principal: String,
+    pub email: Option<&'a str>,
+    pub username: Option<&'a str>,
+    pub decision: &'a str,
+    pub comment: Option<&'a str>,
+    pub feedback: Option<&'a Map<String, Value>>,
+    pub at: i64,
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""ringi's local AWS stand-in: moto server 5.2.5 patched so Step Functions callbacks behave like AWS.
+
+    python scripts/moto_server.py -H 127.0.0.1 -p 5100
+
+Runs in the foreground; SIGTERM/SIGINT stop it (exit 0). What it changes, and why, is in
+shared/notes/local-aws.md §1.3, §1.5 and §6:
+  1. state machines really execute (SFN interpreter on, Lambda without Docker);
+  2. IAM auth (SigV4 + policy) is ON from the first request, except for requests signed with the
+     interpreter's own key `ak` and with $MOTO_ADMIN_ACCESS_KEY (default `ringi-admin`, any secret),
+     which tests and the dev stack use for setup (IAM users, tables, state machines);
+  3.-4. SendTaskSuccess/Failure/Heartbeat: TaskTimedOut for a task that was answered, timed out or whose
+     execution ended; InvalidToken for an unknown token; InvalidOutput for non-JSON output;
+  5. StartExecution without a name gets a UUID name;
+  6. SendTaskFailure keeps `cause`.
+It patches moto internals, hence the exact version pin.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import uuid
+
+import moto
+
+PINNED = "5.2.5"
+if moto.__version__ != PINNED:
+    sys.exit(f"scripts/moto_server.py patches moto internals and needs moto=={PINNED}, "
+             f"found {moto.__version__}: pip install -r tests/requirements.txt")
+
+from moto import settings  # noqa: E402
+from moto.core import config as moto_config  # noqa: E402
+from moto.core.authorization import ActionAuthenticatorMixin  # noqa: E402
+from moto.core.exceptions import AWSError  # noqa: E402
+from moto.core.responses import EmptyResult  # noqa: E402
+from moto.stepfunctions.parser.api import ExecutionStatus  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
+    state_task_service_callback as cb_mod,
+)
+from moto.stepfunctions.parser.asl.eval.callback.callback import (  # noqa: E402
+    CallbackConsumerTimeout,
+    CallbackOutcomeFailure,
+    CallbackOutcomeSuccess,
+)
+from moto.stepfunctions.parser.models import StepFunctionsParserBackend  # noqa: E402
+from moto.stepfunctions.responses import StepFunctionResponse  # noqa: E402
+
+ADMIN_KEY = os.environ.get("MOTO_ADMIN_ACCESS_KEY", "ringi-admin")
+
+# 1. Execution is a config switch, not an env var; Docker is not available here.
+moto_config.default_user_config["stepfunctions"] = {"execute_state_machine": True}
+moto_config.default_user_config["lambda"] = {"use_docker": False}
+
+# 2. Auth from the first request (as `INITIAL_NO_AUTH_ACTION_COUNT=0`). The interpreter calls SQS/DynamoDB
+#    through boto3 with key `ak` (asl/utils/boto_client.py), which is no IAM user's key: without this
+#    exemption every Task fails with InvalidClientTokenId. The admin key is exempt the same way.
+settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+_BYPASS = tuple(f"Credential={k}/" for k in ("ak", ADMIN_KEY))
+_orig_auth = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+
+def _auth(self, iam_request_cls, resource="*"):
+    if any(c in (self.headers.get("Authorization") or "") for c in _BYPASS):
+        return None
+    return _orig_auth(self, iam_request_cls, resource)
+
+
+ActionAuthenticatorMixin._authenticate_and_authorize_action = _auth
+
+# 3. Closed-task tracking. The ported engine never calls CallbackEndpoint.report(), so moto cannot tell
+#    a closed task from a live one. We report a CallbackConsumerTimeout on the task's endpoint once the
+#    Task state is left for any reason (answered, timed out, failed, execution stopped). This wraps the
+#    whole state (not just the wait), so the gap between the state's timeout and the end of the wait
+#    thread (~0.1-0.3 s) is covered too. It replaces StateTaskServiceCallback._eval_body with the same body
+#    plus the try/finally, because only there is the token known.
+_TaskCb = cb_mod.StateTaskServiceCallback
+
+
+def _eval_body(self, env):
+    token = None
+    if self._is_integration_pattern() and (
+            cb_mod.ResourceCondition.WaitForTaskToken in self._supported_integration_patterns):
+        self._assert_integration_pattern_is_supported()
+        token = env.states.context_object.update_task_token()
+        env.callback_pool_manager.add(token)
+    try:
+        super(_TaskCb, self)._eval_body(env=env)
+    finally:
+        endpoint = env.callback_pool_manager.get(token) if token else None
+        if endpoint is not None:
+            endpoint.report(CallbackConsumerTimeout())
+    env.states.context_object.context_object_data.pop("Task", None)
+
+
+_TaskCb._eval_body = _eval_body
+
+# 4. Callbacks with AWS's error codes. Stock moto only searches RUNNING executions for SendTaskSuccess
+#    (so a finished task gives InvalidToken) and accepts late/duplicate answers with 200.
+_callback_lock = threading.Lock()  # check-then-notify must be atomic: two answers to one token race
+
+
+def _live_endpoint(backend, token):
+    """The token's endpoint if its task is still open; raises TaskTimedOut/InvalidToken otherwise."""
+    for execution in backend._get_executions():
+        worker = getattr(execution, "exec_worker", None)
+        endpoint = worker.env.callback_pool_manager.get(token) if worker else None
+        if endpoint is None:
+            continue
+        # Closed: the Task state was left, the execution ended, or it was answered and not yet left.
+        if (endpoint.consumer_error is not None or endpoint.get_outcome() is not None
+                or execution.exec_status != ExecutionStatus.RUNNING):
+            raise AWSError("Task Timed Out: 'Provided task does not exist anymore'", "TaskTimedOut", 400)
+        return endpoint
+    raise AWSError("Invalid Token: 'Invalid token'", "InvalidToken", 400)
+
+
+def send_task_success(self, task_token, outcome):
+    with _callback_lock:
+        endpoint = _live_endpoint(self, task_token)
+        try:  # AWS refuses non-JSON up front; stock moto accepts it, then fails the execution (States.Runtime)
+            json.loads(outcome)
+        except (TypeError, ValueError):
+            raise AWSError("Invalid Output: output is not valid JSON", "InvalidOutput", 400)
+        endpoint.notify(CallbackOutcomeSuccess(callback_id=task_token, output=outcome))
+
+
+def send_task_failure(self, task_token, error=None, cause=None):
+    with _callback_lock:
+        _live_endpoint(self, task_token).notify(
+            CallbackOutcomeFailure(callback_id=task_token, error=error, cause=cause))
+
+
+def send_task_heartbeat(self, task_token):
+    with _callback_lock:  # a live task without HeartbeatSeconds accepts heartbeats on AWS too (no-op here)
+        _live_endpoint(self, task_token).notify_heartbeat()
+
+
+for _f in (send_task_success, send_task_failure, send_task_heartbeat):
+    setattr(StepFunctionsParserBackend, _f.__name__, _f)
+
+# 5. A nameless StartExecution gets ARN suffix ":None" and the 2nd one ExecutionAlreadyExists; AWS uses a UUID.
+_orig_start = StepFunctionsParserBackend.start_execution
+
+
+def start_execution(self, state_machine_arn, name=None, execution_input=None, trace_header=None):
+    return _orig_start(self, state_machine_arn, name or str(uuid.uuid4()), execution_input, trace_header)
+
+
+StepFunctionsParserBackend.start_execution = start_execution
+
+
+# 6. responses.py reads `error` but never `cause`, so Catch handlers saw "Cause": null.
+def _send_task_failure_response(self):
+    self.stepfunction_backend.send_task_failure(
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause"))
+    return EmptyResult()
+
+
+StepFunctionResponse.send_task_failure = _send_task_failure_response
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, default=5100)
+    args = parser.parse_args()
+    # The interpreter calls http://localhost:$MOTO_PORT (so -H must be loopback or 0.0.0.0); a stale
+    # MOTO_PORT from the environment would point it at another server, so it always follows -p.
+    os.environ["MOTO_PORT"] = str(args.port)
+    print(f"ringi moto {PINNED} on http://{args.host}:{args.port} (admin key {ADMIN_KEY!r})", flush=True)
+    # moto.server.main installs SIGTERM/SIGINT handlers that exit(0) and serves in the foreground.
+    from moto.server import main as moto_main
+    moto_main(["-H", args.host, "-p", str(args.port)])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""The one launcher of ringi's local stack, used by `make dev` (scripts/dev.py) and by every end-to-end
+test (tests/e2e/conftest.py):
+
+  moto      AWS stand-in (scripts/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
+  idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made
+  worker    the edge worker in workerd via `wrangler dev`, local D1 with migrations applied
+
+Everything listens on 127.0.0.1. Each process runs in its own process group with its pid recorded under
+<state>/pids, so `stop()` (or the next start after a crash) leaves nothing behind.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_KEY = "ringi-admin"  # scripts/moto_server.py lets this key through IAM auth, for setup only
+REGION = "us-east-1"
+POOL_ID = "local_RingiPool1"
+CLIENT_ID = "ringi-local-client"
+
+
+@dataclass
+class Ports:
+    worker: int = 8787
+    moto: int = 5000
+    idp: int = 9000
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return 200 <= r.status < 300
+    except Exception:
+        return False
+
+
+class StackError(RuntimeError):
+    pass
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+
+@dataclass
+class Stack:
+    state: Path
+    ports: Ports = field(default_factory=Ports)
+    claim_lease_seconds: int = 30
+    extra_vars: dict = field(default_factory=dict)
+    say: callable = print
+    procs: list = field(default_factory=list)
+
+    # ------------------------------------------------------------------ derived settings
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.worker}"
+
+    @property
+    def moto_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.moto}"
+
+    @property
+    def idp_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.idp}"
+
+    @property
+    def issuer(self) -> str:
+        return f"{self.idp_url}/{POOL_ID}"
+
+    client_id = CLIENT_ID
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "Stack":
+        self.state.mkdir(parents=True, exist_ok=True)
+        (self.state / "pids").mkdir(exist_ok=True)
+        self._reap_stale()
+        for name, port in (("worker", self.ports.worker), ("moto", self.ports.moto), ("idp", self.ports.idp)):
+            if not port_free(port):
+                raise StackError(f"port {port} for {name} is in use on 127.0.0.1: stop whatever listens there "
+                                 f"(`ss -ltnp 'sport = :{port}'`) and retry")
+        try:
+            self._start_moto()
+            self._setup_aws()
+            self._make_keys()
+            self._start_idp()
+            self._start_worker()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            _kill_group(p.popen.pid)
+            try:
+                p.popen.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                _kill_group(p.popen.pid, signal.SIGKILL)
+                p.popen.wait(timeout=5)
+            (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
+        self.procs.clear()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _reap_stale(self) -> None:
+        """A crashed earlier run of this state dir may have left processes: stop them by their pid files."""
+        for pidfile in (self.state / "pids").glob("*.pid"):
+            try:
+                pid = int(pidfile.read_text())
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                if str(ROOT) in cmdline or "wrangler" in cmdline or "moto_server" in cmdline or "cognito-oidc" in cmdline:
+                    self.say(f"  stopping stale {pidfile.stem} (pid {pid}) left by an earlier run")
+                    _kill_group(pid, signal.SIGKILL)
+            except (ValueError, FileNotFoundError, ProcessLookupError):
+                pass
+            pidfile.unlink(missing_ok=True)
+
+    def _spawn(self, name: str, cmd: list, env: dict | None = None, cwd: Path = ROOT, drop=()) -> Proc:
+        log = self.state / f"{name}.log"
+        fh = open(log, "ab")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(tuple(drop))} if drop else dict(os.environ)
+        full_env.update(env or {})
+        popen = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=fh, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        (self.state / "pids" / f"{name}.pid").write_text(str(popen.pid))
+        proc = Proc(name, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def _wait(self, proc: Proc, ready, timeout: float) -> None:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if proc.popen.poll() is not None:
+                raise StackError(f"{proc.name} exited with {proc.popen.returncode}; see {proc.log}")
+            if ready():
+                self.say(f"  {proc.name:<7} ready in {time.monotonic() - t0:4.1f}s  (log: {proc.log})")
+                return
+            time.sleep(0.2)
+        raise StackError(f"{proc.name} not ready after {timeout:.0f}s; see {proc.log}")
+
+    # ------------------------------------------------------------------ moto
+    def _start_moto(self) -> None:
+        # A stray AWS_*/MOTO_PORT in the caller's environment would redirect moto's own interpreter calls.
+        p = self._spawn("moto", [sys.executable, str(ROOT / "scripts/moto_server.py"), "-H", "127.0.0.1",
+                                 "-p", str(self.ports.moto)], env={"MOTO_ADMIN_ACCESS_KEY": ADMIN_KEY},
+                        drop=("AWS_", "MOTO_"))
+        self._wait(p, lambda: http_ok(f"{self.moto_url}/moto-api/data.json"), 60)
+
+    def aws(self, service: str, key: str = ADMIN_KEY, secret: str = "admin"):
+        import boto3
+        return boto3.client(service, endpoint_url=self.moto_url, region_name=REGION,
+                            aws_access_key_id=key, aws_secret_access_key=secret)
+
+    def _setup_aws(self) -> None:
+        """The worker's own IAM user: only the callback and mail actions, like production (design.md §5)."""
+        iam = self.aws("iam")
+        iam.create_user(UserName="ringi-edge")
+        iam.put_user_policy(UserName="ringi-edge", PolicyName="ringi-edge", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": ["states:SendTaskSuccess", "states:SendTaskFailure",
+                                                         "ses:SendEmail"], "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="ringi-edge")["AccessKey"]
+        self.edge_key = (key["AccessKeyId"], key["SecretAccessKey"])
+        self.aws("sesv2").create_email_identity(EmailIdentity="ringi@example.com")
+
+    # ------------------------------------------------------------------ idp
+    def _make_keys(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from jwt.algorithms import RSAAlgorithm
+
+        self.private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(RSAAlgorithm.to_jwk(self.private_key))
+        self.kid = "ringi-" + secrets.token_urlsafe(8)
+        jwk.update(kid=self.kid, alg="RS256", use="sig")
+        keys = self.state / "idp-keys.json"
+        keys.write_text(json.dumps({"keys": [jwk]}))
+        keys.chmod(0o600)
+
+    def _start_idp(self) -> None:
+        env = {"PORT": str(self.ports.idp), "POOL_ID": POOL_ID, "CLIENT_ID": CLIENT_ID,
+               "REDIRECT_URIS": f"{self.base_url}/auth/callback",
+               "POST_LOGOUT_REDIRECT_URIS": f"{self.base_url}/",
+               "KEYS_FILE": str(self.state / "idp-keys.json")}
+        p = self._spawn("idp", ["node", str(ROOT / "scripts/oidc/cognito-oidc.mjs")], env=env)
+        self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/jwks.json"), 30)
+
+    def mint(self, sub: str = "user-1", *, groups=(), email=None, kid=None, key=None, headers=None,
+             ttl: int = 3600, **overrides) -> str:
+        """A Cognito-shaped access token signed with the stack's IdP key (what the worker trusts)."""
+        import jwt
+        now = int(time.time())
+        claims = {"sub": sub, "iss": self.issuer, "client_id": CLIENT_ID, "token_use": "access",
+                  "scope": "openid email profile", "username": sub, "iat": now, "auth_time": now,
+                  "exp": now + ttl, "jti": secrets.token_hex(8), "version": 2}
+        if groups:
+            claims["cognito:groups"] = list(groups)
+        if email:
+            claims.update(email=email, email_verified=True)
+        claims.update(overrides)
+        claims = {k: v for k, v in claims.items() if v is not None}
+        hdr = {"kid": self.kid if kid is None else kid, **(headers or {})}
+        return jwt.encode(claims, key or self.private_key, algorithm="RS256", headers=hdr)
+
+    # ------------------------------------------------------------------ worker
+    def worker_vars(self) -> dict:
+        self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
+        v = {
+            "PUBLIC_BASE_URL": self.base_url,
+            "COGNITO_ISSUER": self.issuer,
+            "COGNITO_CLIENT_ID": CLIENT_ID,
+            "COGNITO_DOMAIN": self.idp_url,
+            "TOKEN_USE": "access",
+            "REGISTER_API_KEYS": hashlib.sha256(self.api_key.encode()).hexdigest(),
+            "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": self.edge_key[0],
+            "AWS_SECRET_ACCESS_KEY": self.edge_key[1],
+            "SFN_ENDPOINT": self.moto_url,
+            "SES_ENDPOINT": self.moto_url,
+            "MAIL_FROM": "ringi@example.com",
+            "CLAIM_LEASE_SECONDS": str(self.claim_lease_seconds),
+        }
+        v.update(self.extra_vars)
+        return v
+
+    def _start_worker(self) -> None:
+        if not (ROOT / "edge/build/worker/shim.mjs").exists() or not (ROOT / "dist/index.html").exists():
+            raise StackError("the worker or the SPA is not built: run `make build` first")
+        self._launch_worker("worker", self.ports.worker, self.worker_vars())
+
+    def _launch_worker(self, name: str, port: int, variables: dict) -> str:
+        persist = self.state / f"{name}-d1"
+        env_file = self.state / f"{name}.env"
+        # Secrets go through an env file: wrangler prints [vars] values but hides these.
+        env_file.write_text("".join(f"{k}={json.dumps(v)}\n" for k, v in variables.items()))
+        env_file.chmod(0o600)
+        t0 = time.monotonic()
+        migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", str(persist)],
+                                 cwd=ROOT / "edge", env={**os.environ, "CI": "true"}, capture_output=True, text=True)
+        if migrate.returncode != 0:
+            raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
+        self.say(f"  {name:<7} D1 migrations applied in {time.monotonic() - t0:4.1f}s")
+        p = self._spawn(name, ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", str(port),
+                               "--persist-to", str(persist), "--env-file", str(env_file),
+                               "--show-interactive-dev-session=false", "--log-level", "log"],
+                        cwd=ROOT / "edge")
+        url = f"http://127.0.0.1:{port}"
+        self._wait(p, lambda: http_ok(f"{url}/healthz"), 120)
+        return url
+
+    def extra_worker(self, name: str, overrides: dict) -> str:
+        """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret."""
+        port = free_port()
+        return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+                                                            **overrides})
+
+    @property
+    def d1_dir(self) -> Path:
+        return self.state / "worker-d1"
+
+    def worker_log(self) -> str:
+        return (self.state / "worker.log").read_text(errors="replace")
+
+
+def _kill_group(pid: int, sig=signal.SIGTERM) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def fresh_state(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path

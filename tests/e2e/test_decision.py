@@ -1,0 +1,180 @@
+"""Issue 3: the decision path against workerd + moto executing real state machines (IAM auth on)."""
+import json
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+
+from conftest import ROOT, Api
+
+
+def d1(stack, sql: str, persist=None) -> list:
+    """Reads the worker's local D1 directly, as an operator would."""
+    out = subprocess.run(["wrangler", "d1", "execute", "DB", "--local", "--persist-to",
+                          str(persist or stack.d1_dir), "--json", "--command", sql],
+                         cwd=ROOT / "edge", capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)[0]["results"]
+
+
+def test_approve_resumes_the_execution_with_the_decision(stack, api, paused, workflows):
+    form = [{"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"], "required": True},
+            {"name": "ticket", "label": "Ticket", "type": "text"}]
+    approval_id, arn = paused(form=form)
+    r = api.decide(approval_id, body={"decision": "approve", "comment": "ship it",
+                                      "feedback": {"risk": "low", "ticket": "OPS-1"}}, email="alice@example.com")
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "approved"
+    done = workflows.wait_done(arn)
+    assert done["status"] == "SUCCEEDED"
+    out = json.loads(done["output"])
+    assert out["request"] == "deploy", "ResultPath keeps the state's input"
+    decision = out["approval"]
+    assert decision["decision"] == "approved"
+    assert decision["approvedBy"]["sub"] == "alice"
+    assert decision["approvedBy"]["email"] == "alice@example.com"
+    assert decision["comment"] == "ship it"
+    assert decision["feedback"] == {"risk": "low", "ticket": "OPS-1"}
+    assert decision["approvalId"] == approval_id
+    # Exactly one callback reached Step Functions.
+    assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+    # The approval shows the outcome and the audit trail; the token is gone from storage.
+    view = api.get(approval_id).json()
+    assert view["status"] == "approved"
+    assert view["myDecision"]["decision"] == "approve"
+    assert [d["comment"] for d in view["decisions"]] == ["ship it"]
+    assert "taskToken" not in json.dumps(view)
+    assert d1(stack, f"SELECT task_token, status FROM approvals WHERE id = '{approval_id}'") == [
+        {"task_token": None, "status": "approved"}]
+
+
+def test_reject_takes_the_rejected_catch(api, paused, workflows):
+    approval_id, arn = paused()
+    r = api.decide(approval_id, body={"decision": "reject", "comment": "not during the freeze"})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "rejected"
+    done = workflows.wait_done(arn)
+    out = json.loads(done["output"])
+    assert out["rejection"]["Error"] == "Rejected"
+    cause = json.loads(out["rejection"]["Cause"])
+    assert cause["decision"] == "rejected" and cause["rejectedBy"]["sub"] == "alice"
+    assert cause["comment"] == "not during the freeze"
+    entered = [e["stateEnteredEventDetails"]["name"] for e in workflows.history(arn) if "stateEnteredEventDetails" in e]
+    assert "Rejected" in entered and "Approved" not in entered
+
+
+def test_second_decision_is_409_already_decided(api, paused):
+    approval_id, _ = paused()
+    assert api.decide(approval_id).status_code == 200
+    for decision in ("approve", "reject"):
+        r = api.decide(approval_id, decision)
+        assert r.status_code == 409
+        assert r.json()["error"]["code"] in ("already_decided", "already_voted")
+
+
+def test_timed_out_task_gives_409_and_expired(api, paused, workflows):
+    approval_id, arn = paused(timeout=3)
+    done = workflows.wait_done(arn, timeout=15)  # the Catch on States.Timeout ends the execution
+    assert "TimedOut" in [e["stateEnteredEventDetails"]["name"] for e in workflows.history(arn)
+                          if "stateEnteredEventDetails" in e]
+    assert done["status"] == "SUCCEEDED"
+    r = api.decide(approval_id)
+    assert r.status_code == 409, r.text
+    assert r.json()["error"]["code"] == "expired"
+    assert api.get(approval_id).json()["status"] == "expired"
+    # Still expired (and no new callback) on a retry.
+    assert api.decide(approval_id).json()["error"]["code"] == "expired"
+
+
+def test_non_approver_and_unknown_id_get_the_same_404(api, paused):
+    approval_id, _ = paused()
+    unknown = "ZZZZZZZZZZZZZZZZZZZZZZ"
+    responses = [api.get(approval_id, as_user="mallory"), api.get(unknown),
+                 api.decide(approval_id, as_user="mallory"), api.decide(unknown),
+                 api.get(approval_id, as_user="mallory", **{"cognito:groups": ["finance"]})]
+    assert {r.status_code for r in responses} == {404}
+    assert len({r.text for r in responses}) == 1, "not-yours must be indistinguishable from not-found"
+    # And the approval is untouched: alice can still decide.
+    assert api.get(approval_id).json()["status"] == "pending"
+
+
+def test_group_and_email_approvers(api, paused):
+    approval_id, _ = paused(approvers=[{"group": "finance"}, {"email": "Carol@Example.com"}])
+    assert api.get(approval_id, as_user="dave", **{"cognito:groups": ["finance"]}).status_code == 200
+    assert api.get(approval_id, as_user="carol", email="carol@example.com").status_code == 200
+    # An unverified email does not count.
+    assert api.get(approval_id, as_user="carol", email="carol@example.com", email_verified=False).status_code == 404
+
+
+def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, api, paused, workflows):
+    approval_id, arn = paused()
+    tokens = [stack.mint("alice") for _ in range(20)]
+
+    def go(tok):
+        return requests.post(f"{stack.base_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(go, tokens))
+    codes = sorted(r.status_code for r in results)
+    assert codes == [200] + [409] * 19, [(r.status_code, r.text) for r in results]
+    assert {r.json()["error"]["code"] for r in results if r.status_code == 409} <= {"in_progress", "already_decided", "already_voted"}
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+    calls = [line for line in stack.worker_log().splitlines() if '"sfn_callback"' in line and approval_id in line]
+    assert len(calls) == 1, calls
+
+
+def test_size_limits_are_checked_before_claiming(api, paused, workflows):
+    approval_id, arn = paused()
+    r = api.decide(approval_id, body={"decision": "approve", "feedback": {"blob": "x" * 300_000}})
+    assert r.status_code == 413, r.text
+    assert r.json()["error"]["code"] == "payload_too_large"
+    r = api.decide(approval_id, body={"decision": "reject", "comment": "c" * 4_001})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "comment"
+    r = api.decide(approval_id, body={"decision": "maybe"})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "decision"
+    assert api.get(approval_id).json()["status"] == "pending"
+    assert workflows.status(arn) == "RUNNING"
+    assert api.decide(approval_id).status_code == 200
+
+
+def test_feedback_is_validated_against_the_form(api, paused):
+    form = [{"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"], "required": True}]
+    approval_id, _ = paused(form=form)
+    r = api.decide(approval_id, body={"decision": "approve", "feedback": {}})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "feedback.risk"
+    r = api.decide(approval_id, body={"decision": "approve", "feedback": {"risk": "medium"}})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "feedback.risk"
+
+
+def test_refused_signature_gives_502_and_the_approval_stays_decidable(stack, workflows):
+    """A worker whose AWS secret is wrong: moto checks the SigV4 signature and refuses."""
+    bad = stack.extra_worker("badkey", {"AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    api = Api(stack, bad)
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token).json()["id"]
+    r = api.decide(approval_id)
+    assert r.status_code == 502, r.text
+    assert r.json()["error"]["code"] == "upstream_rejected"
+    assert api.get(approval_id).json()["status"] == "pending"
+    assert workflows.status(arn) == "RUNNING"
+    log = (stack.state / "worker-badkey.log").read_text()
+    assert "sfn_refused" in log and "SignatureDoesNotMatch" in log
+    assert "not-the-secret" not in log and token not in log
+
+
+def test_unavailable_step_functions_gives_503_and_stays_decidable(stack, workflows):
+    """Step Functions unreachable (nothing listens): bounded retries, then 503 and still pending."""
+    dead = stack.extra_worker("nosfn", {"SFN_ENDPOINT": "http://127.0.0.1:9"})
+    api = Api(stack, dead)
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token).json()["id"]
+    t0 = time.monotonic()
+    r = api.decide(approval_id)
+    assert r.status_code == 503, r.text
+    assert r.json()["error"]["code"] == "sfn_unavailable"
+    assert time.monotonic() - t0 < 15
+    assert api.get(approval_id).json()["status"] == "pending"
+    assert len([line for line in (stack.state / "worker-nosfn.log").read_text().splitlines()
+                if '"sfn_callback"' in line and approval_id in line]) == 3, "three attempts"

@@ -1,0 +1,77 @@
+"""Registration (`POST /api/v1/approvals`): machine auth, validation with the failing field, idempotency."""
+import secrets
+
+import pytest
+import requests
+
+
+def post(stack, body, credential=None):
+    cred = stack.api_key if credential is None else credential
+    return requests.post(f"{stack.base_url}/api/v1/approvals", json=body,
+                         headers={"authorization": f"Bearer {cred}"} if cred else {}, timeout=30)
+
+
+def body(**over):
+    b = {"taskToken": "tok-" + secrets.token_hex(8), "approvers": [{"sub": "alice"}], "title": "Deploy",
+         "timeoutSeconds": 600}
+    b.update(over)
+    return b
+
+
+def test_api_key_registers_and_returns_the_short_link(stack):
+    r = post(stack, body())
+    assert r.status_code == 201, r.text
+    j = r.json()
+    assert len(j["id"]) == 22 and j["url"] == f"{stack.base_url}/a/{j['id']}"
+    assert j["expiresAt"].endswith("Z")
+    assert "taskToken" not in r.text
+
+
+def test_machine_auth_is_required(stack):
+    assert post(stack, body(), credential="").status_code == 401
+    assert post(stack, body(), credential="rk_wrong").status_code == 401
+    # A user's token (no registration scope) is refused; a client-credentials token with the scope works.
+    assert post(stack, body(), credential=stack.mint("alice")).status_code == 403
+    machine = stack.mint("machine-client", scope="ringi/approvals.write", username=None)
+    assert post(stack, body(), credential=machine).status_code == 201
+
+
+def test_same_id_same_token_is_idempotent_and_a_different_token_conflicts(stack):
+    b = body(approvalId="wf-" + secrets.token_urlsafe(16))
+    first = post(stack, b)
+    assert first.status_code == 201
+    again = post(stack, b)
+    assert again.status_code == 200 and again.json() == first.json()
+    other = post(stack, {**b, "taskToken": "another-token"})
+    assert other.status_code == 409 and other.json()["error"]["code"] == "duplicate_approval"
+
+
+def test_eventbridge_event_envelope_is_accepted(stack):
+    event = {"version": "0", "id": "e1", "detail-type": "ringi.approval.requested", "source": "ringi.workflow",
+             "detail": body()}
+    assert post(stack, event).status_code == 201
+
+
+@pytest.mark.parametrize("over,field", [
+    ({"taskToken": ""}, "taskToken"),
+    ({"taskToken": "x" * 2049}, "taskToken"),
+    ({"approvers": []}, "approvers"),
+    ({"approvers": [{"role": "x"}]}, "approvers[0]"),
+    ({"quorum": 2}, "quorum"),
+    ({"title": ""}, "title"),
+    ({"timeoutSeconds": -1}, "timeoutSeconds"),
+    ({"timeoutSeconds": 400 * 86400}, "timeoutSeconds"),
+    ({"form": [{"name": "a", "label": "A", "type": "date"}]}, "form"),
+    ({"unexpected": True}, "unexpected"),
+])
+def test_validation_names_the_field(stack, over, field):
+    r = post(stack, body(**over))
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "invalid_request"
+    assert r.json()["error"]["field"] == field
+
+
+def test_malformed_json_is_a_400(stack):
+    r = requests.post(f"{stack.base_url}/api/v1/approvals", data="{nope",
+                      headers={"authorization": f"Bearer {stack.api_key}", "content-type": "application/json"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_body"
