@@ -46,7 +46,8 @@ step "cargo tools (wasm-bindgen-cli $WASM_BINDGEN_VERSION, worker-build $WORKER_
 # One shared target dir compiles common dependencies once; LTO off makes the installs link much faster.
 cargo_install() {
   local bin=$1 want=$2; shift 2
-  if "$RINGI_HOME/cargo/bin/$bin" --version 2>/dev/null | grep -q " $want"; then return 0; fi
+  # (worker-build prints a bare version, the others "name version")
+  if "$RINGI_HOME/cargo/bin/$bin" --version 2>/dev/null | grep -qE "(^| )$want\$"; then return 0; fi
   CARGO_INSTALL_ROOT="$RINGI_HOME/cargo" CARGO_TARGET_DIR="$RINGI_HOME/cargo-build" \
     CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     cargo install --force "$@"

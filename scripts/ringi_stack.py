@@ -277,7 +277,7 @@ class Stack:
         self.say(f"  {name:<7} D1 migrations applied in {time.monotonic() - t0:4.1f}s")
         p = self._spawn(name, ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", str(port),
                                "--persist-to", str(persist), "--env-file", str(env_file),
-                               "--show-interactive-dev-session=false", "--log-level", "log"],
+                               "--show-interactive-dev-session=false", "--log-level", "log", "--test-scheduled"],
                         cwd=ROOT / "edge")
         url = f"http://127.0.0.1:{port}"
         self._wait(p, lambda: http_ok(f"{url}/healthz"), 120)
@@ -292,6 +292,16 @@ class Stack:
     @property
     def d1_dir(self) -> Path:
         return self.state / "worker-d1"
+
+    def run_cron(self, base_url: str | None = None) -> None:
+        """Fires the worker's scheduled handler now (wrangler dev --test-scheduled)."""
+        with urllib.request.urlopen(f"{base_url or self.base_url}/__scheduled?cron=*/5+*+*+*+*", timeout=60) as r:
+            assert r.status == 200, r.status
+
+    def sent_mail(self) -> list:
+        """Every message SES (moto) accepted: {source, destinations, subject, body (HTML)}."""
+        with urllib.request.urlopen(f"{self.moto_url}/moto-api/data.json", timeout=30) as r:
+            return json.load(r)["ses"].get("Message", [])
 
     def worker_log(self) -> str:
         return (self.state / "worker.log").read_text(errors="replace")

@@ -3,8 +3,10 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_location, use_params_map};
 use leptos_router::path;
+use wasm_bindgen::JsCast;
+use web_sys::HtmlElement;
 
 use crate::config::{self, ConfigError, Locale, SpaConfig};
 use crate::i18n::{texts, Texts};
@@ -70,7 +72,7 @@ pub fn App() -> impl IntoView {
         ConfigState::Ready(cfg) => Some(cfg.clone()),
         _ => None,
     });
-    let locale = Memo::new(move |_| config.with(|c| c.as_ref().map_or(browser_locale, |c| c.default_locale)));
+    let locale = Memo::new(move |_| config.with(|c| c.as_ref().map_or(browser_locale, SpaConfig::locale)));
     let error = Memo::new(move |_| match &*state.read() {
         ConfigState::Failed(e) => Some(e.to_string()),
         _ => None,
@@ -137,6 +139,18 @@ pub fn App() -> impl IntoView {
 
 #[component]
 fn AppRoutes() -> impl IntoView {
+    // After a client-side navigation the clicked link is usually gone with the old page: move focus to <main>
+    // (tabindex=-1) so that keyboard and screen-reader users continue from the top of the new page.
+    let location = use_location();
+    Effect::new(move |previous: Option<String>| {
+        let path = location.pathname.get();
+        if previous.is_some_and(|previous| previous != path) {
+            if let Some(main) = document().get_element_by_id("main").and_then(|el| el.dyn_into::<HtmlElement>().ok()) {
+                let _ = main.focus();
+            }
+        }
+        path
+    });
     view! {
         <Routes fallback=|| view! { <NotFound /> }>
             <Route path=path!("/") view=Inbox />

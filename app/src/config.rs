@@ -11,9 +11,8 @@ use web_sys::RequestCache;
 /// (`/a/{id}`) must not turn it into `/a/config.json`.
 pub const CONFIG_URL: &str = "/config.json";
 
-/// UI languages. The wire form is the BCP 47 tag (`"en"`, `"ja"`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// UI languages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Locale {
     #[default]
     En,
@@ -29,23 +28,25 @@ impl Locale {
         }
     }
 
+    /// Reads a BCP 47 tag by its primary subtag (`"ja"`, `"ja-JP"` → Japanese); `None` for other languages.
+    pub fn from_tag(tag: &str) -> Option<Self> {
+        let primary = tag.split(['-', '_']).next().unwrap_or_default();
+        if primary.eq_ignore_ascii_case("ja") {
+            Some(Locale::Ja)
+        } else if primary.eq_ignore_ascii_case("en") {
+            Some(Locale::En)
+        } else {
+            None
+        }
+    }
+
     /// Best guess before `/config.json` has arrived (the loading and error screens): the browser's languages.
     pub fn from_browser() -> Self {
         let languages = web_sys::window()
             .map(|w| w.navigator().languages())
             .map(|list| list.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
             .unwrap_or_default();
-        languages
-            .iter()
-            .find_map(|tag| {
-                let primary = tag.split('-').next().unwrap_or_default().to_ascii_lowercase();
-                match primary.as_str() {
-                    "ja" => Some(Locale::Ja),
-                    "en" => Some(Locale::En),
-                    _ => None,
-                }
-            })
-            .unwrap_or_default()
+        languages.iter().find_map(|tag| Self::from_tag(tag)).unwrap_or_default()
     }
 }
 
@@ -61,9 +62,16 @@ pub struct SpaConfig {
     pub redirect_uri: String,
     /// Exact `iss` of the tokens.
     pub issuer: String,
-    pub default_locale: Locale,
+    /// `"en"` or `"ja"`; anything else falls back to English (see [`SpaConfig::locale`]).
+    pub default_locale: String,
     /// Release shown in the footer.
     pub version: String,
+}
+
+impl SpaConfig {
+    pub fn locale(&self) -> Locale {
+        Locale::from_tag(&self.default_locale).unwrap_or_default()
+    }
 }
 
 /// Why the configuration could not be used. Rendered as a one-line technical detail under the
@@ -112,15 +120,24 @@ mod tests {
     fn decodes_the_documented_shape() {
         let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","defaultLocale":"ja","version":"0.1.0"}"#;
         let cfg: SpaConfig = serde_json::from_str(json).unwrap();
-        assert_eq!(cfg.default_locale, Locale::Ja);
+        assert_eq!(cfg.locale(), Locale::Ja);
         assert_eq!(cfg.client_id, "abc");
         assert_eq!(serde_json::to_string(&cfg).unwrap(), json);
     }
 
     #[test]
-    fn rejects_unknown_locale() {
-        let json =
-            r#"{"cognitoDomain":"d","clientId":"c","redirectUri":"r","issuer":"i","defaultLocale":"fr","version":"v"}"#;
-        assert!(serde_json::from_str::<SpaConfig>(json).is_err());
+    fn missing_field_is_an_error() {
+        let json = r#"{"cognitoDomain":"d","redirectUri":"r","issuer":"i","defaultLocale":"en","version":"v"}"#;
+        let err = serde_json::from_str::<SpaConfig>(json).unwrap_err().to_string();
+        assert!(err.contains("clientId"), "{err}");
+    }
+
+    #[test]
+    fn locale_tags() {
+        assert_eq!(Locale::from_tag("ja"), Some(Locale::Ja));
+        assert_eq!(Locale::from_tag("ja-JP"), Some(Locale::Ja));
+        assert_eq!(Locale::from_tag("EN-us"), Some(Locale::En));
+        assert_eq!(Locale::from_tag("fr"), None);
+        assert_eq!(Locale::from_tag(""), None);
     }
 }

@@ -30,6 +30,10 @@ pub struct Config {
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     pub claim_lease_ms: i64,
+    /// Send one reminder when this little time is left.
+    pub reminder_window_ms: i64,
+    /// Closed approvals (and their audit trail) are purged this long after the decision.
+    pub retention_ms: i64,
     pub default_locale: String,
     pub version: String,
 }
@@ -100,15 +104,20 @@ impl Config {
             Some(u) => url("SES_ENDPOINT", u)?,
             None => format!("https://email.{aws_region}.amazonaws.com"),
         };
-        let claim_lease_ms = match opt("CLAIM_LEASE_SECONDS") {
-            None => 30_000,
-            Some(s) => s
-                .parse::<i64>()
-                .ok()
-                .filter(|s| (1..=900).contains(s))
-                .map(|s| s * 1000)
-                .ok_or_else(|| ConfigError::Invalid("CLAIM_LEASE_SECONDS", "must be 1-900".into()))?,
+        let secs = |name: &'static str, default: i64, max: i64| -> Result<i64, ConfigError> {
+            match opt(name) {
+                None => Ok(default * 1000),
+                Some(v) => v
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|s| (1..=max).contains(s))
+                    .map(|s| s * 1000)
+                    .ok_or_else(|| ConfigError::Invalid(name, format!("must be 1-{max} seconds"))),
+            }
         };
+        let claim_lease_ms = secs("CLAIM_LEASE_SECONDS", 30, 900)?;
+        let reminder_window_ms = secs("REMINDER_BEFORE_SECONDS", 24 * 3600, 366 * 86_400)?;
+        let retention_ms = secs("RETENTION_SECONDS", 90 * 86_400, 10 * 366 * 86_400)?;
         let default_locale = match opt("DEFAULT_LOCALE").as_deref() {
             None | Some("en") => "en".to_owned(),
             Some("ja") => "ja".to_owned(),
@@ -130,6 +139,8 @@ impl Config {
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
             claim_lease_ms,
+            reminder_window_ms,
+            retention_ms,
             default_locale,
             version: opt("RINGI_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         })

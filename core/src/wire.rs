@@ -78,3 +78,26 @@ pub struct ApprovalView {
     /// All recorded decisions (the audit trail).
     pub decisions: Vec<AuditEntry>,
 }
+
+/// One row of the inbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    pub id: String,
+    pub status: ApprovalStatus,
+    pub title: String,
+    pub summary: String,
+    pub context: Map<String, Value>,
+    pub progress: Progress,
+    pub created_at: String,
+    pub expires_at: String,
+    pub decided_at: Option<String>,
+}
+
+/// `GET /api/v1/approvals?status=…&cursor=…`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPage {
+    pub items: Vec<InboxItem>,
+    pub next_cursor: Option<String>,
+}

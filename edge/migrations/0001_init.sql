@@ -18,7 +18,10 @@ CREATE TABLE approvals (
   claim_id      TEXT,                 -- holder of the current claim (random per attempt)
   claimed_until INTEGER,              -- lease end: a claim whose holder died frees itself
   decided_at    INTEGER,
-  decision      TEXT
+  decision      TEXT,
+  mail_state    TEXT NOT NULL DEFAULT 'none' CHECK (mail_state IN ('none', 'pending', 'sent', 'failed')),
+  mail_attempts INTEGER NOT NULL DEFAULT 0,
+  reminded_at   INTEGER
 );
 CREATE INDEX approvals_status_expires ON approvals (status, expires_at);
 
@@ -26,10 +29,13 @@ CREATE TABLE approval_principals (
   approval_id TEXT NOT NULL REFERENCES approvals (id) ON DELETE CASCADE,
   kind        TEXT NOT NULL CHECK (kind IN ('sub', 'email', 'group')),
   value       TEXT NOT NULL,
+  pkey        TEXT NOT NULL,              -- kind || ':' || value, what the inbox looks up
+  open        INTEGER NOT NULL DEFAULT 1, -- 1 while the approval is pending (denormalized for the inbox)
+  sort_at     INTEGER NOT NULL,           -- expires_at while open, decided_at once closed
   PRIMARY KEY (approval_id, kind, value)
 );
--- The inbox looks approvals up by the caller's principals.
-CREATE INDEX approval_principals_by_principal ON approval_principals (kind, value, approval_id);
+-- The inbox: the caller's principals → open/closed approvals in expiry/decision order, without a scan.
+CREATE INDEX approval_principals_inbox ON approval_principals (pkey, open, sort_at, approval_id);
 
 -- The audit trail: one row per approver decision (quorum progress counts these).
 CREATE TABLE decisions (

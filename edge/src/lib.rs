@@ -1,8 +1,11 @@
 //! ringi edge worker: the API of design.md §3 plus the SPA's static assets, on Cloudflare Workers.
 
 mod auth;
+mod aws;
 mod config;
+mod cron;
 mod error;
+mod mailer;
 mod platform;
 mod routes;
 mod sfn_client;
@@ -10,7 +13,7 @@ mod store;
 
 use ringi_core::ApiError;
 use serde_json::json;
-use worker::{event, Context, Env, Headers, Request, Response, Result};
+use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
 use crate::error::error_response;
 use crate::platform::log;
@@ -59,4 +62,12 @@ fn with_security_headers(resp: Response) -> Result<Response> {
         headers.set(k, v)?;
     }
     Ok(resp.with_headers(headers))
+}
+
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    console_error_panic_hook::set_once();
+    if let Err(e) = cron::run(&env).await {
+        log("error", "cron_failed", json!({"error": e}));
+    }
 }

@@ -4,23 +4,24 @@ use std::time::Duration;
 
 use ringi_core::config::Config;
 use ringi_core::sfn::{classify, CallbackOutcome, RetryPolicy, SfnCallback, JSON_CONTENT_TYPE};
-use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, SignOptions, SignRequest};
 use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
-use worker::{Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::Delay;
 
-use crate::platform::{log, now_ms, random_unit};
+use crate::aws::signed_post;
+use crate::platform::{log, random_unit};
 
 pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> CallbackOutcome {
-    let Some(creds) = cfg.aws_credentials.as_ref() else {
+    if cfg.aws_credentials.is_none() {
         return CallbackOutcome::Refused("NoCredentialsConfigured".into());
-    };
+    }
     let policy = RetryPolicy::default();
     let url = format!("{}/", cfg.sfn_endpoint);
     let body = cb.body(token);
+    let headers = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", cb.target())];
     let mut attempt = 1;
     loop {
-        let outcome = match send(cfg, creds, &url, cb.target(), &body).await {
+        let outcome = match signed_post(cfg, &url, "states", &headers, &body).await {
             Ok((status, text)) => classify(status, &text),
             Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
         };
@@ -37,38 +38,4 @@ pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &Ta
             other => return other,
         }
     }
-}
-
-async fn send(
-    cfg: &Config,
-    creds: &ringi_core::sigv4::AwsCredentials,
-    url: &str,
-    target: &str,
-    body: &str,
-) -> Result<(u16, String), String> {
-    let base = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", target)];
-    let signed = sign_headers(
-        &SignRequest {
-            method: "POST",
-            url,
-            headers: &base,
-            body: body.as_bytes(),
-            region: &cfg.aws_region,
-            service: "states",
-            time: unix_ms_to_system_time(now_ms()),
-        },
-        creds,
-        SignOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
-    let headers = Headers::new();
-    for (k, v) in base.iter().map(|(k, v)| (*k, *v)).chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
-        headers.set(k, v).map_err(|e| e.to_string())?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers).with_body(Some(body.into()));
-    let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    let mut resp = Fetch::Request(req).send().await.map_err(|e| e.to_string())?;
-    let text = resp.text().await.unwrap_or_default();
-    Ok((resp.status_code(), text))
 }

@@ -93,6 +93,10 @@ impl DecisionRow {
 
 pub struct Store(D1Database);
 
+pub fn pkey(p: &Principal) -> String {
+    format!("{}:{}", p.kind(), p.value())
+}
+
 fn s(v: &str) -> JsValue {
     JsValue::from_str(v)
 }
@@ -156,11 +160,19 @@ impl Store {
     }
 
     /// Inserts the approval and its principals in one transaction. `Ok(false)`: the ID already exists.
-    pub async fn insert(&self, id: &ApprovalId, a: &NewApproval, now: i64) -> Result<bool, ApiError> {
+    pub async fn insert(
+        &self,
+        id: &ApprovalId,
+        a: &NewApproval,
+        now: i64,
+        remind_window_ms: i64,
+    ) -> Result<bool, ApiError> {
+        let reminded_at = if a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        let mail_state = if a.notify.is_empty() { "none" } else { "pending" };
         let mut batch = vec![self.stmt(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json, quorum,
-               approver_count, context_json, notify_json, locale, created_at, expires_at)
-             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+               approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at, mail_state)
+             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             &[
                 s(id.as_str()),
                 s(a.token.expose()),
@@ -176,12 +188,14 @@ impl Store {
                 opt(a.locale.as_deref()),
                 n(now),
                 n(a.expires_at),
+                reminded_at,
+                s(mail_state),
             ],
         )?];
         for p in &a.approvers {
             batch.push(self.stmt(
-                "INSERT INTO approval_principals (approval_id, kind, value) VALUES (?1, ?2, ?3)",
-                &[s(id.as_str()), s(p.kind()), s(p.value())],
+                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                &[s(id.as_str()), s(p.kind()), s(p.value()), s(&pkey(p)), n(a.expires_at)],
             )?);
         }
         match self.0.batch(batch).await {
@@ -218,18 +232,26 @@ impl Store {
             &[s(status.as_str()), n(vote.at), s(id.as_str()), s(claim_id)],
         )?;
         let insert = self.vote_stmt(id, vote, "INSERT OR IGNORE")?;
-        self.0.batch(vec![update, insert]).await.internal("D1 finish decision").map(drop)
+        let close = self.close_stmt(id, vote.at)?;
+        self.0.batch(vec![update, insert, close]).await.internal("D1 finish decision").map(drop)
+    }
+
+    /// Moves the approval from its approvers' pending inboxes to their decided ones.
+    fn close_stmt(&self, id: &ApprovalId, at: i64) -> Result<D1PreparedStatement, ApiError> {
+        self.stmt(
+            "UPDATE approval_principals SET open = 0, sort_at = ?1 WHERE approval_id = ?2",
+            &[n(at), s(id.as_str())],
+        )
     }
 
     /// Step Functions says the task is closed: the approval is expired and its token useless.
     pub async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
-        self.changes(
+        let update = self.stmt(
             "UPDATE approvals SET status = 'expired', task_token = NULL, claim_id = NULL, claimed_until = NULL,
                decided_at = ?1 WHERE id = ?2 AND claim_id = ?3",
             &[n(now), s(id.as_str()), s(claim_id)],
-        )
-        .await
-        .map(drop)
+        )?;
+        self.0.batch(vec![update, self.close_stmt(id, now)?]).await.internal("D1 expire").map(drop)
     }
 
     /// The callback did not go through: make the approval decidable again.
@@ -280,4 +302,149 @@ pub struct Vote<'a> {
     pub comment: Option<&'a str>,
     pub feedback: Option<&'a Map<String, Value>>,
     pub at: i64,
+}
+
+/// A row of the inbox query (the approval plus its approve count).
+#[derive(Debug, Deserialize)]
+pub struct InboxRow {
+    pub id: String,
+    pub status: String,
+    pub title: String,
+    pub summary: String,
+    pub quorum: String,
+    pub approver_count: f64,
+    pub context_json: String,
+    pub created_at: f64,
+    pub expires_at: f64,
+    pub decided_at: Option<f64>,
+    pub sort_at: f64,
+    pub approvals: f64,
+}
+
+/// What the mailer needs of an approval.
+#[derive(Debug, Deserialize)]
+pub struct MailRow {
+    pub id: String,
+    pub title: String,
+    pub summary: String,
+    pub notify_json: String,
+    pub context_json: String,
+    pub locale: Option<String>,
+    pub expires_at: f64,
+}
+
+impl Store {
+    /// One page of the caller's inbox. `cursor` is (sort_at, id) of the last item already shown.
+    pub async fn inbox(
+        &self,
+        principal_keys: &[String],
+        pending: bool,
+        now: i64,
+        cursor: Option<(i64, String)>,
+        limit: usize,
+    ) -> Result<Vec<InboxRow>, ApiError> {
+        let (c_at, c_id) =
+            cursor.unwrap_or(if pending { (i64::MIN / 2, String::new()) } else { (i64::MAX / 2, "~".into()) });
+        let mut args: Vec<JsValue> = principal_keys.iter().map(|k| s(k)).collect();
+        args.extend([n(if pending { now } else { i64::MAX / 2 }), n(c_at), s(&c_id), n(limit as i64)]);
+        self.stmt(&ringi_core::inbox::inbox_sql(principal_keys.len(), pending), &args)?
+            .all()
+            .await
+            .internal("D1 inbox")?
+            .results()
+            .internal("D1 inbox rows")
+    }
+
+    pub async fn mail_row(&self, id: &ApprovalId) -> Result<Option<MailRow>, ApiError> {
+        self.stmt(
+            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals WHERE id = ?1",
+            &[s(id.as_str())],
+        )?
+        .first(None)
+        .await
+        .internal("D1 mail row")
+    }
+
+    pub async fn set_mail_state(&self, id: &str, state: &str) -> Result<(), ApiError> {
+        self.changes(
+            "UPDATE approvals SET mail_state = ?1, mail_attempts = mail_attempts + 1 WHERE id = ?2",
+            &[s(state), s(id)],
+        )
+        .await
+        .map(drop)
+    }
+
+    // ---------------------------------------------------------------- cron
+    /// Pending approvals past their expiry become `expired` (token dropped). Returns how many.
+    pub async fn expire_due(&self, now: i64) -> Result<usize, ApiError> {
+        let expired = self
+            .changes(
+                "UPDATE approvals SET status = 'expired', task_token = NULL, claim_id = NULL, claimed_until = NULL,
+                   decided_at = expires_at
+                 WHERE expires_at <= ?1 AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1))",
+                &[n(now)],
+            )
+            .await?;
+        // Open inbox rows are keyed by expiry, so the due ones are exactly those with sort_at <= now.
+        self.changes("UPDATE approval_principals SET open = 0 WHERE open = 1 AND sort_at <= ?1", &[n(now)]).await?;
+        Ok(expired)
+    }
+
+    /// Claims whose holder died (lease over) go back to pending.
+    pub async fn release_stale_claims(&self, now: i64) -> Result<usize, ApiError> {
+        self.changes(
+            "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL
+             WHERE status = 'claimed' AND claimed_until <= ?1",
+            &[n(now)],
+        )
+        .await
+    }
+
+    /// Deletes closed approvals decided before `before` (the TTL of seed 000), with their audit rows.
+    pub async fn purge(&self, before: i64) -> Result<usize, ApiError> {
+        let old = "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1";
+        let batch = vec![
+            self.stmt(&format!("DELETE FROM decisions WHERE approval_id IN ({old})"), &[n(before)])?,
+            self.stmt(&format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), &[n(before)])?,
+            self.stmt(&format!("DELETE FROM approvals WHERE id IN ({old})"), &[n(before)])?,
+        ];
+        let results = self.0.batch(batch).await.internal("D1 purge")?;
+        Ok(results.last().and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0))
+    }
+
+    /// Open approvals whose request mail failed (bounded attempts).
+    pub async fn mail_retries(&self, now: i64, max_attempts: i64) -> Result<Vec<MailRow>, ApiError> {
+        self.stmt(
+            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals
+             WHERE mail_state = 'failed' AND mail_attempts < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2
+             LIMIT 50",
+            &[n(max_attempts), n(now)],
+        )?
+        .all()
+        .await
+        .internal("D1 mail retries")?
+        .results()
+        .internal("D1 mail retry rows")
+    }
+
+    /// Open approvals inside the reminder window that were not reminded yet. (Approvals registered inside
+    /// the window count as reminded at insert: their request mail is recent enough.)
+    pub async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<MailRow>, ApiError> {
+        self.stmt(
+            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals
+             WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
+               AND expires_at <= ?1 + ?2
+             LIMIT 50",
+            &[n(now), n(window_ms)],
+        )?
+        .all()
+        .await
+        .internal("D1 reminders")?
+        .results()
+        .internal("D1 reminder rows")
+    }
+
+    pub async fn mark_reminded(&self, id: &str, now: i64) -> Result<(), ApiError> {
+        self.changes("UPDATE approvals SET reminded_at = ?1 WHERE id = ?2", &[n(now), s(id)]).await.map(drop)
+    }
 }

@@ -42,7 +42,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let new = parse_registration(&body, now)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let store = Store::open(&ctx.env)?;
-    let created = store.insert(&id, &new, now).await?;
+    let created = store.insert(&id, &new, now, ctx.cfg.reminder_window_ms).await?;
     let (status, expires_at) = if created {
         (201, new.expires_at)
     } else {
@@ -54,6 +54,12 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
         (200, existing.expires_at as i64)
     };
     log("info", "registered", json!({"approvalId": id.as_str(), "by": caller, "created": created}));
+    if created {
+        // Stored first, mailed second: a mail failure is recorded and retried by the cron, never fatal.
+        if let Some(row) = store.mail_row(&id).await? {
+            crate::mailer::send_request(&ctx.cfg, &store, &row).await?;
+        }
+    }
     super::json(
         status,
         &RegisterResponse {

@@ -4,6 +4,7 @@ mod approval_get;
 mod approvals_post;
 mod decision_post;
 mod health;
+mod inbox_get;
 mod spa_config;
 
 use std::rc::Rc;
@@ -31,6 +32,7 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
         (["healthz"], Method::Get | Method::Head) => health::get(),
         (["config.json"], Method::Get | Method::Head) => spa_config::get(ctx),
         (["api", "v1", "approvals"], Method::Post) => approvals_post::post(&mut req, ctx).await,
+        (["api", "v1", "approvals"], Method::Get) => inbox_get::get(&req, ctx).await,
         (["api", "v1", "approvals", id], Method::Get) => approval_get::get(&req, ctx, id).await,
         (["api", "v1", "approvals", id, "decision"], Method::Post) => decision_post::post(&mut req, ctx, id).await,
         (["healthz"] | ["config.json"] | ["api", "v1", "approvals"] | ["api", "v1", "approvals", _], _)

@@ -1,0 +1,94 @@
+//! The caller's inbox: filters, page size and the opaque pagination cursor.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+
+use crate::error::ApiError;
+
+pub const PAGE_SIZE: usize = 25;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxFilter {
+    /// Open approvals, soonest expiry first.
+    Pending,
+    /// Closed approvals (approved, rejected, expired), latest first.
+    Decided,
+}
+
+impl InboxFilter {
+    pub fn parse(s: Option<&str>) -> Result<Self, ApiError> {
+        match s {
+            None | Some("pending") => Ok(Self::Pending),
+            Some("decided") => Ok(Self::Decided),
+            Some(_) => Err(ApiError::invalid("status", "must be pending or decided")),
+        }
+    }
+}
+
+/// Position after the last item of a page: its sort key and ID (IDs break ties).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub sort_at: i64,
+    pub id: String,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(format!("{}:{}", self.sort_at, self.id))
+    }
+
+    pub fn decode(s: &str) -> Result<Self, ApiError> {
+        let bad = || ApiError::invalid("cursor", "is not a cursor returned by this API");
+        let raw = URL_SAFE_NO_PAD.decode(s).map_err(|_| bad())?;
+        let text = String::from_utf8(raw).map_err(|_| bad())?;
+        let (at, id) = text.split_once(':').ok_or_else(bad)?;
+        crate::ids::ApprovalId::parse(id).map_err(|_| bad())?;
+        Ok(Self { sort_at: at.parse().map_err(|_| bad())?, id: id.to_owned() })
+    }
+}
+
+/// The inbox SQL: `?1..?k` are the caller's principal keys, then open flag, bound, cursor, limit.
+pub fn inbox_sql(principals: usize, pending: bool) -> String {
+    let keys = (1..=principals).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let (open, cmp, order) = if pending { (1, ">", "ASC") } else { (0, "<", "DESC") };
+    let k = principals;
+    // The index (pkey, open, sort_at, approval_id) answers the WHERE; only this user's rows are touched.
+    format!(
+        "WITH mine AS (
+           SELECT approval_id, MIN(sort_at) AS sort_at FROM approval_principals
+           WHERE pkey IN ({keys}) AND open = {open} AND sort_at {bound}
+             AND (sort_at {cmp} ?{c_at} OR (sort_at = ?{c_at} AND approval_id {cmp} ?{c_id}))
+           GROUP BY approval_id
+           ORDER BY sort_at {order}, approval_id {order} LIMIT ?{limit})
+         SELECT a.id, a.status, a.title, a.summary, a.quorum, a.approver_count, a.context_json, a.created_at,
+                a.expires_at, a.decided_at, mine.sort_at,
+                (SELECT COUNT(*) FROM decisions d WHERE d.approval_id = a.id AND d.decision = 'approve') AS approvals
+         FROM mine JOIN approvals a ON a.id = mine.approval_id
+         ORDER BY mine.sort_at {order}, a.id {order}",
+        bound = if pending { format!("> ?{}", k + 1) } else { format!("<= ?{}", k + 1) },
+        c_at = k + 2,
+        c_id = k + 3,
+        limit = k + 4,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trip_and_garbage() {
+        let c = Cursor { sort_at: 1_800_000_000_000, id: "abcdefghijklmnopqrstuv".into() };
+        assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+        for bad in ["", "!!", "MTIz", &URL_SAFE_NO_PAD.encode("x:abcdefghijklmnop"), &URL_SAFE_NO_PAD.encode("1:short")]
+        {
+            assert!(Cursor::decode(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn filters() {
+        assert_eq!(InboxFilter::parse(None).unwrap(), InboxFilter::Pending);
+        assert_eq!(InboxFilter::parse(Some("decided")).unwrap(), InboxFilter::Decided);
+        assert!(InboxFilter::parse(Some("all")).is_err());
+    }
+}

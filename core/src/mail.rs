@@ -1,0 +1,195 @@
+//! Approval emails (request and reminder, en/ja) and the SES v2 SendEmail request body. The message only
+//! links to the approval page: no decision links, so a mail scanner opening it decides nothing.
+
+use serde_json::json;
+
+use crate::time::format_rfc3339;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailKind {
+    Request,
+    Reminder,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mail {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+/// What an approval email says.
+pub struct MailInput<'a> {
+    pub kind: MailKind,
+    pub title: &'a str,
+    pub summary: &'a str,
+    pub url: &'a str,
+    /// Who/what asked, e.g. the state machine or execution name from `context`.
+    pub requested_by: Option<&'a str>,
+    pub expires_at_ms: i64,
+    /// `ja` for Japanese (with the English text below it); anything else: English.
+    pub locale: Option<&'a str>,
+}
+
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Header values must not carry line breaks (header injection through a title).
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().chars().take(150).collect()
+}
+
+struct Texts {
+    lead: &'static str,
+    requested_by: &'static str,
+    expires: &'static str,
+    open: &'static str,
+    footer: &'static str,
+}
+
+const EN_REQUEST: Texts = Texts {
+    lead: "Your approval is requested.",
+    requested_by: "Requested by",
+    expires: "Decide before",
+    open: "Open the request",
+    footer: "Opening the link decides nothing: you sign in and choose Approve or Reject on the page.",
+};
+const EN_REMINDER: Texts = Texts { lead: "Reminder: this request is still waiting for your decision.", ..EN_REQUEST };
+const JA_REQUEST: Texts = Texts {
+    lead: "承認依頼が届いています。",
+    requested_by: "依頼元",
+    expires: "期限",
+    open: "依頼を開く",
+    footer: "リンクを開いただけでは何も決まりません。サインイン後、画面で「承認」または「却下」を選んでください。",
+};
+const JA_REMINDER: Texts = Texts {
+    lead: "リマインダー：この依頼はまだあなたの判断を待っています。", ..JA_REQUEST
+};
+
+fn texts(kind: MailKind, ja: bool) -> &'static Texts {
+    match (kind, ja) {
+        (MailKind::Request, false) => &EN_REQUEST,
+        (MailKind::Reminder, false) => &EN_REMINDER,
+        (MailKind::Request, true) => &JA_REQUEST,
+        (MailKind::Reminder, true) => &JA_REMINDER,
+    }
+}
+
+pub fn compose(m: &MailInput<'_>) -> Mail {
+    let ja = m.locale == Some("ja");
+    let expires = format_rfc3339(m.expires_at_ms).replace(".000Z", "Z").replace('T', " ");
+    let title = one_line(m.title);
+    let prefix = match (m.kind, ja) {
+        (MailKind::Request, false) => "Approval requested",
+        (MailKind::Reminder, false) => "Reminder: approval requested",
+        (MailKind::Request, true) => "承認依頼",
+        (MailKind::Reminder, true) => "リマインダー：承認依頼",
+    };
+    let subject = format!("[ringi] {prefix}: {title}");
+    let langs: Vec<&Texts> =
+        if ja { vec![texts(m.kind, true), texts(m.kind, false)] } else { vec![texts(m.kind, false)] };
+
+    let mut text = String::new();
+    let mut html = String::from(
+        "<!doctype html><html><body style=\"font-family:system-ui,sans-serif;line-height:1.5;max-width:36rem\">",
+    );
+    for t in &langs {
+        text.push_str(&format!("{}\n\n{}\n", t.lead, m.title));
+        html.push_str(&format!("<p>{}</p><h2 style=\"font-size:1.2rem\">{}</h2>", t.lead, escape_html(m.title)));
+        if !m.summary.is_empty() {
+            text.push_str(&format!("{}\n", m.summary));
+            html.push_str(&format!("<p style=\"white-space:pre-wrap\">{}</p>", escape_html(m.summary)));
+        }
+        if let Some(by) = m.requested_by {
+            text.push_str(&format!("{}: {by}\n", t.requested_by));
+            html.push_str(&format!("<p>{}: {}</p>", t.requested_by, escape_html(by)));
+        }
+        text.push_str(&format!("{}: {expires}\n\n{}: {}\n\n{}\n\n", t.expires, t.open, m.url, t.footer));
+        html.push_str(&format!(
+            "<p>{}: {expires}</p><p><a href=\"{url}\">{}</a><br><span style=\"color:#555\">{url}</span></p><p style=\"color:#555;font-size:.9rem\">{}</p><hr>",
+            t.expires,
+            t.open,
+            t.footer,
+            url = escape_html(m.url)
+        ));
+    }
+    html.push_str("</body></html>");
+    Mail { subject, text: text.trim_end().to_owned(), html }
+}
+
+/// SES v2 `SendEmail` (`POST /v2/email/outbound-emails`) JSON body: one recipient per message.
+pub fn ses_send_email_body(from: &str, to: &str, mail: &Mail) -> String {
+    json!({
+        "FromEmailAddress": from,
+        "Destination": {"ToAddresses": [to]},
+        "Content": {"Simple": {
+            "Subject": {"Data": mail.subject, "Charset": "UTF-8"},
+            "Body": {
+                "Text": {"Data": mail.text, "Charset": "UTF-8"},
+                "Html": {"Data": mail.html, "Charset": "UTF-8"}
+            }
+        }},
+        "EmailTags": [{"Name": "app", "Value": "ringi"}]
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(locale: Option<&'static str>) -> MailInput<'static> {
+        MailInput {
+            kind: MailKind::Request,
+            title: "Deploy <v2>\r\nBcc: evil@example.com",
+            summary: "Rolls out & migrates",
+            url: "https://ringi.example/a/abcdefghijklmnopqrstuv",
+            requested_by: Some("arn:aws:states:…:execution:deploy:42"),
+            expires_at_ms: 1_800_000_000_000,
+            locale,
+        }
+    }
+
+    #[test]
+    fn english_mail_has_link_expiry_and_no_injection() {
+        let m = compose(&input(None));
+        assert!(!m.subject.contains('\n') && !m.subject.contains('\r'), "{}", m.subject);
+        assert!(m.subject.starts_with("[ringi] Approval requested: Deploy <v2>"));
+        assert!(m.text.contains("https://ringi.example/a/abcdefghijklmnopqrstuv"));
+        assert!(m.text.contains("2027-01-15 08:00:00Z"));
+        assert!(m.html.contains("Deploy &lt;v2&gt;") && !m.html.contains("<v2>"));
+        assert!(m.html.contains("Rolls out &amp; migrates"));
+        assert!(!m.text.contains("approve?") && !m.html.contains("decision="), "no decision links");
+    }
+
+    #[test]
+    fn japanese_mail_comes_with_english() {
+        let m = compose(&input(Some("ja")));
+        assert!(m.subject.contains("承認依頼"));
+        assert!(m.text.contains("依頼を開く") && m.text.contains("Open the request"));
+        let r = compose(&MailInput { kind: MailKind::Reminder, ..input(None) });
+        assert!(r.subject.starts_with("[ringi] Reminder"));
+    }
+
+    #[test]
+    fn ses_body_shape() {
+        let m = compose(&input(None));
+        let v: serde_json::Value =
+            serde_json::from_str(&ses_send_email_body("ringi@example.com", "a@example.com", &m)).unwrap();
+        assert_eq!(v["Destination"]["ToAddresses"][0], "a@example.com");
+        assert_eq!(v["Content"]["Simple"]["Subject"]["Data"], m.subject);
+        assert!(v["Content"]["Simple"]["Body"]["Html"]["Data"].as_str().unwrap().contains("<a href="));
+    }
+}

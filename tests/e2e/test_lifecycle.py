@@ -1,0 +1,148 @@
+"""Issue 4: registration → email with the short link → inbox → decision → workflow; quorum, groups,
+cron expiry and reminders, against workerd + moto (SES v2 and Step Functions)."""
+import json
+import secrets
+import time
+
+import requests
+
+from test_decision import d1
+
+
+def inbox(stack, user, status="pending", cursor=None, **claims):
+    params = {"status": status, **({"cursor": cursor} if cursor else {})}
+    r = requests.get(f"{stack.base_url}/api/v1/approvals", params=params,
+                     headers={"authorization": f"Bearer {stack.mint(user, **claims)}"}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def mails_to(stack, address):
+    return [m for m in stack.sent_mail() if address in m["destinations"]["ToAddresses"]]
+
+
+def test_register_mail_inbox_decide_resume(stack, api, workflows):
+    who = f"erin-{secrets.token_hex(4)}@example.com"
+    arn, token = workflows.start_paused()
+    r = api.register(token, approvers=[{"email": who}], summary="Rolls out <b>v2</b> & migrates",
+                     context={"executionArn": arn, "stateName": "RequestApproval"})
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    # The mail: one message, subject with the title, the short link, no decision links, HTML escaped.
+    [mail] = mails_to(stack, who)
+    assert mail["source"] == "ringi@example.com"
+    assert "Deploy v2 to production" in mail["subject"]
+    assert f"{stack.base_url}/a/{approval_id}" in mail["body"]
+    assert "decision" not in mail["body"].lower() and token not in mail["body"]
+    assert "&lt;b&gt;v2&lt;/b&gt; &amp; migrates" in mail["body"]
+    assert arn in mail["body"], "requested by"
+    # The approver (identified by verified email) sees it in the inbox, decides, the workflow resumes.
+    page = inbox(stack, "erin-sub", email=who)
+    assert [i["id"] for i in page["items"]] == [approval_id]
+    assert page["items"][0]["progress"] == {"approvals": 0, "required": 1}
+    assert api.decide(approval_id, as_user="erin-sub", email=who).json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    assert inbox(stack, "erin-sub", email=who)["items"] == []
+    decided = inbox(stack, "erin-sub", status="decided", email=who)["items"]
+    assert [(i["id"], i["status"]) for i in decided] == [(approval_id, "approved")]
+
+
+def test_quorum_all_of_two(stack, api, paused, workflows):
+    approval_id, arn = paused(approvers=[{"sub": "alice"}, {"sub": "bob"}], quorum="all")
+    first = api.decide(approval_id, as_user="alice", body={"decision": "approve", "comment": "ok from alice"})
+    assert first.status_code == 200 and first.json()["status"] == "pending"
+    assert first.json()["progress"] == {"approvals": 1, "required": 2}
+    assert workflows.status(arn) == "RUNNING"
+    assert api.decide(approval_id, as_user="alice").status_code == 409, "alice already voted"
+    second = api.decide(approval_id, as_user="bob")
+    assert second.status_code == 200 and second.json()["status"] == "approved"
+    out = json.loads(workflows.wait_done(arn)["output"])["approval"]
+    assert out["approvedBy"]["sub"] == "bob"
+    assert [a["sub"] for a in out["approvals"]] == ["alice"]
+    assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+    view = api.get(approval_id, as_user="bob").json()
+    assert view["progress"] == {"approvals": 2, "required": 2}
+    assert [d["decision"] for d in view["decisions"]] == ["approve", "approve"]
+
+
+def test_quorum_rejection_by_any_approver_rejects(api, paused, workflows):
+    approval_id, arn = paused(approvers=[{"sub": "alice"}, {"sub": "bob"}], quorum="all")
+    assert api.decide(approval_id, as_user="alice").json()["status"] == "pending"
+    assert api.decide(approval_id, "reject", as_user="bob").json()["status"] == "rejected"
+    assert json.loads(workflows.wait_done(arn)["output"])["rejection"]["Error"] == "Rejected"
+
+
+def test_group_approver_sees_it_in_the_inbox(stack, api, paused):
+    group = "ops-" + secrets.token_hex(3)
+    approval_id, _ = paused(approvers=[{"group": group}])
+    assert [i["id"] for i in inbox(stack, "frank", **{"cognito:groups": [group]})["items"]] == [approval_id]
+    assert inbox(stack, "frank")["items"] == [] or approval_id not in [i["id"] for i in inbox(stack, "frank")["items"]]
+    assert api.decide(approval_id, as_user="frank", **{"cognito:groups": [group]}).status_code == 200
+
+
+def test_inbox_is_sorted_by_expiry_and_paginates(stack, api):
+    user = "pager-" + secrets.token_hex(3)
+    ids = []
+    for i in range(27):
+        r = api.register("tok-" + secrets.token_hex(6), approvers=[{"sub": user}], timeoutSeconds=3600 + (27 - i) * 60)
+        ids.append(r.json()["id"])
+    expected = list(reversed(ids))  # later registered = sooner expiry
+    first = inbox(stack, user)
+    assert len(first["items"]) == 25 and first["nextCursor"]
+    second = inbox(stack, user, cursor=first["nextCursor"])
+    assert second["nextCursor"] is None
+    assert [i["id"] for i in first["items"] + second["items"]] == expected
+    bad = requests.get(f"{stack.base_url}/api/v1/approvals", params={"cursor": "garbage"},
+                       headers={"authorization": f"Bearer {stack.mint(user)}"}, timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "cursor"
+
+
+def test_cron_marks_expired_and_the_decision_then_gets_409(stack, api, workflows):
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token, timeoutSeconds=2).json()["id"]
+    time.sleep(2.5)
+    stack.run_cron()
+    assert d1(stack, f"SELECT status, task_token FROM approvals WHERE id = '{approval_id}'") == [
+        {"status": "expired", "task_token": None}]
+    r = api.decide(approval_id)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "expired"
+    assert api.get(approval_id).json()["status"] == "expired"
+    assert workflows.status(arn) == "RUNNING", "ringi never answered the task"
+
+
+def test_cron_sends_one_reminder_inside_the_window(stack, api):
+    who = f"rem-{secrets.token_hex(4)}@example.com"
+    approval_id = api.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}],
+                               timeoutSeconds=3 * 86400).json()["id"]
+    assert len(mails_to(stack, who)) == 1
+    stack.run_cron()
+    assert len(mails_to(stack, who)) == 1, "not inside the 24 h window yet"
+    # Time passes (as an operator would shift it): 2 hours left.
+    soon = int(time.time() * 1000) + 2 * 3600 * 1000
+    d1(stack, f"UPDATE approvals SET expires_at = {soon} WHERE id = '{approval_id}'")
+    stack.run_cron()
+    stack.run_cron()
+    mails = mails_to(stack, who)
+    assert len(mails) == 2, [m["subject"] for m in mails]
+    assert mails[1]["subject"].startswith("[ringi] Reminder") and approval_id in mails[1]["body"]
+
+
+def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, workflows):
+    """SES refuses (unverified sender): the approval is stored, decidable, and the mail marked for retry."""
+    url = stack.extra_worker("badmail", {"MAIL_FROM": "unverified@example.com"})
+    from conftest import Api
+    api = Api(stack, url)
+    who = f"retry-{secrets.token_hex(4)}@example.com"
+    arn, token = workflows.start_paused()
+    r = api.register(token, approvers=[{"email": who}])
+    assert r.status_code == 201
+    approval_id = r.json()["id"]
+    rows = d1(stack, f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'",
+              persist=stack.state / "worker-badmail-d1")
+    assert rows == [{"mail_state": "failed", "mail_attempts": 1}]
+    stack.run_cron(url)
+    rows = d1(stack, f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'",
+              persist=stack.state / "worker-badmail-d1")
+    assert rows == [{"mail_state": "failed", "mail_attempts": 2}]
+    assert api.decide(approval_id, as_user="x", email=who).json()["status"] == "approved"
+    assert not [m for m in stack.sent_mail() if m["source"] == "unverified@example.com"]
