@@ -2,11 +2,18 @@
 
 use ringi_core::config::Config;
 use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, SignOptions, SignRequest};
-use worker::{Fetch, Headers, Method, Request, RequestInit};
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
 use crate::platform::now_ms;
 
-/// Sends `body` signed for `service`; returns the status and body text, or a transport error.
+/// A stalled endpoint must not hold a claim (or the caller) for long: each attempt gives up after this.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Sends `body` signed for `service`; returns the status and body text, or a transport error (including
+/// no answer within [`ATTEMPT_TIMEOUT`]).
 pub async fn signed_post(
     cfg: &Config,
     url: &str,
@@ -36,7 +43,18 @@ pub async fn signed_post(
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_headers(all).with_body(Some(body.into()));
     let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    let mut resp = Fetch::Request(req).send().await.map_err(|e| e.to_string())?;
-    let text = resp.text().await.unwrap_or_default();
-    Ok((resp.status_code(), text))
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let exchange = async move {
+        let mut resp = Fetch::Request(req).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
+        let text = resp.text().await.map_err(|e| e.to_string())?;
+        Ok((resp.status_code(), text))
+    };
+    match select(Box::pin(exchange), Box::pin(Delay::from(ATTEMPT_TIMEOUT))).await {
+        Either::Left((outcome, _)) => outcome,
+        Either::Right(_) => {
+            controller.abort();
+            Err(format!("no answer within {}s", ATTEMPT_TIMEOUT.as_secs()))
+        }
+    }
 }
