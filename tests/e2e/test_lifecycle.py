@@ -53,7 +53,11 @@ def test_quorum_all_of_two(stack, api, paused, workflows):
     assert first.status_code == 200 and first.json()["status"] == "pending"
     assert first.json()["progress"] == {"approvals": 1, "required": 2}
     assert workflows.status(arn) == "RUNNING"
-    assert api.decide(approval_id, as_user="alice").status_code == 409, "alice already voted"
+    # Repeating the same vote is idempotent (a retried request); changing it is refused.
+    again = api.decide(approval_id, as_user="alice")
+    assert again.status_code == 200 and again.json()["progress"] == {"approvals": 1, "required": 2}
+    changed = api.decide(approval_id, "reject", as_user="alice")
+    assert changed.status_code == 409 and changed.json()["error"]["code"] == "already_voted"
     second = api.decide(approval_id, as_user="bob")
     assert second.status_code == 200 and second.json()["status"] == "approved"
     out = json.loads(workflows.wait_done(arn)["output"])["approval"]
