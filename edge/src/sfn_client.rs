@@ -9,9 +9,17 @@ use serde_json::json;
 use worker::Delay;
 
 use crate::aws::signed_post;
-use crate::platform::{log, random_unit};
+use crate::platform::{log, now_ms, random_unit};
 
-pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> CallbackOutcome {
+/// Delivers `cb`. `expires_at` is the approval's expiry (≈ the task's TimeoutSeconds), used to read a
+/// `TaskTimedOut` after an attempt whose fate is unknown.
+pub async fn deliver(
+    cfg: &Config,
+    id: &ApprovalId,
+    cb: &SfnCallback,
+    token: &TaskToken,
+    expires_at: i64,
+) -> CallbackOutcome {
     if cfg.aws_credentials.is_none() {
         return CallbackOutcome::Refused("NoCredentialsConfigured".into());
     }
@@ -20,6 +28,8 @@ pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &Ta
     let body = cb.body(token);
     let headers = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", cb.target())];
     let mut attempt = 1;
+    // An attempt that timed out or got a 5xx may still have reached Step Functions.
+    let mut maybe_delivered = false;
     loop {
         let outcome = match signed_post(cfg, &url, "states", &headers, &body).await {
             Ok((status, text)) => classify(status, &text),
@@ -31,7 +41,14 @@ pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &Ta
             json!({"approvalId": id.as_str(), "target": cb.target(), "attempt": attempt, "outcome": format!("{outcome:?}")}),
         );
         match outcome {
-            CallbackOutcome::Retryable(_) if attempt < policy.max_attempts => {
+            // We hold the claim, so nobody else answered this task: if an earlier attempt of ours may have
+            // gone through and the task is not due to time out, "closed" means that attempt was delivered.
+            CallbackOutcome::TaskClosed(code) if maybe_delivered && now_ms() < expires_at - 5_000 => {
+                log("warn", "sfn_callback_presumed_delivered", json!({"approvalId": id.as_str(), "code": code}));
+                return CallbackOutcome::Delivered;
+            }
+            CallbackOutcome::Retryable(code) if attempt < policy.max_attempts => {
+                maybe_delivered |= !code.contains("Throttl");
                 Delay::from(Duration::from_millis(policy.backoff_ms(attempt, random_unit()))).await;
                 attempt += 1;
             }

@@ -111,7 +111,7 @@ async fn complete(
         store.release(id, &claim_id).await?;
         return Err(ApiError::Expired);
     };
-    match deliver(&ctx.cfg, id, &callback, &token).await {
+    match deliver(&ctx.cfg, id, &callback, &token, row.expires_at as i64).await {
         CallbackOutcome::Delivered => {
             let status = verdict.final_status();
             store.finish(id, &claim_id, status, vote).await?;
