@@ -4,6 +4,12 @@ test (tests/e2e/conftest.py):
   moto      AWS stand-in (scripts/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
   idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made
   worker    the edge worker in workerd via `wrangler dev`, local D1 with migrations applied
+and, with `Stack(..., demo=True)`:
+  relay     scripts/relay.py: stands in for "EventBridge rule → API destination". An EventBridge rule on the
+            default bus sends ringi.approval.requested events to an SQS queue (moto), the relay POSTs each
+            event envelope to the worker's POST /api/v1/approvals with the API key
+  mailbox   scripts/mailbox.py: a read-only page of the mails SES (moto) accepted
+  the demo state machine: docs/workflow/approval.jsonpath.asl.json with the demo users as approvers
 
 Everything listens on 127.0.0.1. Each process runs in its own process group with its pid recorded under
 <state>/pids, so `stop()` (or the next start after a crash) leaves nothing behind.
@@ -29,6 +35,39 @@ ADMIN_KEY = "ringi-admin"  # scripts/moto_server.py lets this key through IAM au
 REGION = "us-east-1"
 POOL_ID = "local_RingiPool1"
 CLIENT_ID = "ringi-local-client"
+WORKFLOW_DOCS = ROOT / "docs" / "workflow"
+EVENT_SOURCE = "ringi.workflow"
+EVENT_DETAIL_TYPE = "ringi.approval.requested"
+RELAY_QUEUE = "ringi-approvals-relay"
+RELAY_RULE = "ringi-approvals"
+DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
+# The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
+# `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
+DEMO_APPROVERS = [{"email": "alice@example.com"}, {"group": "finance"}]
+
+
+def demo_definition(approvers=None, timeout_seconds: int | None = None) -> dict:
+    """The documented JSONPath workflow (docs/workflow/approval.jsonpath.asl.json) with other approvers and,
+    optionally, another TimeoutSeconds (kept equal to the registration's timeoutSeconds)."""
+    asl = json.loads((WORKFLOW_DOCS / "approval.jsonpath.asl.json").read_text())
+    task = asl["States"]["RequestApproval"]
+    detail = task["Parameters"]["Entries"][0]["Detail"]
+    detail["approvers"] = approvers or DEMO_APPROVERS
+    if timeout_seconds is not None:
+        task["TimeoutSeconds"] = detail["timeoutSeconds"] = timeout_seconds
+    return asl
+
+
+def demo_input(version: str | None = None) -> dict:
+    """An input of the documented shape: what the demo workflow asks approval for."""
+    return {"change": {
+        "service": "payments-api",
+        "version": version or f"v2.{secrets.randbelow(90) + 10}.0",
+        "environment": "production",
+        "summary": "Rolls out the new settlement batch job and adds an index to the ledger table.\n"
+                   "Rollback: redeploy the previous version; the index can stay.",
+        "requestedBy": "ci@example.com",
+    }}
 
 
 @dataclass
@@ -36,6 +75,7 @@ class Ports:
     worker: int = 8787
     moto: int = 5000
     idp: int = 9000
+    mailbox: int = 8025
 
 
 def port_free(port: int) -> bool:
@@ -80,6 +120,8 @@ class Stack:
     claim_lease_seconds: int = 30
     extra_vars: dict = field(default_factory=dict)
     say: callable = print
+    demo: bool = False  # + relay, mailbox, the EventBridge rule and the demo state machine
+    demo_state_machine_arn: str | None = None
     procs: list = field(default_factory=list)
 
     # ------------------------------------------------------------------ derived settings
@@ -96,6 +138,10 @@ class Stack:
         return f"http://127.0.0.1:{self.ports.idp}"
 
     @property
+    def mailbox_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.mailbox}"
+
+    @property
     def issuer(self) -> str:
         return f"{self.idp_url}/{POOL_ID}"
 
@@ -106,7 +152,11 @@ class Stack:
         self.state.mkdir(parents=True, exist_ok=True)
         (self.state / "pids").mkdir(exist_ok=True)
         self._reap_stale()
-        for name, port in (("worker", self.ports.worker), ("moto", self.ports.moto), ("idp", self.ports.idp)):
+        self.demo_state_machine_arn = None  # made anew in this start's moto
+        wanted = [("worker", self.ports.worker), ("moto", self.ports.moto), ("idp", self.ports.idp)]
+        if self.demo:
+            wanted.append(("mailbox", self.ports.mailbox))
+        for name, port in wanted:
             if not port_free(port):
                 raise StackError(f"port {port} for {name} is in use on 127.0.0.1: stop whatever listens there "
                                  f"(`ss -ltnp 'sport = :{port}'`) and retry")
@@ -116,6 +166,8 @@ class Stack:
             self._make_keys()
             self._start_idp()
             self._start_worker()
+            if self.demo:
+                self._start_demo_components()
         except BaseException:
             self.stop()
             raise
@@ -198,6 +250,27 @@ class Stack:
         key = iam.create_access_key(UserName="ringi-edge")["AccessKey"]
         self.edge_key = (key["AccessKeyId"], key["SecretAccessKey"])
         self.aws("sesv2").create_email_identity(EmailIdentity="ringi@example.com")
+        if self.demo:
+            self._setup_events()
+
+    # ------------------------------------------------------------------ EventBridge → relay → worker (demo)
+    def _setup_events(self) -> None:
+        """The local half of "rule → API destination": a rule on the default bus matching ringi's events with
+        an SQS target, and an IAM user for the relay that may only consume that queue."""
+        sqs, events, iam = self.aws("sqs"), self.aws("events"), self.aws("iam")
+        self.relay_queue_url = sqs.create_queue(QueueName=RELAY_QUEUE)["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=self.relay_queue_url,
+                                             AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        events.put_rule(Name=RELAY_RULE, EventBusName="default", State="ENABLED",
+                        EventPattern=json.dumps({"source": [EVENT_SOURCE], "detail-type": [EVENT_DETAIL_TYPE]}))
+        events.put_targets(Rule=RELAY_RULE, EventBusName="default", Targets=[{"Id": "ringi-relay", "Arn": queue_arn}])
+        iam.create_user(UserName="ringi-relay")
+        iam.put_user_policy(UserName="ringi-relay", PolicyName="ringi-relay", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Resource": queue_arn, "Action": [
+                "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"]}]}))
+        key = iam.create_access_key(UserName="ringi-relay")["AccessKey"]
+        self.relay_key = (key["AccessKeyId"], key["SecretAccessKey"])
 
     # ------------------------------------------------------------------ idp
     def _make_keys(self) -> None:
@@ -284,10 +357,58 @@ class Stack:
         return url
 
     def extra_worker(self, name: str, overrides: dict) -> str:
-        """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret."""
-        port = free_port()
+        """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret. Calling it
+        again with the same name restarts that worker on the same port and D1 (after `kill`)."""
+        self._extra = getattr(self, "_extra", {})
+        port = self._extra.get(name) or free_port()
+        self._extra[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides})
+
+    def kill(self, name: str) -> None:
+        """SIGKILLs a component's whole process group (a crash, not a shutdown)."""
+        for p in [p for p in self.procs if p.name == name]:
+            _kill_group(p.popen.pid, signal.SIGKILL)
+            p.popen.wait(timeout=10)
+            self.procs.remove(p)
+            (self.state / "pids" / f"{name}.pid").unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ demo: relay, mailbox, workflow
+    def _start_demo_components(self) -> None:
+        # Both processes start while this one creates the state machine; then both are waited for.
+        relay_log = self.state / "relay.log"
+        seen = relay_log.stat().st_size if relay_log.exists() else 0
+        relay = self._spawn("relay", [sys.executable, str(ROOT / "scripts/relay.py"), "--endpoint", self.moto_url,
+                                      "--region", REGION, "--queue-url", self.relay_queue_url,
+                                      "--target", f"{self.base_url}/api/v1/approvals"],
+                            env={"RINGI_RELAY_API_KEY": self.api_key, "AWS_ACCESS_KEY_ID": self.relay_key[0],
+                                 "AWS_SECRET_ACCESS_KEY": self.relay_key[1], "PYTHONUNBUFFERED": "1"},
+                            drop=("AWS_",))
+        mailbox = self._spawn("mailbox", [sys.executable, str(ROOT / "scripts/mailbox.py"), "--port",
+                                          str(self.ports.mailbox), "--moto", self.moto_url])
+        self.setup_demo()
+        self._wait(relay, lambda: b'"event": "started"' in relay.log.read_bytes()[seen:], 30)
+        self._wait(mailbox, lambda: http_ok(f"{self.mailbox_url}/healthz"), 30)
+
+    def setup_demo(self) -> str:
+        """Creates the demo state machine from docs/workflow/approval.jsonpath.asl.json (demo approvers)."""
+        if self.demo_state_machine_arn:
+            return self.demo_state_machine_arn
+        self.demo_state_machine_arn = self.create_workflow("ringi-demo-approval")
+        self.say(f"  demo    state machine {self.demo_state_machine_arn}")
+        return self.demo_state_machine_arn
+
+    def create_workflow(self, name: str, approvers=None, timeout_seconds: int | None = None) -> str:
+        """A Standard state machine from the documented JSONPath workflow; returns its ARN."""
+        return self.aws("stepfunctions").create_state_machine(
+            name=name, type="STANDARD", roleArn=DEMO_ROLE_ARN,
+            definition=json.dumps(demo_definition(approvers, timeout_seconds)))["stateMachineArn"]
+
+    def start_demo_execution(self, input: dict | None = None, state_machine_arn: str | None = None) -> str:
+        """Starts the demo workflow (default input: demo_input()); returns the executionArn."""
+        arn = state_machine_arn or self.setup_demo()
+        return self.aws("stepfunctions").start_execution(
+            stateMachineArn=arn, input=json.dumps(demo_input() if input is None else input))["executionArn"]
 
     @property
     def d1_dir(self) -> Path:

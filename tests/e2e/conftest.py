@@ -24,11 +24,42 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 def stack():
     ports = Ports(worker=int(os.environ.get("RINGI_TEST_WORKER_PORT", "8797")),
                   moto=int(os.environ.get("RINGI_TEST_MOTO_PORT", "5010")),
-                  idp=int(os.environ.get("RINGI_TEST_IDP_PORT", "9010")))
-    s = Stack(state=fresh_state(ROOT / ".ringi" / "test"), ports=ports, claim_lease_seconds=5)
+                  idp=int(os.environ.get("RINGI_TEST_IDP_PORT", "9010")),
+                  mailbox=int(os.environ.get("RINGI_TEST_MAILBOX_PORT", "8035")))
+    # Another suite may run at the same time on other ports (RINGI_TEST_*_PORT): it needs its own state dir.
+    state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
+    s = Stack(state=fresh_state(state), ports=ports, claim_lease_seconds=5, demo=True)
     s.start()
+    mint = s.mint
+
+    def recording_mint(*args, **kwargs):
+        token = mint(*args, **kwargs)
+        SEEN["jwts"].add(token)
+        return token
+
+    s.mint = recording_mint
     yield s
     s.stop()
+
+
+# Everything secret the suite handled and every worker response it got: tests/e2e/test_zz_leaks.py checks
+# that none of the secrets shows up in a response or a log line.
+SEEN = {"task_tokens": set(), "jwts": set(), "responses": []}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def record_responses():
+    original = requests.Session.send
+
+    def send(self, request, **kwargs):
+        response = original(self, request, **kwargs)
+        if request.url.startswith("http://127.0.0.1:"):
+            SEEN["responses"].append((request.method, request.url, response.status_code, response.text))
+        return response
+
+    requests.Session.send = send
+    yield
+    requests.Session.send = original
 
 
 class Api:
@@ -109,8 +140,29 @@ class Workflows:
         while time.monotonic() < deadline:
             msgs = self.sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", [])
             if msgs:
-                return arn, json.loads(msgs[0]["Body"])["taskToken"]
+                token = json.loads(msgs[0]["Body"])["taskToken"]
+                SEEN["task_tokens"].add(token)
+                return arn, token
         raise AssertionError("the execution never handed out a task token")
+
+    def start_many(self, n: int, timeout: int = 300):
+        """Starts n executions on one queue; returns [(executionArn, taskToken)] once all are paused."""
+        q = self.sqs.create_queue(QueueName=f"ringi-e2e-many-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        arns = {}
+        for i in range(n):
+            tag = f"req-{i}"
+            arns[tag] = self.sfn.start_execution(stateMachineArn=self.machines[timeout],
+                                                 input=json.dumps({"queueUrl": q, "request": tag}))["executionArn"]
+        tokens = {}
+        deadline = time.monotonic() + 60 + n / 5
+        while len(tokens) < n and time.monotonic() < deadline:
+            for m in self.sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+                body = json.loads(m["Body"])
+                tokens[body["request"]] = body["taskToken"]
+                SEEN["task_tokens"].add(body["taskToken"])
+                self.sqs.delete_message(QueueUrl=q, ReceiptHandle=m["ReceiptHandle"])
+        assert len(tokens) == n, f"only {len(tokens)} of {n} executions paused"
+        return [(arns[t], tokens[t]) for t in arns]
 
     def wait_done(self, arn: str, timeout: float = 20) -> dict:
         deadline = time.monotonic() + timeout
