@@ -61,6 +61,10 @@ fn with_security_headers(resp: Response) -> Result<Response> {
     for (k, v) in SECURITY_HEADERS {
         headers.set(k, v)?;
     }
+    // index.html names the hashed wasm/JS of the current build: always revalidate it.
+    if headers.get("content-type")?.is_some_and(|t| t.starts_with("text/html")) {
+        headers.set("cache-control", "no-cache")?;
+    }
     Ok(resp.with_headers(headers))
 }
 

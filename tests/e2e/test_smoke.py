@@ -53,6 +53,13 @@ def test_security_headers_on_assets_and_api(stack):
         assert h["strict-transport-security"].startswith("max-age=")
 
 
+def test_spa_html_is_revalidated_and_hashed_assets_are_served(stack):
+    r = requests.get(f"{stack.base_url}/a/abcdefghijklmnop1234", timeout=10)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert r.headers["cache-control"] == "no-cache"
+    assert "<script>" not in r.text and " style=" not in r.text, "CSP: no inline script or style"
+
+
 def test_spa_renders_from_wasm_in_chromium(stack):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
