@@ -4,11 +4,15 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 PY := $(HOME)/.cache/ringi/venv/bin/python
 
-.PHONY: dev test bootstrap build spa worker check lint unit e2e clean
+.PHONY: dev demo test bootstrap build spa worker check lint unit e2e clean
 
 ## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
 dev: bootstrap build
 	$(ENV) python scripts/dev.py
+
+## make demo: start another run of the demo workflow on a running `make dev` (a new mail in the mailbox)
+demo:
+	$(ENV) python scripts/demo.py
 
 ## make test: everything CI runs
 test: bootstrap lint unit build e2e

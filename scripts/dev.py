@@ -1,25 +1,59 @@
 #!/usr/bin/env python3
-"""`make dev`: the whole ringi system on 127.0.0.1 through the same launcher the tests use.
+"""`make dev`: the whole ringi system on 127.0.0.1 through the same launcher the tests use, with the demo
+(EventBridge relay, mailbox page, demo workflow). Starts one demo execution so the mailbox has a mail.
 Ctrl-C stops every process it started."""
+import json
 import signal
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ringi_stack import ROOT, Ports, Stack, StackError, fresh_state  # noqa: E402
+from ringi_stack import ADMIN_KEY, DEMO_APPROVERS, REGION, ROOT, Ports, Stack, StackError, fresh_state  # noqa: E402
+
+DEV_ENV = ROOT / ".ringi" / "dev.env"
+
+
+def users() -> list:
+    return json.loads((ROOT / "scripts/oidc/users.json").read_text())
+
+
+def demo_approvers() -> str:
+    """Who may decide the demo workflow's approvals (DEMO_APPROVERS against the demo users)."""
+    who = []
+    for u in users():
+        ways = [f"email {p['email']}" for p in DEMO_APPROVERS if p.get("email") == u["email"]]
+        ways += [f"group {p['group']}" for p in DEMO_APPROVERS if p.get("group") in (u.get("groups") or [])]
+        who.append(f"{u['username']} ({', '.join(ways)})" if ways else None)
+    others = [u["username"] for u in users() if not any(p.get("email") == u["email"] or p.get("group") in (u.get("groups") or [])
+                                                       for p in DEMO_APPROVERS)]
+    return "; ".join(w for w in who if w) + (f"; not {', '.join(others)}" if others else "")
+
+
+def demo_logins() -> str:
+    rows = []
+    for u in users():
+        groups = ", ".join(u.get("groups") or []) or "no groups"
+        note = "" if u.get("email_verified", True) else ", email unverified"
+        rows.append(f"    {u['username']:<6} {u['password']:<10} {u['email']} ({groups}{note})")
+    return "\n".join(rows)
 
 
 def main() -> int:
     state = ROOT / ".ringi" / "dev"
     print("ringi: starting the local stack (state and logs in .ringi/dev/)")
     t0 = time.monotonic()
-    stack = Stack(state=fresh_state(state), ports=Ports())
+    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True)
     try:
         stack.start()
+        first = stack.start_demo_execution()
     except StackError as e:
         print(f"\nringi: could not start: {e}", file=sys.stderr)
+        stack.stop()
         return 1
+    except BaseException:
+        stack.stop()
+        raise
     env = {
         "RINGI_APP_URL": stack.base_url,
         "RINGI_API_KEY": stack.api_key,
@@ -27,17 +61,27 @@ def main() -> int:
         "RINGI_IDP_URL": stack.idp_url,
         "RINGI_ISSUER": stack.issuer,
         "RINGI_CLIENT_ID": stack.client_id,
+        "RINGI_MAILBOX_URL": stack.mailbox_url,
+        "RINGI_AWS_REGION": REGION,
+        "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (scripts/moto_server.py); not a real credential
+        "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
         "RINGI_DEMO_USERS": "alice,bob,carol (password Passw0rd!)",
     }
-    (ROOT / ".ringi" / "dev.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    DEV_ENV.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    DEV_ENV.chmod(0o600)
     print(f"""
 ringi is ready in {time.monotonic() - t0:.1f}s
   app            {stack.base_url}/
+  mailbox        {stack.mailbox_url}/   (mails sent through the local SES; one demo request is already there)
+  sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):
+{demo_logins()}
+  demo approvers {demo_approvers()}
+  another demo   make demo        (starts the demo workflow again: a new mail appears in the mailbox)
   API            {stack.base_url}/api/v1/approvals   (register with: Authorization: Bearer $RINGI_API_KEY)
-  sign-in        {stack.idp_url}/oauth2/authorize   demo users alice / bob / carol, password Passw0rd!
-  AWS (moto)     {stack.moto_url}
-  settings       .ringi/dev.env
-Ctrl-C stops everything.""")
+  AWS (moto)     {stack.moto_url}   demo state machine {stack.demo_state_machine_arn}
+  first demo     {first}
+  settings       .ringi/dev.env     logs .ringi/dev/*.log
+Ctrl-C stops everything.""", flush=True)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
     try:
@@ -49,8 +93,9 @@ Ctrl-C stops everything.""")
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
-    print("\nringi: stopping…")
+    print("\nringi: stopping…", flush=True)
     stack.stop()
+    DEV_ENV.unlink(missing_ok=True)
     return 0
 
 
