@@ -83,7 +83,9 @@ ringi is ready in {time.monotonic() - t0:.1f}s
   settings       .ringi/dev.env     logs .ringi/dev/*.log
 Ctrl-C stops everything.""", flush=True)
     stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    # Explicit handlers: a shell that starts this in the background may have set SIGINT to "ignore".
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.append(1))
     try:
         while not stopping:
             for p in stack.procs:

@@ -89,7 +89,8 @@ fn texts(kind: MailKind, ja: bool) -> &'static Texts {
 
 pub fn compose(m: &MailInput<'_>) -> Mail {
     let ja = m.locale == Some("ja");
-    let expires = format_rfc3339(m.expires_at_ms).replace(".000Z", "Z").replace('T', " ");
+    // Minute precision reads better in a mail: "2027-01-15 08:00 UTC".
+    let expires = format!("{} UTC", format_rfc3339(m.expires_at_ms)[..16].replace('T', " "));
     let title = one_line(m.title);
     let prefix = match (m.kind, ja) {
         (MailKind::Request, false) => "Approval requested",
@@ -168,7 +169,7 @@ mod tests {
         assert!(!m.subject.contains('\n') && !m.subject.contains('\r'), "{}", m.subject);
         assert!(m.subject.starts_with("[ringi] Approval requested: Deploy <v2>"));
         assert!(m.text.contains("https://ringi.example/a/abcdefghijklmnopqrstuv"));
-        assert!(m.text.contains("2027-01-15 08:00:00Z"));
+        assert!(m.text.contains("2027-01-15 08:00 UTC"));
         assert!(m.html.contains("Deploy &lt;v2&gt;") && !m.html.contains("<v2>"));
         assert!(m.html.contains("Rolls out &amp; migrates"));
         assert!(!m.text.contains("approve?") && !m.html.contains("decision="), "no decision links");
