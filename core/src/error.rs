@@ -20,8 +20,9 @@ pub enum ApiError {
     NotFound,
     #[error("no such endpoint")]
     NoRoute,
-    #[error("method not allowed")]
-    MethodNotAllowed,
+    /// `allow` lists the methods the path does support (sent as the `Allow` header).
+    #[error("method not allowed; this path allows {allow}")]
+    MethodNotAllowed { allow: &'static str },
     #[error("approval already decided ({0})")]
     AlreadyDecided(String),
     #[error("approval expired or its task is closed")]
@@ -53,7 +54,7 @@ impl ApiError {
             Self::Unauthorized => 401,
             Self::Forbidden(_) => 403,
             Self::NotFound | Self::NoRoute => 404,
-            Self::MethodNotAllowed => 405,
+            Self::MethodNotAllowed { .. } => 405,
             Self::AlreadyDecided(_)
             | Self::Expired
             | Self::InProgress
@@ -75,7 +76,7 @@ impl ApiError {
             Self::Forbidden(_) => "forbidden",
             Self::NotFound => "not_found",
             Self::NoRoute => "no_route",
-            Self::MethodNotAllowed => "method_not_allowed",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::AlreadyDecided(_) => "already_decided",
             Self::Expired => "expired",
             Self::InProgress => "in_progress",

@@ -52,7 +52,8 @@ pub fn parse_rfc3339(field: &str, s: &str) -> Result<i64, ApiError> {
     }
     let offset_min = match &s[i..] {
         "Z" | "z" => 0,
-        rest if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
+        // Byte checks, not slices: a multi-byte character here must be a 400, not a panic.
+        rest if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') && rest.as_bytes()[3] == b':' => {
             let oh = num(i + 1..i + 3)?;
             let om = num(i + 4..i + 6)?;
             if oh > 23 || om > 59 {

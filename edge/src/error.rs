@@ -10,8 +10,14 @@ use crate::platform::log;
 pub fn error_response(e: &ApiError) -> Response {
     let mut resp = Response::from_json(&e.body()).unwrap_or_else(|_| Response::empty().expect("empty response"));
     resp = resp.with_status(e.status());
-    if matches!(e, ApiError::Unauthorized) {
-        let _ = resp.headers_mut().set("www-authenticate", "Bearer");
+    match e {
+        ApiError::Unauthorized => {
+            let _ = resp.headers_mut().set("www-authenticate", "Bearer");
+        }
+        ApiError::MethodNotAllowed { allow } => {
+            let _ = resp.headers_mut().set("allow", allow);
+        }
+        _ => {}
     }
     resp
 }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use ringi_core::config::Config;
 use ringi_core::ApiError;
-use worker::{Env, Method, Request, Response};
+use worker::{Env, Request, Response};
 
 /// What every handler gets: the request's environment and the parsed configuration.
 pub struct Ctx {
@@ -27,16 +27,19 @@ pub fn is_api(path: &str) -> bool {
 pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let path = req.path();
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    let method = req.method();
-    match (segments.as_slice(), method) {
-        (["healthz"], Method::Get | Method::Head) => health::get(),
-        (["config.json"], Method::Get | Method::Head) => spa_config::get(ctx),
-        (["api", "v1", "approvals"], Method::Post) => approvals_post::post(&mut req, ctx).await,
-        (["api", "v1", "approvals"], Method::Get) => inbox_get::get(&req, ctx).await,
-        (["api", "v1", "approvals", id], Method::Get) => approval_get::get(&req, ctx, id).await,
-        (["api", "v1", "approvals", id, "decision"], Method::Post) => decision_post::post(&mut req, ctx, id).await,
-        (["healthz"] | ["config.json"] | ["api", "v1", "approvals"] | ["api", "v1", "approvals", _], _)
-        | (["api", "v1", "approvals", _, "decision"], _) => Err(ApiError::MethodNotAllowed),
+    // The raw method: workers-rs maps methods it does not know (PROPFIND, QUERY …) to GET.
+    let method = req.inner().method();
+    match (segments.as_slice(), method.as_str()) {
+        (["healthz"], "GET" | "HEAD") => health::get(),
+        (["config.json"], "GET" | "HEAD") => spa_config::get(ctx),
+        (["api", "v1", "approvals"], "POST") => approvals_post::post(&mut req, ctx).await,
+        (["api", "v1", "approvals"], "GET") => inbox_get::get(&req, ctx).await,
+        (["api", "v1", "approvals", id], "GET") => approval_get::get(&req, ctx, id).await,
+        (["api", "v1", "approvals", id, "decision"], "POST") => decision_post::post(&mut req, ctx, id).await,
+        (["healthz"] | ["config.json"], _) => Err(ApiError::MethodNotAllowed { allow: "GET, HEAD" }),
+        (["api", "v1", "approvals"], _) => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
+        (["api", "v1", "approvals", _], _) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
+        (["api", "v1", "approvals", _, "decision"], _) => Err(ApiError::MethodNotAllowed { allow: "POST" }),
         _ => Err(ApiError::NoRoute),
     }
 }
