@@ -51,11 +51,22 @@ fn inbox_query_uses_the_index_and_scans_nothing() {
     for pending in [true, false] {
         let steps = plan(&db, pending);
         println!("inbox plan (pending={pending}):\n  {}", steps.join("\n  "));
-        assert!(steps.iter().any(|s| s.contains("approval_principals USING COVERING INDEX approval_principals_inbox")
-            || s.contains("approval_principals USING INDEX approval_principals_inbox")), "{steps:?}");
-        assert!(steps.iter().any(|s| s.contains("SEARCH a USING INDEX sqlite_autoindex_approvals_1 (id=?)")), "{steps:?}");
-        assert!(!steps.iter().any(|s| s.starts_with("SCAN a") || s.starts_with("SCAN approval_principals")
-            || s.starts_with("SCAN approvals") || s.starts_with("SCAN d")), "no full scans: {steps:?}");
+        assert!(
+            steps.iter().any(|s| s.contains("approval_principals USING COVERING INDEX approval_principals_inbox")
+                || s.contains("approval_principals USING INDEX approval_principals_inbox")),
+            "{steps:?}"
+        );
+        assert!(
+            steps.iter().any(|s| s.contains("SEARCH a USING INDEX sqlite_autoindex_approvals_1 (id=?)")),
+            "{steps:?}"
+        );
+        assert!(
+            !steps.iter().any(|s| s.starts_with("SCAN a")
+                || s.starts_with("SCAN approval_principals")
+                || s.starts_with("SCAN approvals")
+                || s.starts_with("SCAN d")),
+            "no full scans: {steps:?}"
+        );
     }
 }
 
@@ -68,6 +79,14 @@ fn inbox_query_returns_a_sorted_page() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(ids, ["id00000000000000000007", "id00000000000000000107", "id00000000000000000207",
-                     "id00000000000000000307", "id00000000000000000407"]);
+    assert_eq!(
+        ids,
+        [
+            "id00000000000000000007",
+            "id00000000000000000107",
+            "id00000000000000000207",
+            "id00000000000000000307",
+            "id00000000000000000407"
+        ]
+    );
 }

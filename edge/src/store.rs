@@ -119,6 +119,16 @@ impl Store {
         self.0.prepare(sql).bind(args).internal("D1 bind")
     }
 
+    /// All rows of a query, deserialized; `what` names it in the log if D1 fails.
+    async fn rows<T: for<'de> Deserialize<'de>>(
+        &self,
+        sql: &str,
+        args: &[JsValue],
+        what: &str,
+    ) -> Result<Vec<T>, ApiError> {
+        self.stmt(sql, args)?.all().await.internal(what)?.results().internal(what)
+    }
+
     async fn changes(&self, sql: &str, args: &[JsValue]) -> Result<usize, ApiError> {
         let r = self.stmt(sql, args)?.run().await.internal("D1 write")?;
         Ok(r.meta().internal("D1 meta")?.and_then(|m| m.changes).unwrap_or(0))
@@ -138,25 +148,22 @@ impl Store {
             value: String,
         }
         let rows: Vec<Row> = self
-            .stmt(
+            .rows(
                 "SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid",
                 &[s(id.as_str())],
-            )?
-            .all()
-            .await
-            .internal("D1 read principals")?
-            .results()
-            .internal("D1 principals rows")?;
+                "D1 read principals",
+            )
+            .await?;
         Ok(rows.iter().filter_map(|r| Principal::from_parts(&r.kind, &r.value)).collect())
     }
 
     pub async fn decisions(&self, id: &ApprovalId) -> Result<Vec<DecisionRow>, ApiError> {
-        self.stmt("SELECT * FROM decisions WHERE approval_id = ?1 ORDER BY at, sub", &[s(id.as_str())])?
-            .all()
-            .await
-            .internal("D1 read decisions")?
-            .results()
-            .internal("D1 decisions rows")
+        self.rows(
+            "SELECT * FROM decisions WHERE approval_id = ?1 ORDER BY at, sub",
+            &[s(id.as_str())],
+            "D1 read decisions",
+        )
+        .await
     }
 
     /// Inserts the approval and its principals in one transaction. `Ok(false)`: the ID already exists.
@@ -321,6 +328,8 @@ pub struct InboxRow {
     pub approvals: f64,
 }
 
+const MAIL_COLUMNS: &str = "id, title, summary, notify_json, context_json, locale, expires_at";
+
 /// What the mailer needs of an approval.
 #[derive(Debug, Deserialize)]
 pub struct MailRow {
@@ -347,22 +356,14 @@ impl Store {
             cursor.unwrap_or(if pending { (i64::MIN / 2, String::new()) } else { (i64::MAX / 2, "~".into()) });
         let mut args: Vec<JsValue> = principal_keys.iter().map(|k| s(k)).collect();
         args.extend([n(if pending { now } else { i64::MAX / 2 }), n(c_at), s(&c_id), n(limit as i64)]);
-        self.stmt(&ringi_core::inbox::inbox_sql(principal_keys.len(), pending), &args)?
-            .all()
-            .await
-            .internal("D1 inbox")?
-            .results()
-            .internal("D1 inbox rows")
+        self.rows(&ringi_core::inbox::inbox_sql(principal_keys.len(), pending), &args, "D1 inbox").await
     }
 
     pub async fn mail_row(&self, id: &ApprovalId) -> Result<Option<MailRow>, ApiError> {
-        self.stmt(
-            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals WHERE id = ?1",
-            &[s(id.as_str())],
-        )?
-        .first(None)
-        .await
-        .internal("D1 mail row")
+        self.stmt(&format!("SELECT {MAIL_COLUMNS} FROM approvals WHERE id = ?1"), &[s(id.as_str())])?
+            .first(None)
+            .await
+            .internal("D1 mail row")
     }
 
     pub async fn set_mail_state(&self, id: &str, state: &str) -> Result<(), ApiError> {
@@ -414,34 +415,31 @@ impl Store {
 
     /// Open approvals whose request mail failed (bounded attempts).
     pub async fn mail_retries(&self, now: i64, max_attempts: i64) -> Result<Vec<MailRow>, ApiError> {
-        self.stmt(
-            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals
-             WHERE mail_state = 'failed' AND mail_attempts < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2
-             LIMIT 50",
+        self.rows(
+            &format!(
+                "SELECT {MAIL_COLUMNS} FROM approvals
+                 WHERE mail_state = 'failed' AND mail_attempts < ?1 AND status IN ('pending', 'claimed')
+                   AND expires_at > ?2 LIMIT 50"
+            ),
             &[n(max_attempts), n(now)],
-        )?
-        .all()
+            "D1 mail retries",
+        )
         .await
-        .internal("D1 mail retries")?
-        .results()
-        .internal("D1 mail retry rows")
     }
 
     /// Open approvals inside the reminder window that were not reminded yet. (Approvals registered inside
     /// the window count as reminded at insert: their request mail is recent enough.)
     pub async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<MailRow>, ApiError> {
-        self.stmt(
-            "SELECT id, title, summary, notify_json, context_json, locale, expires_at FROM approvals
-             WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
-               AND expires_at <= ?1 + ?2
-             LIMIT 50",
+        self.rows(
+            &format!(
+                "SELECT {MAIL_COLUMNS} FROM approvals
+                 WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
+                   AND expires_at <= ?1 + ?2 LIMIT 50"
+            ),
             &[n(now), n(window_ms)],
-        )?
-        .all()
+            "D1 reminders",
+        )
         .await
-        .internal("D1 reminders")?
-        .results()
-        .internal("D1 reminder rows")
     }
 
     pub async fn mark_reminded(&self, id: &str, now: i64) -> Result<(), ApiError> {

@@ -7,7 +7,6 @@ for a least-privilege "edge" user. Run: python -m pytest -q tests/e2e/test_moto_
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from ringi_stack import port_free  # noqa: E402  (scripts/ is on sys.path via conftest)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "scripts" / "moto_server.py"
@@ -35,15 +35,6 @@ LONG_TIMEOUT = 30  # other machines: never reached, but no execution waits forev
 
 # ---------------------------------------------------------------- server fixture
 
-def _port_is_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 @pytest.fixture(scope="module")
 def moto_url(tmp_path_factory):
     # No AWS_*/MOTO_* from the caller: a stale MOTO_PORT or MOTO_ADMIN_ACCESS_KEY would change the server.
@@ -51,7 +42,7 @@ def moto_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     # Another run may grab the same free port between our check and moto's bind, and its server would
     # then answer our HTTP probe: only werkzeug's "Running on" line in *our* log proves the bind was ours.
-    for port in random.sample([p for p in range(5100, 5200) if _port_is_free(p)], 5):
+    for port in random.sample([p for p in range(5100, 5200) if port_free(p)], 5):
         with open(log, "w") as out:
             proc = subprocess.Popen([sys.executable, str(LAUNCHER), "-H", "127.0.0.1", "-p", str(port)],
                                     stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -14,7 +14,6 @@ import random
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from html.parser import HTMLParser
@@ -26,6 +25,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+from ringi_stack import port_free  # noqa: E402  (scripts/ is on sys.path via conftest)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "scripts" / "oidc" / "cognito-oidc.mjs"
@@ -45,15 +45,6 @@ def _node():
     return str(bundled) if bundled.exists() else shutil.which("node")
 
 
-def _port_is_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
 def _start(tmp, extra_env):
     """Start the server on a free port in 9100-9199; return (proc, base_url, log_path)."""
     ports = list(range(9100, 9200))
@@ -61,7 +52,7 @@ def _start(tmp, extra_env):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PORT", "POOL_ID", "CLIENT_ID", "REDIRECT_URIS", "POST_LOGOUT_REDIRECT_URIS",
                         "USERS_FILE", "KEYS_FILE", "KEYS_OUT", "ACCESS_TTL", "ID_TTL", "SESSION_TTL")}
-    for port in [p for p in ports if _port_is_free(p)][:5]:
+    for port in [p for p in ports if port_free(p)][:5]:
         out_path, err_path = tmp / f"oidc-{port}.out", tmp / f"oidc-{port}.err"
         with open(out_path, "w") as out, open(err_path, "w") as err:
             proc = subprocess.Popen([_node(), str(SERVER)], stdout=out, stderr=err,
