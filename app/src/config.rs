@@ -1,15 +1,16 @@
 //! The runtime configuration the worker serves at `/config.json` (design §7: `COGNITO_DOMAIN`,
 //! `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
-//!
-//! `SpaConfig` is meant to move into `ringi-core::wire::SpaConfig`; keep the field names in sync.
+//! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
 
 use gloo_net::http::Request;
-use serde::{Deserialize, Serialize};
+pub use ringi_core::wire::SpaConfig;
 use web_sys::RequestCache;
 
 /// Where the SPA fetches its configuration. Absolute: the SPA is served from the origin root, and deep links
 /// (`/a/{id}`) must not turn it into `/a/config.json`.
 pub const CONFIG_URL: &str = "/config.json";
+
+const LOCALE_PREF: &str = "ringi.locale";
 
 /// UI languages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,38 +41,35 @@ impl Locale {
         }
     }
 
-    /// Best guess before `/config.json` has arrived (the loading and error screens): the browser's languages.
-    pub fn from_browser() -> Self {
+    /// The first of the browser's languages that the UI speaks, if any.
+    pub fn from_browser() -> Option<Self> {
         let languages = web_sys::window()
             .map(|w| w.navigator().languages())
             .map(|list| list.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
             .unwrap_or_default();
-        languages.iter().find_map(|tag| Self::from_tag(tag)).unwrap_or_default()
+        languages.iter().find_map(|tag| Self::from_tag(tag))
+    }
+
+    /// The language chosen in the header earlier (a UI preference in localStorage).
+    pub fn saved() -> Option<Self> {
+        crate::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
+    }
+
+    pub fn save(self) {
+        crate::storage::pref_set(LOCALE_PREF, self.tag());
+    }
+
+    pub fn other(self) -> Self {
+        match self {
+            Locale::En => Locale::Ja,
+            Locale::Ja => Locale::En,
+        }
     }
 }
 
-/// `{"cognitoDomain", "clientId", "redirectUri", "issuer", "defaultLocale", "version"}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SpaConfig {
-    /// Hosted UI base URL (`/oauth2/authorize`, `/oauth2/token`, `/logout`).
-    pub cognito_domain: String,
-    /// The public (secret-less) app client used with PKCE.
-    pub client_id: String,
-    /// The registered callback URL of the SPA.
-    pub redirect_uri: String,
-    /// Exact `iss` of the tokens.
-    pub issuer: String,
-    /// `"en"` or `"ja"`; anything else falls back to English (see [`SpaConfig::locale`]).
-    pub default_locale: String,
-    /// Release shown in the footer.
-    pub version: String,
-}
-
-impl SpaConfig {
-    pub fn locale(&self) -> Locale {
-        Locale::from_tag(&self.default_locale).unwrap_or_default()
-    }
+/// The UI language of a configuration (`defaultLocale`): `"en"` or `"ja"`, anything else English.
+pub fn default_locale(cfg: &SpaConfig) -> Locale {
+    Locale::from_tag(&cfg.default_locale).unwrap_or_default()
 }
 
 /// Why the configuration could not be used. Rendered as a one-line technical detail under the
@@ -120,7 +118,7 @@ mod tests {
     fn decodes_the_documented_shape() {
         let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","defaultLocale":"ja","version":"0.1.0"}"#;
         let cfg: SpaConfig = serde_json::from_str(json).unwrap();
-        assert_eq!(cfg.locale(), Locale::Ja);
+        assert_eq!(default_locale(&cfg), Locale::Ja);
         assert_eq!(cfg.client_id, "abc");
         assert_eq!(serde_json::to_string(&cfg).unwrap(), json);
     }

@@ -1,0 +1,93 @@
+//! The worker's JSON API (design §3) over gloo-net, with the access token as bearer. Errors are keyed on
+//! the stable `error.code` of `{"error":{"code","message","field"?}}` (ringi-core `ErrorBody`).
+
+use gloo_net::http::{Request, RequestBuilder, Response};
+use ringi_core::decision::DecisionRequest;
+use ringi_core::wire::{ApprovalView, DecisionResponse, InboxPage};
+use ringi_core::ErrorBody;
+use serde::de::DeserializeOwned;
+use web_sys::RequestCache;
+
+use crate::auth;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiError {
+    /// No usable token, or the worker answered 401: sign in again.
+    Unauthorized,
+    /// 404: unknown approval or not one of its approvers (deliberately the same).
+    NotFound,
+    /// 409 with its code: `already_decided`, `expired`, `in_progress`, `already_voted`.
+    Conflict { code: String, message: String },
+    /// 400 (`field` names the request field, e.g. `feedback.reason` or `comment`) and 413.
+    Invalid { field: Option<String>, message: String },
+    /// 503 (Step Functions unavailable; nothing was decided) or a network failure: retry later.
+    Unavailable(String),
+    /// Anything else (502 upstream_rejected, 500, unexpected bodies).
+    Server { status: u16, message: String },
+}
+
+fn with_auth(builder: RequestBuilder) -> Result<RequestBuilder, ApiError> {
+    let token = auth::access_token().ok_or(ApiError::Unauthorized)?;
+    Ok(builder
+        .header("Authorization", &format!("Bearer {token}"))
+        .header("Accept", "application/json")
+        .cache(RequestCache::NoStore))
+}
+
+async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
+    let status = response.status();
+    let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    if (200..300).contains(&status) {
+        return serde_json::from_str(&text)
+            .map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") });
+    }
+    let body: Option<ErrorBody> = serde_json::from_str(&text).ok();
+    let (code, message, field) = match body {
+        Some(b) => (b.error.code, b.error.message, b.error.field),
+        None => (String::new(), format!("HTTP {status}"), None),
+    };
+    Err(match status {
+        401 => ApiError::Unauthorized,
+        404 => ApiError::NotFound,
+        409 => ApiError::Conflict { code, message },
+        400 | 413 => ApiError::Invalid { field, message },
+        503 => ApiError::Unavailable(message),
+        _ => ApiError::Server { status, message },
+    })
+}
+
+async fn send<T: DeserializeOwned>(request: Request) -> Result<T, ApiError> {
+    let response = request.send().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    read(response).await
+}
+
+fn encode(value: &str) -> String {
+    String::from(js_sys::encode_uri_component(value))
+}
+
+/// `GET /api/v1/approvals?status=pending|decided&cursor=…`
+pub async fn inbox(decided: bool, cursor: Option<&str>) -> Result<InboxPage, ApiError> {
+    let mut url = format!("/api/v1/approvals?status={}", if decided { "decided" } else { "pending" });
+    if let Some(c) = cursor {
+        url.push_str("&cursor=");
+        url.push_str(&encode(c));
+    }
+    let request = with_auth(Request::get(&url))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    send(request).await
+}
+
+/// `GET /api/v1/approvals/{id}`
+pub async fn approval(id: &str) -> Result<ApprovalView, ApiError> {
+    let url = format!("/api/v1/approvals/{}", encode(id));
+    let request = with_auth(Request::get(&url))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    send(request).await
+}
+
+/// `POST /api/v1/approvals/{id}/decision`
+pub async fn decide(id: &str, body: &DecisionRequest) -> Result<DecisionResponse, ApiError> {
+    let url = format!("/api/v1/approvals/{}/decision", encode(id));
+    let request = with_auth(Request::post(&url))?
+        .json(body)
+        .map_err(|e| ApiError::Invalid { field: None, message: e.to_string() })?;
+    send(request).await
+}

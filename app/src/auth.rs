@@ -1,0 +1,404 @@
+//! Sign-in with the Cognito Hosted UI: authorization code + PKCE (S256), built and checked with the `oauth2`
+//! crate; the token request goes through [`GlooHttp`], oauth2's async HTTP client trait implemented with
+//! gloo-net (the browser's `fetch`).
+//!
+//! * `state` is a fresh random value per sign-in, stored in sessionStorage together with the PKCE verifier and
+//!   the page to come back to (`/a/{id}` for a short link opened signed-out): the state is the key of that
+//!   record, so only this tab's own sign-in can complete, and it lands where the user was going.
+//! * The callback (`/auth/callback?code&state`) is read and removed from the address bar and history in
+//!   `main` before anything else runs; the code is exchanged at `{cognitoDomain}/oauth2/token`.
+//! * Tokens live in memory and sessionStorage only, never localStorage. Only the access token is kept (the
+//!   API bearer, worker `TOKEN_USE=access`); its payload is decoded for display only — the worker verifies it.
+//! * No refresh token is stored: when the access token expires (or the API answers 401) the app sends the
+//!   user through the authorize endpoint again; the Hosted UI session makes that an instant round trip.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use gloo_net::http::RequestBuilder;
+use oauth2::basic::BasicClient;
+use oauth2::url::Url;
+use oauth2::{
+    AsyncHttpClient, AuthUrl, AuthorizationCode, ClientId, CsrfToken, EndpointNotSet, EndpointSet, HttpRequest,
+    HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+use ringi_core::wire::SpaConfig;
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::JsValue;
+
+use crate::storage;
+
+pub const CALLBACK_PATH: &str = "/auth/callback";
+const SESSION_KEY: &str = "ringi.session";
+const PENDING_KEY: &str = "ringi.auth.pending";
+/// Set by an explicit sign-out so that the landing page does not bounce straight back to the Hosted UI.
+const SIGNED_OUT_KEY: &str = "ringi.signedOut";
+/// A token this close to its expiry is not used any more (clock skew, request latency).
+const EXPIRY_MARGIN_MS: f64 = 30_000.0;
+/// A sign-in older than this cannot be completed (Cognito codes live 5 minutes).
+const PENDING_MAX_AGE_MS: f64 = 15.0 * 60_000.0;
+/// When the API refuses a token this fresh, signing in again would loop: report it instead.
+const FRESH_TOKEN_MS: f64 = 20_000.0;
+
+type OauthClient = BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Session {
+    access_token: String,
+    /// Epoch milliseconds.
+    expires_at: f64,
+    obtained_at: f64,
+    /// Obtained by [`reauthenticate`]: if the API refuses this one too, stop instead of looping.
+    #[serde(default)]
+    via_reauth: bool,
+}
+
+/// One sign-in in flight, keyed by its `state`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Pending {
+    state: String,
+    verifier: String,
+    return_to: String,
+    created_at: f64,
+    #[serde(default)]
+    reauth: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct CallbackParams {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+thread_local! {
+    static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
+    static CALLBACK: RefCell<Option<CallbackParams>> = const { RefCell::new(None) };
+}
+
+/// Why signing in did not work. Shown as a technical detail under a translated message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthError {
+    /// `/auth/callback` opened without a sign-in of this tab in flight (reload, bookmark, other tab).
+    NoPendingSignIn,
+    /// `state` missing or different from the stored one: not this tab's sign-in.
+    StateMismatch,
+    /// The Hosted UI redirected back with `error=…`.
+    Provider(String),
+    /// The token endpoint refused the code or could not be reached.
+    Token(String),
+    /// The API refused a token that was just issued: signing in again would loop.
+    Refused,
+    Config(String),
+}
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthError::NoPendingSignIn => write!(f, "no sign-in of this tab is in progress"),
+            AuthError::StateMismatch => write!(f, "the sign-in response does not match this tab's request (state)"),
+            AuthError::Provider(e) => write!(f, "the sign-in service answered: {e}"),
+            AuthError::Token(e) => write!(f, "token request failed: {e}"),
+            AuthError::Refused => write!(f, "the server did not accept the new sign-in"),
+            AuthError::Config(e) => write!(f, "configuration: {e}"),
+        }
+    }
+}
+
+fn now() -> f64 {
+    js_sys::Date::now()
+}
+
+fn client(cfg: &SpaConfig) -> Result<OauthClient, AuthError> {
+    let domain = cfg.cognito_domain.trim_end_matches('/');
+    let bad = |e: oauth2::url::ParseError| AuthError::Config(e.to_string());
+    Ok(BasicClient::new(ClientId::new(cfg.client_id.clone()))
+        .set_auth_uri(AuthUrl::new(format!("{domain}/oauth2/authorize")).map_err(bad)?)
+        .set_token_uri(TokenUrl::new(format!("{domain}/oauth2/token")).map_err(bad)?)
+        .set_redirect_uri(RedirectUrl::new(cfg.redirect_uri.clone()).map_err(bad)?))
+}
+
+/// Only same-origin paths are followed after sign-in (no `//host`, no scheme, never the callback itself).
+fn safe_return(path: &str) -> String {
+    let ok = path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && !path.starts_with(CALLBACK_PATH)
+        && !path.chars().any(char::is_control);
+    if ok {
+        path.to_owned()
+    } else {
+        "/".to_owned()
+    }
+}
+
+/// The current address as a return target: path + query (never a fragment).
+pub fn current_path() -> String {
+    let location = web_sys::window().map(|w| w.location());
+    let path = location.as_ref().and_then(|l| l.pathname().ok()).unwrap_or_else(|| "/".into());
+    let search = location.and_then(|l| l.search().ok()).unwrap_or_default();
+    format!("{path}{search}")
+}
+
+/// Called first thing in `main`: when this page is the OAuth callback, take `code`/`state` (or `error`) out of
+/// the URL and the history entry before any other code runs or any request is made.
+pub fn capture_callback() {
+    let Some(window) = web_sys::window() else { return };
+    let location = window.location();
+    if location.pathname().ok().as_deref() != Some(CALLBACK_PATH) {
+        return;
+    }
+    let search = location.search().unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    let get = |name: &str| params.as_ref().and_then(|p| p.get(name));
+    let captured = CallbackParams {
+        code: get("code"),
+        state: get("state"),
+        error: get("error"),
+        error_description: get("error_description"),
+    };
+    if let Ok(history) = window.history() {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(CALLBACK_PATH));
+    }
+    CALLBACK.with(|c| *c.borrow_mut() = Some(captured));
+}
+
+/// Starts a sign-in: a new PKCE verifier and state, remembered in sessionStorage with the page to return
+/// to, then the browser goes to the Hosted UI.
+pub fn sign_in(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<(), AuthError> {
+    start(cfg, return_to, lang, false)
+}
+
+fn start(cfg: &SpaConfig, return_to: &str, lang: &str, reauth: bool) -> Result<(), AuthError> {
+    let client = client(cfg)?;
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, state) = client
+        .authorize_url(CsrfToken::new_random)
+        .add_scopes(["openid", "email", "profile"].map(|s| Scope::new(s.to_owned())))
+        .set_pkce_challenge(challenge)
+        // Cognito's managed login picks its language from `lang`.
+        .add_extra_param("lang", lang)
+        .url();
+    let pending = Pending {
+        state: state.secret().clone(),
+        verifier: verifier.secret().clone(),
+        return_to: safe_return(return_to),
+        created_at: now(),
+        reauth,
+    };
+    storage::session_set_json(PENDING_KEY, &pending);
+    storage::session_remove(SIGNED_OUT_KEY);
+    navigate_away(url.as_str());
+    Ok(())
+}
+
+/// Signs in again after the token expired or was refused, coming back to `return_to`. Refuses (instead of
+/// looping through the Hosted UI) when the current token came from such a sign-in seconds ago.
+pub fn reauthenticate(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<(), AuthError> {
+    let current = session();
+    if current.as_ref().is_some_and(|s| s.via_reauth && now() - s.obtained_at < FRESH_TOKEN_MS) {
+        return Err(AuthError::Refused);
+    }
+    forget();
+    // Without a session this is simply the first sign-in of the tab (a short link opened signed-out).
+    start(cfg, return_to, lang, current.is_some())
+}
+
+/// Completes the sign-in on `/auth/callback`: checks `state`, exchanges the code (with the PKCE verifier) and
+/// keeps the access token. Returns the page to go to.
+pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
+    let params = CALLBACK.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    // Single use: whatever happens next, this sign-in cannot be completed twice.
+    let pending: Option<Pending> = storage::session_get_json(PENDING_KEY);
+    storage::session_remove(PENDING_KEY);
+    let Some(pending) = pending else {
+        return Err(AuthError::NoPendingSignIn);
+    };
+    let expected = CsrfToken::new(pending.state);
+    let state_ok = params
+        .state
+        .as_deref()
+        .is_some_and(|got| ringi_core::constant_time_eq(got.as_bytes(), expected.secret().as_bytes()));
+    if !state_ok {
+        return Err(AuthError::StateMismatch);
+    }
+    if let Some(error) = params.error {
+        let detail = params.error_description.map(|d| format!("{error}: {d}")).unwrap_or(error);
+        return Err(AuthError::Provider(detail));
+    }
+    if now() - pending.created_at > PENDING_MAX_AGE_MS {
+        return Err(AuthError::Provider("the sign-in took too long".into()));
+    }
+    let code = params.code.ok_or_else(|| AuthError::Provider("no authorization code".into()))?;
+    let token = client(cfg)?
+        .exchange_code(AuthorizationCode::new(code))
+        .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier))
+        .request_async(&GlooHttp)
+        .await
+        .map_err(|e| {
+            AuthError::Token(match e {
+                RequestTokenError::ServerResponse(r) => r.to_string(),
+                other => other.to_string(),
+            })
+        })?;
+    let access_token = token.access_token().secret().clone();
+    let obtained_at = now();
+    // `expires_in` is relative, so a wrong device clock does not matter (the token's `exp` would); the worker
+    // checks `exp` itself and a 401 signs in again anyway.
+    let ttl_ms = token.expires_in().map_or(3_600_000.0, |d| d.as_millis() as f64);
+    let expires_at = obtained_at + ttl_ms;
+    let session = Session { access_token, expires_at, obtained_at, via_reauth: pending.reauth };
+    storage::session_set_json(SESSION_KEY, &session);
+    SESSION.with(|s| *s.borrow_mut() = Some(session));
+    Ok(safe_return(&pending.return_to))
+}
+
+fn load_session() -> Option<Session> {
+    storage::session_get_json(SESSION_KEY)
+}
+
+fn session() -> Option<Session> {
+    if let Some(s) = SESSION.with(|s| s.borrow().clone()) {
+        return Some(s);
+    }
+    let s = load_session()?;
+    SESSION.with(|slot| *slot.borrow_mut() = Some(s.clone()));
+    Some(s)
+}
+
+/// The API bearer, if there is one that is not about to expire.
+pub fn access_token() -> Option<String> {
+    session().filter(|s| s.expires_at - EXPIRY_MARGIN_MS > now()).map(|s| s.access_token)
+}
+
+/// This tab was signed in and the token has run out: sign in again without asking.
+pub fn has_expired_session() -> bool {
+    session().is_some() && access_token().is_none()
+}
+
+/// The user pressed "Sign out" in this tab (the landing page then waits for a click).
+pub fn signed_out_explicitly() -> bool {
+    storage::session_get(SIGNED_OUT_KEY).is_some()
+}
+
+/// Forgets the tokens (memory and sessionStorage).
+pub fn forget() {
+    SESSION.with(|s| *s.borrow_mut() = None);
+    storage::session_remove(SESSION_KEY);
+}
+
+/// Clears everything of this tab's session and ends the Hosted UI session too.
+pub fn sign_out(cfg: &SpaConfig) {
+    forget();
+    storage::session_clear_ringi();
+    storage::session_set(SIGNED_OUT_KEY, "1");
+    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+    let logout = format!("{}/logout", cfg.cognito_domain.trim_end_matches('/'));
+    let logout_uri = format!("{origin}/");
+    match Url::parse_with_params(&logout, [("client_id", cfg.client_id.as_str()), ("logout_uri", &logout_uri)]) {
+        Ok(url) => navigate_away(url.as_str()),
+        Err(_) => navigate_away("/"),
+    }
+}
+
+fn navigate_away(url: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().assign(url);
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Claims {
+    username: Option<String>,
+    #[serde(rename = "cognito:username")]
+    cognito_username: Option<String>,
+    email: Option<String>,
+}
+
+/// Reads a JWT payload without verifying it: for display only.
+fn claims(token: &str) -> Option<Claims> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The signed-in user's name for the header (`username` claim of the access token).
+pub fn user_name() -> Option<String> {
+    let token = access_token()?;
+    let c = claims(&token)?;
+    c.username.or(c.cognito_username).or(c.email)
+}
+
+// ------------------------------------------------------------------ oauth2 HTTP client over gloo-net
+
+/// oauth2's [`AsyncHttpClient`] on the browser's fetch (gloo-net).
+pub struct GlooHttp;
+
+#[derive(Debug)]
+pub struct HttpError(String);
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+impl<'c> AsyncHttpClient<'c> for GlooHttp {
+    type Error = HttpError;
+    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, HttpError>> + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        Box::pin(send(request))
+    }
+}
+
+async fn send(request: HttpRequest) -> Result<HttpResponse, HttpError> {
+    let err = |e: gloo_net::Error| HttpError(e.to_string());
+    let (parts, body) = request.into_parts();
+    let mut builder = RequestBuilder::new(&parts.uri.to_string())
+        .method(parts.method)
+        // The token endpoint is another origin: no cookies, no referrer.
+        .credentials(web_sys::RequestCredentials::Omit)
+        .referrer_policy(web_sys::ReferrerPolicy::NoReferrer);
+    for (name, value) in &parts.headers {
+        if let Ok(value) = value.to_str() {
+            builder = builder.header(name.as_str(), value);
+        }
+    }
+    let request = if body.is_empty() {
+        builder.build().map_err(err)?
+    } else {
+        builder.body(js_sys::Uint8Array::from(body.as_slice())).map_err(err)?
+    };
+    let response = request.send().await.map_err(err)?;
+    let mut out = oauth2::http::Response::builder().status(response.status());
+    // oauth2 only reads the content type; copying every header would link http's header-name parser.
+    if let Some(content_type) = response.headers().get("content-type") {
+        out = out.header(oauth2::http::header::CONTENT_TYPE, content_type);
+    }
+    let bytes = response.binary().await.map_err(err)?;
+    out.body(bytes).map_err(|e| HttpError(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn return_targets_stay_on_this_origin() {
+        assert_eq!(safe_return("/a/abc"), "/a/abc");
+        assert_eq!(safe_return("/?tab=decided"), "/?tab=decided");
+        assert_eq!(safe_return("//evil.example"), "/");
+        assert_eq!(safe_return("https://evil.example/"), "/");
+        assert_eq!(safe_return("/\\evil.example"), "/");
+        assert_eq!(safe_return("/auth/callback?code=x"), "/");
+    }
+}

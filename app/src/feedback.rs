@@ -1,0 +1,218 @@
+//! The feedback form of an approval: the values the user typed, turned into the `feedback` JSON object and
+//! checked with the same rules as the worker (`ringi_core::form::validate_feedback`), field by field so every
+//! problem shows next to its field at once.
+
+use leptos::prelude::*;
+use ringi_core::form::{validate_feedback, FieldKind, FormField, TEXT_MAX_CHARS};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+/// Why a field's value is refused, translated by the page.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldProblem {
+    Required,
+    TooLong(usize),
+    NotAnOption,
+    NotANumber,
+    OutOfRange {
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// A message of the worker (400 with `field`), shown as it came.
+    Server(String),
+}
+
+/// One field of the form with its reactive value and error.
+#[derive(Clone)]
+pub struct FieldState {
+    pub field: FormField,
+    /// Text, textarea, number (as typed) and choice values.
+    pub text: RwSignal<String>,
+    /// Boolean fields.
+    pub checked: RwSignal<bool>,
+    pub problem: RwSignal<Option<FieldProblem>>,
+}
+
+impl FieldState {
+    pub fn new(field: FormField) -> Self {
+        Self { field, text: RwSignal::new(String::new()), checked: RwSignal::new(false), problem: RwSignal::new(None) }
+    }
+
+    /// The DOM id of the field's control (names are `[A-Za-z0-9_-]{1,64}`, see `validate_form`).
+    pub fn dom_id(&self) -> String {
+        format!("field-{}", self.field.name)
+    }
+
+    /// The JSON value to send, `None` when left empty; `Err` when a number does not parse.
+    fn value(&self) -> Result<Option<Value>, FieldProblem> {
+        match &self.field.kind {
+            FieldKind::Boolean => Ok(Some(Value::Bool(self.checked.get_untracked()))),
+            FieldKind::Number { .. } => {
+                let raw = self.text.get_untracked();
+                let raw = raw.trim();
+                if raw.is_empty() {
+                    return Ok(None);
+                }
+                let n: f64 = raw.parse().map_err(|_| FieldProblem::NotANumber)?;
+                if !n.is_finite() {
+                    return Err(FieldProblem::NotANumber);
+                }
+                let number = if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                    Number::from(n as i64)
+                } else {
+                    Number::from_f64(n).ok_or(FieldProblem::NotANumber)?
+                };
+                Ok(Some(Value::Number(number)))
+            }
+            FieldKind::Text { .. } | FieldKind::Textarea { .. } | FieldKind::Choice { .. } => {
+                let raw = self.text.get_untracked();
+                Ok((!raw.trim().is_empty()).then_some(Value::String(raw)))
+            }
+        }
+    }
+
+    /// The same checks as `validate_feedback`, with a reason the page can translate.
+    fn check(&self, value: Option<&Value>) -> Option<FieldProblem> {
+        let f = &self.field;
+        let Some(value) = value else {
+            return f.required.then_some(FieldProblem::Required);
+        };
+        let problem = match &f.kind {
+            FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
+                let max = max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS);
+                let len = value.as_str().map_or(0, |s| s.chars().count());
+                (len > max).then_some(FieldProblem::TooLong(max))
+            }
+            FieldKind::Choice { options } => {
+                (!value.as_str().is_some_and(|s| options.iter().any(|o| o == s))).then_some(FieldProblem::NotAnOption)
+            }
+            FieldKind::Number { min, max } => {
+                let n = value.as_f64().unwrap_or(f64::NAN);
+                (min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m))
+                    .then_some(FieldProblem::OutOfRange { min: *min, max: *max })
+            }
+            FieldKind::Boolean => None,
+        };
+        // Belt and braces: the worker's own rule for this one field.
+        problem.or_else(|| {
+            let mut one = Map::new();
+            one.insert(f.name.clone(), value.clone());
+            validate_feedback(std::slice::from_ref(f), &one).err().map(|e| match e {
+                ringi_core::ApiError::Invalid { message, .. } => FieldProblem::Server(message),
+                other => FieldProblem::Server(other.to_string()),
+            })
+        })
+    }
+}
+
+/// Validates every field, setting their problems; returns the feedback object when all are fine.
+pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
+    let mut feedback = Map::new();
+    let mut ok = true;
+    for state in fields {
+        let problem = match state.value() {
+            Err(p) => Some(p),
+            Ok(value) => {
+                let p = state.check(value.as_ref());
+                if let (None, Some(v)) = (&p, value) {
+                    feedback.insert(state.field.name.clone(), v);
+                }
+                p
+            }
+        };
+        ok &= problem.is_none();
+        state.problem.set(problem);
+    }
+    if !ok {
+        return Err(());
+    }
+    let specs: Vec<FormField> = fields.iter().map(|s| s.field.clone()).collect();
+    validate_feedback(&specs, &feedback).map(|()| feedback).map_err(|_| ())
+}
+
+/// What is stashed in sessionStorage while the user signs in again.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Draft {
+    pub comment: String,
+    pub text: Map<String, Value>,
+}
+
+pub fn draft_of(fields: &[FieldState], comment: &str) -> Draft {
+    let mut text = Map::new();
+    for s in fields {
+        let v = match s.field.kind {
+            FieldKind::Boolean => Value::Bool(s.checked.get_untracked()),
+            _ => Value::String(s.text.get_untracked()),
+        };
+        text.insert(s.field.name.clone(), v);
+    }
+    Draft { comment: comment.to_owned(), text }
+}
+
+pub fn restore(fields: &[FieldState], draft: &Draft) {
+    for s in fields {
+        match (draft.text.get(&s.field.name), &s.field.kind) {
+            (Some(Value::Bool(b)), FieldKind::Boolean) => s.checked.set(*b),
+            (Some(Value::String(t)), kind) if !matches!(kind, FieldKind::Boolean) => s.text.set(t.clone()),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn states() -> Vec<FieldState> {
+        let fields: Vec<FormField> = serde_json::from_value(json!([
+            {"name": "reason", "label": "Reason", "type": "textarea", "required": true, "maxLength": 5},
+            {"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"]},
+            {"name": "amount", "label": "Amount", "type": "number", "min": 0, "max": 100},
+            {"name": "urgent", "label": "Urgent", "type": "boolean"}
+        ]))
+        .unwrap();
+        fields.into_iter().map(FieldState::new).collect()
+    }
+
+    #[test]
+    fn mirrors_the_worker_rules() {
+        let s = states();
+        assert!(collect(&s).is_err());
+        assert_eq!(s[0].problem.get_untracked(), Some(FieldProblem::Required));
+        s[0].text.set("   ".into());
+        assert!(collect(&s).is_err(), "blank is empty");
+        s[0].text.set("toolong".into());
+        assert!(collect(&s).is_err());
+        assert_eq!(s[0].problem.get_untracked(), Some(FieldProblem::TooLong(5)));
+        s[0].text.set("fine".into());
+        s[2].text.set("500".into());
+        assert!(collect(&s).is_err());
+        assert_eq!(s[2].problem.get_untracked(), Some(FieldProblem::OutOfRange { min: Some(0.0), max: Some(100.0) }));
+        s[2].text.set("1e".into());
+        assert!(collect(&s).is_err());
+        assert_eq!(s[2].problem.get_untracked(), Some(FieldProblem::NotANumber));
+        s[2].text.set("7".into());
+        s[1].text.set("high".into());
+        s[3].checked.set(true);
+        let feedback = collect(&s).unwrap();
+        assert_eq!(Value::Object(feedback), json!({"reason": "fine", "risk": "high", "amount": 7, "urgent": true}));
+        assert!(s.iter().all(|f| f.problem.get_untracked().is_none()));
+        s[2].text.set("2.5".into());
+        assert_eq!(collect(&s).unwrap()["amount"], json!(2.5));
+    }
+
+    #[test]
+    fn drafts_round_trip() {
+        let s = states();
+        s[0].text.set("why".into());
+        s[3].checked.set(true);
+        let draft = draft_of(&s, "a comment");
+        let text = serde_json::to_string(&draft).unwrap();
+        let again = states();
+        restore(&again, &serde_json::from_str(&text).unwrap());
+        assert_eq!(again[0].text.get_untracked(), "why");
+        assert!(again[3].checked.get_untracked());
+        assert_eq!(draft.comment, "a comment");
+    }
+}
