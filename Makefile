@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 PY := $(HOME)/.cache/ringi/venv/bin/python
 
-.PHONY: dev demo test bootstrap build spa worker check lint unit e2e clean
+.PHONY: dev demo test bootstrap build spa worker check lint unit e2e bench clean
 
 ## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
 dev: bootstrap build
@@ -23,6 +23,7 @@ bootstrap:
 lint:
 	$(ENV) cargo fmt --all -- --check
 	$(ENV) cargo clippy -p ringi-core --all-targets -- -D warnings
+	$(ENV) scripts/wasm-env.sh cargo clippy -p ringi-edge -p ringi-app --target wasm32-unknown-unknown -- -D warnings
 
 unit:
 	$(ENV) cargo test -p ringi-core
@@ -39,6 +40,11 @@ worker:
 
 e2e:
 	$(ENV) python -m pytest -q tests/e2e
+
+## make bench: benchmarks on an own stack (ports 8887/5410/9410) → docs/benchmarks.md; BENCH_OPT_LEVELS=1 adds
+## the opt-level "s" builds (target/opt-s, several minutes)
+bench: bootstrap build
+	$(ENV) python scripts/bench/run.py
 
 clean:
 	rm -rf target dist edge/build .ringi
