@@ -46,28 +46,34 @@ impl Cursor {
     }
 }
 
-/// The inbox SQL: `?1..?k` are the caller's principal keys, then open flag, bound, cursor, limit.
+/// The inbox SQL: `?1..?k` are the caller's principal keys, then bound, cursor (`sort_at`, id) and limit.
+///
+/// One ordered index range per principal, each stopped after `limit` rows, merged with UNION (an approval
+/// reached through two principals has the same `sort_at` on both rows, so UNION removes the duplicate).
+/// The work is O(principals × limit), however many approvals the caller has pending.
 pub fn inbox_sql(principals: usize, pending: bool) -> String {
-    let keys = (1..=principals).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
     let (open, cmp, order) = if pending { (1, ">", "ASC") } else { (0, "<", "DESC") };
     let k = principals;
-    // The index (pkey, open, sort_at, approval_id) answers the WHERE; only this user's rows are touched.
+    let (bound, c_at, c_id, limit) = (k + 1, k + 2, k + 3, k + 4);
+    let bound_cmp = if pending { ">" } else { "<=" };
+    let ranges = (1..=k)
+        .map(|i| {
+            format!(
+                "SELECT * FROM (SELECT approval_id, sort_at FROM approval_principals
+                   WHERE pkey = ?{i} AND open = {open} AND sort_at {bound_cmp} ?{bound}
+                     AND (sort_at {cmp} ?{c_at} OR (sort_at = ?{c_at} AND approval_id {cmp} ?{c_id}))
+                   ORDER BY sort_at {order}, approval_id {order} LIMIT ?{limit})"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n UNION ");
     format!(
-        "WITH mine AS (
-           SELECT approval_id, MIN(sort_at) AS sort_at FROM approval_principals
-           WHERE pkey IN ({keys}) AND open = {open} AND sort_at {bound}
-             AND (sort_at {cmp} ?{c_at} OR (sort_at = ?{c_at} AND approval_id {cmp} ?{c_id}))
-           GROUP BY approval_id
-           ORDER BY sort_at {order}, approval_id {order} LIMIT ?{limit})
+        "WITH mine AS ({ranges})
          SELECT a.id, a.status, a.title, a.summary, a.quorum, a.approver_count, a.context_json, a.created_at,
                 a.expires_at, a.decided_at, mine.sort_at,
                 (SELECT COUNT(*) FROM decisions d WHERE d.approval_id = a.id AND d.decision = 'approve') AS approvals
          FROM mine JOIN approvals a ON a.id = mine.approval_id
-         ORDER BY mine.sort_at {order}, a.id {order}",
-        bound = if pending { format!("> ?{}", k + 1) } else { format!("<= ?{}", k + 1) },
-        c_at = k + 2,
-        c_id = k + 3,
-        limit = k + 4,
+         ORDER BY mine.sort_at {order}, a.id {order} LIMIT ?{limit}"
     )
 }
 

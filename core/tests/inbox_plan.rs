@@ -67,7 +67,52 @@ fn inbox_query_uses_the_index_and_scans_nothing() {
                 || s.starts_with("SCAN d")),
             "no full scans: {steps:?}"
         );
+        assert!(!steps.iter().any(|s| s.contains("GROUP BY")), "no grouping over all of a user's rows: {steps:?}");
     }
+}
+
+/// VM steps of one inbox page for a user with `n` pending approvals (each reachable through two of the
+/// user's principals, as with a sub and a group).
+fn page_cost(n: i64) -> u64 {
+    let db = Connection::open_in_memory().unwrap();
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations")).unwrap() {
+        db.execute_batch(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+    }
+    let tx = db.unchecked_transaction().unwrap();
+    for i in 0..n {
+        let id = format!("id{i:020}");
+        tx.execute(
+            "INSERT INTO approvals (id, task_token, token_sha256, status, title, approver_count, created_at, expires_at)
+             VALUES (?1, 't', 'h', 'pending', 'title', 2, 0, ?2)",
+            (&id, 1_000_000 + i),
+        )
+        .unwrap();
+        for (kind, value) in [("sub", "heavy"), ("group", "finance")] {
+            tx.execute(
+                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                (&id, kind, value, format!("{kind}:{value}"), 1_000_000 + i),
+            )
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    db.execute_batch("ANALYZE").unwrap();
+    let mut stmt = db.prepare(&inbox_sql(2, true)).unwrap();
+    let rows: Vec<String> = stmt
+        .query_map(rusqlite::params!["sub:heavy", "group:finance", 0i64, i64::MIN / 2, "", 26i64], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 26, "one page (+1 to know there is more), duplicates removed");
+    assert_eq!(rows[0], "id00000000000000000000");
+    stmt.get_status(rusqlite::StatementStatus::VmStep) as u64
+}
+
+#[test]
+fn inbox_page_cost_does_not_grow_with_the_pending_count() {
+    let (small, large) = (page_cost(1_000), page_cost(20_000));
+    println!("inbox page VM steps: 1,000 pending → {small}, 20,000 pending → {large}");
+    assert!(large < small * 3 / 2, "{small} → {large}");
 }
 
 #[test]

@@ -72,6 +72,13 @@ impl ApprovalRow {
     }
 }
 
+/// An approval as the routes need it.
+pub struct Loaded {
+    pub row: ApprovalRow,
+    pub principals: Vec<Principal>,
+    pub decisions: Vec<DecisionRow>,
+}
+
 /// A row of `decisions`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct DecisionRow {
@@ -141,20 +148,37 @@ impl Store {
             .internal("D1 read approval")
     }
 
-    pub async fn principals(&self, id: &ApprovalId) -> Result<Vec<Principal>, ApiError> {
+    /// The approval with its principals and decisions, in one D1 round trip (one batch, one snapshot).
+    pub async fn load(&self, id: &ApprovalId) -> Result<Option<Loaded>, ApiError> {
         #[derive(Deserialize)]
-        struct Row {
+        struct PrincipalRow {
             kind: String,
             value: String,
         }
-        let rows: Vec<Row> = self
-            .rows(
-                "SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid",
-                &[s(id.as_str())],
-                "D1 read principals",
-            )
-            .await?;
-        Ok(rows.iter().filter_map(|r| Principal::from_parts(&r.kind, &r.value)).collect())
+        let arg = [s(id.as_str())];
+        let results = self
+            .0
+            .batch(vec![
+                self.stmt("SELECT * FROM approvals WHERE id = ?1", &arg)?,
+                self.stmt("SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid", &arg)?,
+                self.stmt("SELECT * FROM decisions WHERE approval_id = ?1 ORDER BY at, sub", &arg)?,
+            ])
+            .await
+            .internal("D1 load approval")?;
+        let [approval, principals, decisions] = results.as_slice() else {
+            return Err(ApiError::Internal);
+        };
+        let Some(row) = approval.results::<ApprovalRow>().internal("D1 approval row")?.into_iter().next() else {
+            return Ok(None);
+        };
+        let principals = principals
+            .results::<PrincipalRow>()
+            .internal("D1 principal rows")?
+            .iter()
+            .filter_map(|r| Principal::from_parts(&r.kind, &r.value))
+            .collect();
+        let decisions = decisions.results().internal("D1 decision rows")?;
+        Ok(Some(Loaded { row, principals, decisions }))
     }
 
     pub async fn decisions(&self, id: &ApprovalId) -> Result<Vec<DecisionRow>, ApiError> {

@@ -10,29 +10,23 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::authenticate;
 use crate::platform::now_ms;
-use crate::store::{ApprovalRow, DecisionRow, Store};
+use crate::store::{ApprovalRow, DecisionRow, Loaded, Store};
 
 pub async fn get(req: &Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
     let id = ApprovalId::parse(id).map_err(|_| ApiError::NotFound)?;
     let store = Store::open(&ctx.env)?;
-    let (row, _) = load_for(&store, &id, &who).await?;
-    let decisions = store.decisions(&id).await?;
-    super::json(200, &view(&row, store.principals(&id).await?, &decisions, &who, now_ms()))
+    let Loaded { row, principals, decisions } = load_for(&store, &id, &who).await?;
+    super::json(200, &view(&row, principals, &decisions, &who, now_ms()))
 }
 
-/// The approval and its principals, if it exists *and* the caller is one of its approvers.
-pub async fn load_for(
-    store: &Store,
-    id: &ApprovalId,
-    who: &Identity,
-) -> Result<(ApprovalRow, Vec<ringi_core::principal::Principal>), ApiError> {
-    let row = store.get(id).await?.ok_or(ApiError::NotFound)?;
-    let principals = store.principals(id).await?;
-    if !who.is_approver(&principals) {
+/// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
+pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
+    let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
+    if !who.is_approver(&loaded.principals) {
         return Err(ApiError::NotFound);
     }
-    Ok((row, principals))
+    Ok(loaded)
 }
 
 pub fn audit_entry(d: &DecisionRow) -> AuditEntry {

@@ -15,20 +15,19 @@ use super::Ctx;
 use crate::auth::authenticate;
 use crate::platform::{log, now_ms, random_bytes};
 use crate::sfn_client::deliver;
-use crate::store::{ApprovalRow, DecisionRow, Store, Vote};
+use crate::store::{ApprovalRow, DecisionRow, Loaded, Store, Vote};
 
 pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
     let body = super::body_bytes(req).await?;
     let id = ApprovalId::parse(id).map_err(|_| ApiError::NotFound)?;
     let store = Store::open(&ctx.env)?;
-    let (row, principals) = load_for(&store, &id, &who).await?;
+    let Loaded { row, principals, decisions } = load_for(&store, &id, &who).await?;
     let request = DecisionRequest::parse(&body)?;
     request.validate_against(&row.form())?;
     let now = now_ms();
     check_decidable(&row.state(), now)?;
 
-    let decisions = store.decisions(&id).await?;
     let mine = decisions.iter().find(|d| d.sub == who.sub);
     if mine.is_some_and(|d| d.decision != request.decision.as_str()) {
         return Err(ApiError::AlreadyVoted);
