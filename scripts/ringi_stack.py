@@ -175,14 +175,24 @@ class Stack:
 
     def stop(self) -> None:
         for p in reversed(self.procs):
-            _kill_group(p.popen.pid)
-            try:
-                p.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                _kill_group(p.popen.pid, signal.SIGKILL)
-                p.popen.wait(timeout=5)
-            (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
+            self._terminate(p)
         self.procs.clear()
+
+    def _terminate(self, p: Proc, sig=signal.SIGTERM) -> None:
+        """Signals the component's whole process group; SIGKILL if it has not gone after 15 s."""
+        _kill_group(p.popen.pid, sig)
+        try:
+            p.popen.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            _kill_group(p.popen.pid, signal.SIGKILL)
+            p.popen.wait(timeout=5)
+        (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
+
+    def stop_component(self, name: str, sig=signal.SIGTERM) -> None:
+        """Stops one component (all processes named `name`) and forgets it."""
+        for p in [p for p in self.procs if p.name == name]:
+            self._terminate(p, sig)
+            self.procs.remove(p)
 
     def __enter__(self):
         return self.start()
@@ -367,11 +377,7 @@ class Stack:
 
     def kill(self, name: str) -> None:
         """SIGKILLs a component's whole process group (a crash, not a shutdown)."""
-        for p in [p for p in self.procs if p.name == name]:
-            _kill_group(p.popen.pid, signal.SIGKILL)
-            p.popen.wait(timeout=10)
-            self.procs.remove(p)
-            (self.state / "pids" / f"{name}.pid").unlink(missing_ok=True)
+        self.stop_component(name, signal.SIGKILL)
 
     # ------------------------------------------------------------------ demo: relay, mailbox, workflow
     def _start_demo_components(self) -> None:

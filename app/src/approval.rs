@@ -714,6 +714,29 @@ fn DecisionForm(
     outcome: RwSignal<Option<Outcome>>,
     on_decide: impl Fn(Verdict) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
+    // Approve and Reject differ only in verdict, look and label; both only open the confirmation step.
+    let decide_button = move |verdict: Verdict| {
+        let (class, testid, icon, label) = match verdict {
+            Verdict::Approve => ("button button--approve", "approve", "✓ ", tr(|t| t.approve)),
+            Verdict::Reject => ("button button--reject", "reject", "✕ ", tr(|t| t.reject)),
+        };
+        view! {
+            <button
+                type="button"
+                class=class
+                data-testid=testid
+                aria-disabled=move || sending.get().to_string()
+                on:click=move |_| {
+                    if !sending.get_untracked() {
+                        on_decide(verdict)
+                    }
+                }
+            >
+                <span aria-hidden="true">{icon}</span>
+                {label}
+            </button>
+        }
+    };
     let ctx = use_app();
     view! {
         <section class="card decide" aria-labelledby="decide-title" data-testid="decision-form">
@@ -750,34 +773,8 @@ fn DecisionForm(
                     </p>
                 </Show>
                 <div class="decide__buttons">
-                    <button
-                        type="button"
-                        class="button button--approve"
-                        data-testid="approve"
-                        aria-disabled=move || sending.get().to_string()
-                        on:click=move |_| {
-                            if !sending.get_untracked() {
-                                on_decide(Verdict::Approve)
-                            }
-                        }
-                    >
-                        <span aria-hidden="true">"✓ "</span>
-                        {tr(|t| t.approve)}
-                    </button>
-                    <button
-                        type="button"
-                        class="button button--reject"
-                        data-testid="reject"
-                        aria-disabled=move || sending.get().to_string()
-                        on:click=move |_| {
-                            if !sending.get_untracked() {
-                                on_decide(Verdict::Reject)
-                            }
-                        }
-                    >
-                        <span aria-hidden="true">"✕ "</span>
-                        {tr(|t| t.reject)}
-                    </button>
+                    {decide_button(Verdict::Approve)}
+                    {decide_button(Verdict::Reject)}
                 </div>
                 <p class="decide__hint">{tr(|t| t.decide_hint)}</p>
             </form>

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(HERE))
 
 import ringi_stack  # noqa: E402
-from ringi_stack import REGION, Ports, Stack, _kill_group, free_port, fresh_state, http_ok  # noqa: E402
+from ringi_stack import REGION, Ports, Stack, free_port, fresh_state, http_ok  # noqa: E402
 
 from common import (Client, CpuMeter, WorkerProcs, cpu_ticks, gz, machine, start_boottime,  # noqa: E402
                     summary, versions)
@@ -81,15 +81,7 @@ def find_proc(stack: Stack, name: str):
 
 
 def stop_proc(stack: Stack, name: str) -> None:
-    p = find_proc(stack, name)
-    _kill_group(p.popen.pid)
-    try:
-        p.popen.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        _kill_group(p.popen.pid, signal.SIGKILL)
-        p.popen.wait(timeout=5)
-    stack.procs.remove(p)
-    (stack.state / "pids" / f"{name}.pid").unlink(missing_ok=True)
+    stack.stop_component(name)
 
 
 def worker_procs(stack: Stack, name: str, port: int) -> WorkerProcs:
