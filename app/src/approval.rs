@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::use_params_map;
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::decision::{DecisionRequest, COMMENT_MAX_CHARS};
-use ringi_core::form::{FieldKind, TEXT_MAX_CHARS};
+use ringi_core::form::{text_limit, FieldKind};
 use ringi_core::wire::{ApprovalView, AuditEntry, DecisionResponse};
 use serde_json::{Map, Value};
 
@@ -798,7 +798,7 @@ fn Field(state: FieldState) -> impl IntoView {
     let required_attr = required.then_some("true");
     let limit_help = match &f.kind {
         FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
-            Some(Limit::Chars(max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS)))
+            Some(Limit::Chars(text_limit(*max_length)))
         }
         FieldKind::Number { min, max } if min.is_some() || max.is_some() => Some(Limit::Range(*min, *max)),
         _ => None,
@@ -831,7 +831,7 @@ fn Field(state: FieldState) -> impl IntoView {
                 type="text"
                 class="input"
                 autocomplete="off"
-                maxlength=max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS).to_string()
+                maxlength=text_limit(max_length).to_string()
                 aria-required=required_attr
                 aria-invalid=invalid
                 aria-describedby=describedby.clone()
@@ -846,7 +846,7 @@ fn Field(state: FieldState) -> impl IntoView {
                 name=f.name.clone()
                 class="input input--area"
                 rows="4"
-                maxlength=max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS).to_string()
+                maxlength=text_limit(max_length).to_string()
                 aria-required=required_attr
                 aria-invalid=invalid
                 aria-describedby=describedby.clone()

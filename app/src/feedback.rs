@@ -3,7 +3,7 @@
 //! problem shows next to its field at once.
 
 use leptos::prelude::*;
-use ringi_core::form::{validate_feedback, FieldKind, FormField, TEXT_MAX_CHARS};
+use ringi_core::form::{text_limit, validate_feedback, FieldKind, FormField};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
@@ -79,7 +79,7 @@ impl FieldState {
         };
         let problem = match &f.kind {
             FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
-                let max = max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS);
+                let max = text_limit(*max_length);
                 let len = value.as_str().map_or(0, |s| s.chars().count());
                 (len > max).then_some(FieldProblem::TooLong(max))
             }

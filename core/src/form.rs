@@ -46,6 +46,12 @@ pub enum FieldKind {
     Boolean,
 }
 
+/// Most characters a text/textarea answer may have: the field's `maxLength`, never above [`TEXT_MAX_CHARS`].
+/// The SPA uses the same rule for its `maxlength` attributes and hints.
+pub fn text_limit(max_length: Option<usize>) -> usize {
+    max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS)
+}
+
 fn valid_name(n: &str) -> bool {
     (1..=64).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
@@ -108,7 +114,7 @@ pub fn validate_feedback(fields: &[FormField], feedback: &Map<String, Value>) ->
         match &f.kind {
             FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
                 let s = value.as_str().ok_or_else(|| ApiError::invalid(&at, "must be text"))?;
-                let max = max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS);
+                let max = text_limit(*max_length);
                 if s.chars().count() > max {
                     return Err(ApiError::invalid(at, format!("must be at most {max} characters")));
                 }

@@ -4,11 +4,17 @@
 use ringi_core::inbox::inbox_sql;
 use rusqlite::{params_from_iter, Connection};
 
-fn db() -> Connection {
+/// An in-memory SQLite database with the worker's real migrations applied.
+fn migrated() -> Connection {
     let db = Connection::open_in_memory().unwrap();
     for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations")).unwrap() {
         db.execute_batch(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
     }
+    db
+}
+
+fn db() -> Connection {
+    let db = migrated();
     let tx = db.unchecked_transaction().unwrap();
     for i in 0..10_000i64 {
         let id = format!("id{i:020}");
@@ -74,10 +80,7 @@ fn inbox_query_uses_the_index_and_scans_nothing() {
 /// VM steps of one inbox page for a user with `n` pending approvals (each reachable through two of the
 /// user's principals, as with a sub and a group).
 fn page_cost(n: i64) -> u64 {
-    let db = Connection::open_in_memory().unwrap();
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations")).unwrap() {
-        db.execute_batch(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
-    }
+    let db = migrated();
     let tx = db.unchecked_transaction().unwrap();
     for i in 0..n {
         let id = format!("id{i:020}");
