@@ -123,6 +123,8 @@ class Stack:
     demo: bool = False  # + relay, mailbox, the EventBridge rule and the demo state machine
     demo_state_machine_arn: str | None = None
     procs: list = field(default_factory=list)
+    # A port for one extra worker that users can sign in to (its callback is registered at the IdP).
+    sign_in_port: int = 0
 
     # ------------------------------------------------------------------ derived settings
     @property
@@ -164,6 +166,7 @@ class Stack:
             self._start_moto()
             self._setup_aws()
             self._make_keys()
+            self.sign_in_port = self.sign_in_port or free_port()
             self._start_idp()
             self._start_worker()
             if self.demo:
@@ -296,9 +299,10 @@ class Stack:
         keys.chmod(0o600)
 
     def _start_idp(self) -> None:
+        origins = [self.base_url, f"http://127.0.0.1:{self.sign_in_port}"]
         env = {"PORT": str(self.ports.idp), "POOL_ID": POOL_ID, "CLIENT_ID": CLIENT_ID,
-               "REDIRECT_URIS": f"{self.base_url}/auth/callback",
-               "POST_LOGOUT_REDIRECT_URIS": f"{self.base_url}/",
+               "REDIRECT_URIS": ",".join(f"{o}/auth/callback" for o in origins),
+               "POST_LOGOUT_REDIRECT_URIS": ",".join(f"{o}/" for o in origins),
                "KEYS_FILE": str(self.state / "idp-keys.json")}
         p = self._spawn("idp", ["node", str(ROOT / "scripts/oidc/cognito-oidc.mjs")], env=env)
         self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/jwks.json"), 30)
@@ -366,11 +370,12 @@ class Stack:
         self._wait(p, lambda: http_ok(f"{url}/healthz"), 120)
         return url
 
-    def extra_worker(self, name: str, overrides: dict) -> str:
+    def extra_worker(self, name: str, overrides: dict, signs_in: bool = False) -> str:
         """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret. Calling it
-        again with the same name restarts that worker on the same port and D1 (after `kill`)."""
+        again with the same name restarts that worker on the same port and D1 (after `kill`). `signs_in`: on
+        the port whose sign-in callback the IdP accepts (one such worker at a time)."""
         self._extra = getattr(self, "_extra", {})
-        port = self._extra.get(name) or free_port()
+        port = self._extra.get(name) or (self.sign_in_port if signs_in else free_port())
         self._extra[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides})

@@ -27,7 +27,7 @@ pub enum ApiError {
 }
 
 fn with_auth(builder: RequestBuilder) -> Result<RequestBuilder, ApiError> {
-    let token = auth::access_token().ok_or(ApiError::Unauthorized)?;
+    let token = auth::bearer().ok_or(ApiError::Unauthorized)?;
     Ok(builder
         .header("Authorization", &format!("Bearer {token}"))
         .header("Accept", "application/json")

@@ -233,7 +233,7 @@ fn AppRoutes() -> impl IntoView {
 /// with a Sign-in button (so that signing out does not bounce straight back to the Hosted UI).
 #[component]
 fn InboxRoute() -> impl IntoView {
-    if auth::access_token().is_some() {
+    if auth::bearer().is_some() {
         return view! { <Inbox /> }.into_any();
     }
     if auth::has_expired_session() {
@@ -245,7 +245,7 @@ fn InboxRoute() -> impl IntoView {
 /// `/a/{id}`: a short link opened signed-out goes to the Hosted UI at once and comes back here.
 #[component]
 fn ApprovalRoute() -> impl IntoView {
-    if auth::access_token().is_some() {
+    if auth::bearer().is_some() {
         return view! { <ApprovalPage /> }.into_any();
     }
     view! { <Reauthenticate /> }.into_any()
@@ -325,7 +325,7 @@ fn Callback() -> impl IntoView {
                     navigate(&to, NavigateOptions { replace: true, ..Default::default() });
                 }
                 // A reload of the callback page of a sign-in that already completed: nothing to do.
-                Err(AuthError::NoPendingSignIn) if auth::access_token().is_some() => {
+                Err(AuthError::NoPendingSignIn) if auth::bearer().is_some() => {
                     navigate("/", NavigateOptions { replace: true, ..Default::default() });
                 }
                 Err(e) => {

@@ -213,7 +213,7 @@ pub fn ApprovalPage() -> impl IntoView {
         }
         outcome.set(None);
         // The token may run out while the user reads: sign in again first, keeping the answers.
-        if auth::access_token().is_none() {
+        if auth::bearer().is_none() {
             stash(&id.get_untracked(), fields, comment);
             state.set(Load::SignIn);
             return;

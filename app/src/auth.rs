@@ -7,8 +7,9 @@
 //!   record, so only this tab's own sign-in can complete, and it lands where the user was going.
 //! * The callback (`/auth/callback?code&state`) is read and removed from the address bar and history in
 //!   `main` before anything else runs; the code is exchanged at `{cognitoDomain}/oauth2/token`.
-//! * Tokens live in memory and sessionStorage only, never localStorage. Only the access token is kept (the
-//!   API bearer, worker `TOKEN_USE=access`); its payload is decoded for display only — the worker verifies it.
+//! * Tokens live in memory and sessionStorage only, never localStorage. Only the API bearer is kept: the
+//!   access token, or the ID token when the worker's `TOKEN_USE` is `id` (`/config.json` says which); its
+//!   payload is decoded for display only — the worker verifies it.
 //! * No refresh token is stored: when the access token expires (or the API answers 401) the app sends the
 //!   user through the authorize endpoint again; the Hosted UI session makes that an instant round trip.
 
@@ -19,12 +20,16 @@ use std::pin::Pin;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use gloo_net::http::RequestBuilder;
-use oauth2::basic::BasicClient;
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
+};
 use oauth2::url::Url;
 use oauth2::{
-    AsyncHttpClient, AuthUrl, AuthorizationCode, ClientId, CsrfToken, EndpointNotSet, EndpointSet, HttpRequest,
-    HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError, Scope, TokenResponse, TokenUrl,
+    AsyncHttpClient, AuthUrl, AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet,
+    ExtraTokenFields, HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError,
+    Scope, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
 };
+use ringi_core::jwt::TokenUse;
 use ringi_core::wire::SpaConfig;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -43,12 +48,35 @@ const PENDING_MAX_AGE_MS: f64 = 15.0 * 60_000.0;
 /// When the API refuses a token this fresh, signing in again would loop: report it instead.
 const FRESH_TOKEN_MS: f64 = 20_000.0;
 
-type OauthClient = BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+/// The OpenID Connect part of the token response, next to oauth2's standard fields.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct IdTokenField {
+    #[serde(default)]
+    id_token: Option<String>,
+}
+
+impl ExtraTokenFields for IdTokenField {}
+
+/// oauth2's basic client with the ID token kept; `A`/`T`: authorization and token endpoint set or not.
+type CognitoClient<A = EndpointNotSet, T = EndpointNotSet> = Client<
+    BasicErrorResponse,
+    StandardTokenResponse<IdTokenField, BasicTokenType>,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    A,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    T,
+>;
+type OauthClient = CognitoClient<EndpointSet, EndpointSet>;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Session {
-    access_token: String,
+    /// The API bearer: the access token or the ID token (`TOKEN_USE`).
+    bearer: String,
     /// Epoch milliseconds.
     expires_at: f64,
     obtained_at: f64,
@@ -118,7 +146,7 @@ fn now() -> f64 {
 fn client(cfg: &SpaConfig) -> Result<OauthClient, AuthError> {
     let domain = cfg.cognito_domain.trim_end_matches('/');
     let bad = |e: oauth2::url::ParseError| AuthError::Config(e.to_string());
-    Ok(BasicClient::new(ClientId::new(cfg.client_id.clone()))
+    Ok(<CognitoClient>::new(ClientId::new(cfg.client_id.clone()))
         .set_auth_uri(AuthUrl::new(format!("{domain}/oauth2/authorize")).map_err(bad)?)
         .set_token_uri(TokenUrl::new(format!("{domain}/oauth2/token")).map_err(bad)?)
         .set_redirect_uri(RedirectUrl::new(cfg.redirect_uri.clone()).map_err(bad)?))
@@ -211,7 +239,7 @@ pub fn reauthenticate(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<()
 }
 
 /// Completes the sign-in on `/auth/callback`: checks `state`, exchanges the code (with the PKCE verifier) and
-/// keeps the access token. Returns the page to go to.
+/// keeps the API bearer. Returns the page to go to.
 pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
     let params = CALLBACK.with(|c| c.borrow_mut().take()).unwrap_or_default();
     // Single use: whatever happens next, this sign-in cannot be completed twice.
@@ -247,13 +275,27 @@ pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
                 other => other.to_string(),
             })
         })?;
-    let access_token = token.access_token().secret().clone();
+    let bearer = match cfg.token_use {
+        TokenUse::Access => token.access_token().secret().clone(),
+        TokenUse::Id => token
+            .extra_fields()
+            .id_token
+            .clone()
+            .ok_or_else(|| AuthError::Token("the sign-in service returned no ID token".into()))?,
+    };
     let obtained_at = now();
-    // `expires_in` is relative, so a wrong device clock does not matter (the token's `exp` would); the worker
-    // checks `exp` itself and a 401 signs in again anyway.
-    let ttl_ms = token.expires_in().map_or(3_600_000.0, |d| d.as_millis() as f64);
+    // Relative lifetimes (`expires_in`, the bearer's own `exp - iat`), so a wrong device clock does not
+    // matter; the worker checks `exp` itself and a 401 signs in again anyway.
+    let ttl_ms = [
+        token.expires_in().map(|d| d.as_millis() as f64),
+        claims(&bearer).and_then(|c| Some((c.exp? - c.iat?) * 1000.0)),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(None, |min: Option<f64>, t| Some(min.map_or(t, |m| m.min(t))))
+    .unwrap_or(3_600_000.0);
     let expires_at = obtained_at + ttl_ms;
-    let session = Session { access_token, expires_at, obtained_at, via_reauth: pending.reauth };
+    let session = Session { bearer, expires_at, obtained_at, via_reauth: pending.reauth };
     storage::session_set_json(SESSION_KEY, &session);
     SESSION.with(|s| *s.borrow_mut() = Some(session));
     Ok(safe_return(&pending.return_to))
@@ -273,13 +315,13 @@ fn session() -> Option<Session> {
 }
 
 /// The API bearer, if there is one that is not about to expire.
-pub fn access_token() -> Option<String> {
-    session().filter(|s| s.expires_at - EXPIRY_MARGIN_MS > now()).map(|s| s.access_token)
+pub fn bearer() -> Option<String> {
+    session().filter(|s| s.expires_at - EXPIRY_MARGIN_MS > now()).map(|s| s.bearer)
 }
 
 /// This tab was signed in and the token has run out: sign in again without asking.
 pub fn has_expired_session() -> bool {
-    session().is_some() && access_token().is_none()
+    session().is_some() && bearer().is_none()
 }
 
 /// The user pressed "Sign out" in this tab (the landing page then waits for a click).
@@ -319,6 +361,8 @@ struct Claims {
     #[serde(rename = "cognito:username")]
     cognito_username: Option<String>,
     email: Option<String>,
+    exp: Option<f64>,
+    iat: Option<f64>,
 }
 
 /// Reads a JWT payload without verifying it: for display only.
@@ -328,9 +372,9 @@ fn claims(token: &str) -> Option<Claims> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The signed-in user's name for the header (`username` claim of the access token).
+/// The signed-in user's name for the header (`username` / `cognito:username` claim of the bearer).
 pub fn user_name() -> Option<String> {
-    let token = access_token()?;
+    let token = bearer()?;
     let c = claims(&token)?;
     c.username.or(c.cognito_username).or(c.email)
 }

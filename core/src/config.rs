@@ -165,6 +165,7 @@ impl Config {
             client_id: self.client_id.clone(),
             redirect_uri: format!("{}/auth/callback", self.public_base_url),
             issuer: self.issuer.clone(),
+            token_use: self.token_use,
             default_locale: self.default_locale.clone(),
             version: self.version.clone(),
         }

@@ -37,9 +37,12 @@ pub enum JwtError {
     JwksUnavailable(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which Cognito token the API takes as the bearer (`token_use` claim; the SPA sends that one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TokenUse {
     Id,
+    #[default]
     Access,
 }
 

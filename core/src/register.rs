@@ -32,6 +32,9 @@ pub struct NewApproval {
     pub notify: Vec<String>,
     pub context: Map<String, Value>,
     pub locale: Option<String>,
+    /// SHA-256 (hex) of the registration object as received (canonical JSON, envelope removed): tells a
+    /// redelivery of the same request from a different request for the same task.
+    pub request_sha256: String,
 }
 
 fn str_field<'a>(o: &'a Map<String, Value>, name: &str, required: bool) -> Result<Option<&'a str>, ApiError> {
@@ -76,6 +79,7 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
 pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
     let v = unwrap_event_envelope(v);
+    let request_sha256 = crate::hex_sha256(v.to_string().as_bytes());
     let o = v.as_object().ok_or_else(|| ApiError::invalid("body", "must be a JSON object"))?;
     const KNOWN: &[&str] = &[
         "approvalId",
@@ -210,7 +214,21 @@ pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError
         Some(l @ ("en" | "ja")) => Some(l.to_owned()),
         Some(_) => return Err(ApiError::invalid("locale", "must be \"en\" or \"ja\"")),
     };
-    Ok(NewApproval { id, token, approvers, quorum, title, summary, details, form, expires_at, notify, context, locale })
+    Ok(NewApproval {
+        id,
+        token,
+        approvers,
+        quorum,
+        title,
+        summary,
+        details,
+        form,
+        expires_at,
+        notify,
+        context,
+        locale,
+        request_sha256,
+    })
 }
 
 #[cfg(test)]
@@ -236,6 +254,18 @@ mod tests {
         let mut b = base();
         b[k] = val;
         b
+    }
+
+    #[test]
+    fn request_fingerprint_is_the_same_for_a_redelivery_and_differs_for_another_request() {
+        let parse = |v: &Value, now| parse_registration(v.to_string().as_bytes(), now).unwrap().request_sha256;
+        let first = parse(&base(), NOW);
+        // A redelivery seconds later (timeoutSeconds counts from receipt, the request itself is unchanged).
+        assert_eq!(parse(&base(), NOW + 5_000), first);
+        // The same request inside an EventBridge envelope (its id and time differ per delivery).
+        let event = json!({"version": "0", "id": "e1", "detail-type": "ringi.approval.requested", "detail": base()});
+        assert_eq!(parse(&event, NOW), first);
+        assert_ne!(parse(&with("title", json!("Deploy v3")), NOW), first);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalStatus, Quorum};
 use crate::form::FormField;
+use crate::jwt::TokenUse;
 use crate::principal::Principal;
 
 /// `GET /config.json`: the SPA's runtime configuration (no secrets).
@@ -16,6 +17,9 @@ pub struct SpaConfig {
     pub client_id: String,
     pub redirect_uri: String,
     pub issuer: String,
+    /// The token the SPA must send as the API bearer: the worker's `TOKEN_USE`.
+    #[serde(default)]
+    pub token_use: TokenUse,
     pub default_locale: String,
     pub version: String,
 }

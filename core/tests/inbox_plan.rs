@@ -7,8 +7,14 @@ use rusqlite::{params_from_iter, Connection};
 /// An in-memory SQLite database with the worker's real migrations applied.
 fn migrated() -> Connection {
     let db = Connection::open_in_memory().unwrap();
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations")).unwrap() {
-        db.execute_batch(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).unwrap();
+    // In order, as wrangler applies them.
+    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for file in files {
+        db.execute_batch(&std::fs::read_to_string(file).unwrap()).unwrap();
     }
     db
 }
@@ -20,7 +26,7 @@ fn db() -> Connection {
         let id = format!("id{i:020}");
         tx.execute(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, approver_count, created_at, expires_at)
-             VALUES (?1, 't', 'h', 'pending', 'title', 1, 0, ?2)",
+             VALUES (?1, 't', 'h' || ?1, 'pending', 'title', 1, 0, ?2)",
             (&id, 1_000_000 + i),
         )
         .unwrap();
@@ -86,7 +92,7 @@ fn page_cost(n: i64) -> u64 {
         let id = format!("id{i:020}");
         tx.execute(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, approver_count, created_at, expires_at)
-             VALUES (?1, 't', 'h', 'pending', 'title', 2, 0, ?2)",
+             VALUES (?1, 't', 'h' || ?1, 'pending', 'title', 2, 0, ?2)",
             (&id, 1_000_000 + i),
         )
         .unwrap();

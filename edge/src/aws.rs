@@ -9,17 +9,21 @@ use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestIni
 
 use crate::platform::now_ms;
 
-/// A stalled endpoint must not hold a claim (or the caller) for long: each attempt gives up after this.
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+/// A stalled Step Functions endpoint must not hold a claim (or the approver) for long.
+pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(3);
+/// Mail goes out after the response, where nobody waits: a slow SES gets longer, and an answer that comes
+/// late is still an answer (no resend). Stays well inside the 30 s a worker may run after responding.
+pub const MAIL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Sends `body` signed for `service`; returns the status and body text, or a transport error (including
-/// no answer within [`ATTEMPT_TIMEOUT`]).
+/// no answer within `timeout`).
 pub async fn signed_post(
     cfg: &Config,
     url: &str,
     service: &str,
     headers: &[(&str, &str)],
     body: &str,
+    timeout: Duration,
 ) -> Result<(u16, String), String> {
     let creds = cfg.aws_credentials.as_ref().ok_or("AWS credentials are not configured")?;
     let signed = sign_headers(
@@ -50,11 +54,11 @@ pub async fn signed_post(
         let text = resp.text().await.map_err(|e| e.to_string())?;
         Ok((resp.status_code(), text))
     };
-    match select(Box::pin(exchange), Box::pin(Delay::from(ATTEMPT_TIMEOUT))).await {
+    match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
         Either::Left((outcome, _)) => outcome,
         Either::Right(_) => {
             controller.abort();
-            Err(format!("no answer within {}s", ATTEMPT_TIMEOUT.as_secs()))
+            Err(format!("no answer within {}s", timeout.as_secs()))
         }
     }
 }

@@ -10,6 +10,9 @@ use crate::platform::{log, now_ms};
 use crate::store::Store;
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
+/// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
+/// still `pending` after this long lost its sender.
+const MAIL_SENDER_GRACE_MS: i64 = 2 * 60_000;
 
 pub async fn run(env: &Env) -> Result<(), String> {
     let cfg = crate::config::load(env).map_err(|e| e.to_string())?;
@@ -20,7 +23,7 @@ pub async fn run(env: &Env) -> Result<(), String> {
     let expired = store.expire_due(now).await.map_err(e)?;
     let purged = store.purge(now - cfg.retention_ms).await.map_err(e)?;
     let mut retried = 0;
-    for row in store.mail_retries(now, MAX_MAIL_ATTEMPTS).await.map_err(e)? {
+    for row in store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await.map_err(e)? {
         mailer::send_request(&cfg, &store, &row).await.map_err(e)?;
         retried += 1;
     }

@@ -32,12 +32,12 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
 ];
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
     let path = req.path();
     let resp = if routes::is_api(&path) {
         let outcome = match config::load(&env) {
-            Ok(cfg) => routes::dispatch(req, &routes::Ctx { env, cfg }).await,
+            Ok(cfg) => routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx }).await,
             Err(e) => {
                 log("error", "config_invalid", json!({"error": e.to_string()}));
                 Err(ApiError::Internal)

@@ -1,11 +1,13 @@
 //! Approval emails through SES v2 SendEmail (SigV4, service `ses`). A failure never loses the approval:
-//! it is stored first, the failure is recorded, and the cron retries.
+//! it is stored first, mailed after the response, the outcome is recorded, and the cron retries failed
+//! mails and mails whose sender vanished (`mail_state` still `pending` after [`crate::cron`]'s grace).
 
+use futures_util::future::join_all;
 use ringi_core::config::Config;
 use ringi_core::mail::{compose, ses_send_email_body, MailInput, MailKind};
 use serde_json::{json, Map, Value};
 
-use crate::aws::signed_post;
+use crate::aws::{signed_post, MAIL_TIMEOUT};
 use crate::platform::log;
 use crate::store::MailRow;
 
@@ -37,10 +39,18 @@ pub async fn send(cfg: &Config, row: &MailRow, kind: MailKind) -> Result<bool, S
         locale: row.locale.as_deref(),
     });
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
+    // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
+    // run after its response.
+    let sends =
+        recipients.iter().map(|to| {
+            let body = ses_send_email_body(from, to, &mail);
+            let endpoint = &endpoint;
+            async move {
+                signed_post(cfg, endpoint, "ses", &[("content-type", "application/json")], &body, MAIL_TIMEOUT).await
+            }
+        });
     let mut failed = 0;
-    for to in &recipients {
-        let body = ses_send_email_body(from, to, &mail);
-        let outcome = signed_post(cfg, &endpoint, "ses", &[("content-type", "application/json")], &body).await;
+    for outcome in join_all(sends).await {
         let status = match &outcome {
             Ok((s, _)) => *s,
             Err(_) => 0,
@@ -78,4 +88,19 @@ pub async fn send_request(
         Err(_) => "failed",
     };
     store.set_mail_state(&row.id, state).await
+}
+
+/// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
+/// answer, so failures are logged (and the `mail_state` left for the cron).
+pub async fn send_request_of(cfg: &Config, env: &worker::Env, id: &ringi_core::ApprovalId) {
+    let outcome = async {
+        let store = crate::store::Store::open(env)?;
+        match store.mail_row(id).await? {
+            Some(row) => send_request(cfg, &store, &row).await,
+            None => Ok(()),
+        }
+    };
+    if let Err(e) = outcome.await {
+        log("error", "mail_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));
+    }
 }

@@ -8,7 +8,7 @@ use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;
 
-use crate::aws::signed_post;
+use crate::aws::{signed_post, CALLBACK_TIMEOUT};
 use crate::platform::{log, now_ms, random_unit};
 
 /// Delivers `cb`. `expires_at` is the approval's expiry (≈ the task's TimeoutSeconds), used to read a
@@ -31,7 +31,7 @@ pub async fn deliver(
     // An attempt that timed out or got a 5xx may still have reached Step Functions.
     let mut maybe_delivered = false;
     loop {
-        let outcome = match signed_post(cfg, &url, "states", &headers, &body).await {
+        let outcome = match signed_post(cfg, &url, "states", &headers, &body, CALLBACK_TIMEOUT).await {
             Ok((status, text)) => classify(status, &text),
             Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
         };

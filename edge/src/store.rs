@@ -18,7 +18,6 @@ use crate::error::OrInternal;
 pub struct ApprovalRow {
     pub id: String,
     task_token: Option<String>,
-    pub token_sha256: String,
     status: String,
     pub title: String,
     pub summary: String,
@@ -32,6 +31,15 @@ pub struct ApprovalRow {
     pub expires_at: f64,
     pub claimed_until: Option<f64>,
     pub decided_at: Option<f64>,
+}
+
+/// An existing registration, as far as a new one is compared with it.
+#[derive(Debug, Deserialize)]
+pub struct Registered {
+    pub id: String,
+    pub token_sha256: String,
+    pub request_sha256: Option<String>,
+    pub expires_at: f64,
 }
 
 fn json_object(s: &str) -> Map<String, Value> {
@@ -202,8 +210,9 @@ impl Store {
         let mail_state = if a.notify.is_empty() { "none" } else { "pending" };
         let mut batch = vec![self.stmt(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json, quorum,
-               approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at, mail_state)
-             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+               approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at, mail_state,
+               request_sha256)
+             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             &[
                 s(id.as_str()),
                 s(a.token.expose()),
@@ -221,6 +230,7 @@ impl Store {
                 n(a.expires_at),
                 reminded_at,
                 s(mail_state),
+                s(&a.request_sha256),
             ],
         )?];
         for p in &a.approvers {
@@ -234,6 +244,16 @@ impl Store {
             Err(e) if e.to_string().contains("UNIQUE") || e.to_string().contains("constraint") => Ok(false),
             Err(e) => Err(e).internal("D1 insert approval"),
         }
+    }
+
+    /// The approvals an insert collided with: the same ID, or the same task token.
+    pub async fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Result<Vec<Registered>, ApiError> {
+        self.rows(
+            "SELECT id, token_sha256, request_sha256, expires_at FROM approvals WHERE id = ?1 OR token_sha256 = ?2",
+            &[s(id.as_str()), s(token_sha256)],
+            "D1 read registered",
+        )
+        .await
     }
 
     /// Takes the exclusive right to call Step Functions until `until`. Exactly one concurrent caller wins.
@@ -437,15 +457,21 @@ impl Store {
         Ok(results.last().and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0))
     }
 
-    /// Open approvals whose request mail failed (bounded attempts).
-    pub async fn mail_retries(&self, now: i64, max_attempts: i64) -> Result<Vec<MailRow>, ApiError> {
+    /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was
+    /// registered before `sender_gone_before` (the worker that was to send it after its response died).
+    pub async fn mail_retries(
+        &self,
+        now: i64,
+        max_attempts: i64,
+        sender_gone_before: i64,
+    ) -> Result<Vec<MailRow>, ApiError> {
         self.rows(
             &format!(
                 "SELECT {MAIL_COLUMNS} FROM approvals
-                 WHERE mail_state = 'failed' AND mail_attempts < ?1 AND status IN ('pending', 'claimed')
-                   AND expires_at > ?2 LIMIT 50"
+                 WHERE (mail_state = 'failed' OR (mail_state = 'pending' AND created_at < ?3))
+                   AND mail_attempts < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2 LIMIT 50"
             ),
-            &[n(max_attempts), n(now)],
+            &[n(max_attempts), n(now), n(sender_gone_before)],
             "D1 mail retries",
         )
         .await

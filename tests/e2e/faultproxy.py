@@ -1,6 +1,7 @@
-"""A small HTTP proxy on 127.0.0.1 between the worker and Step Functions (moto) that injects faults:
-HTTP 500, ThrottlingException, connection reset, or a 5 s stall — none of them forwarded, so each fault is
-a callback that did not happen. It counts what it forwarded per task token (duplicate detection)."""
+"""A small HTTP proxy on 127.0.0.1 between the worker and AWS (moto) that injects faults: HTTP 500,
+ThrottlingException, connection reset, or a 5 s stall — none of them forwarded, so each fault is a callback
+that did not happen. It counts what it forwarded per task token (duplicate detection). Mode "slow" forwards
+everything, each request `slow_seconds` late (a slow, not a broken, endpoint)."""
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,8 @@ class FaultProxy:
         self.upstream_port = upstream_port
         self.rng = random.Random(seed)
         self.weights = weights
-        self.mode = "mix"  # "mix" (weighted random), one of FAULTS, or "hold" (never answer)
+        self.mode = "mix"  # "mix" (weighted random), one of FAULTS, "hold" (never answer) or "slow"
+        self.slow_seconds = 10.0
         self.forwarded: Counter = Counter()  # task token -> callbacks that reached Step Functions
         self.injected: Counter = Counter()
         self.received = threading.Event()  # set whenever a request arrives
@@ -70,6 +72,9 @@ class FaultProxy:
             self.injected[fault] += 1
             if fault == "hold":
                 await asyncio.sleep(3600)
+            elif fault == "slow":
+                await asyncio.sleep(self.slow_seconds)
+                await self._forward(head, body, writer)
             elif fault == "500":
                 await self._reply(writer, 500, b"upstream exploded")
             elif fault == "throttle":

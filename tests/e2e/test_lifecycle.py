@@ -4,8 +4,11 @@ import json
 import secrets
 import time
 
+import pytest
 import requests
 
+from conftest import Api
+from faultproxy import FaultProxy
 from test_decision import d1
 
 
@@ -21,6 +24,27 @@ def mails_to(stack, address):
     return [m for m in stack.sent_mail() if address in m["destinations"]["ToAddresses"]]
 
 
+def wait_mails(stack, address, n, timeout=15.0):
+    """The request mail goes out after the registration's response: wait until `n` mails are there (then
+    a moment longer, so that an unexpected extra one would show up too)."""
+    deadline = time.monotonic() + timeout
+    while len(mails := mails_to(stack, address)) < n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)
+    return mails_to(stack, address)
+
+
+def mail_state(stack, approval_id, persist=None, settled=True):
+    """`mail_state`/`mail_attempts` of an approval; with `settled`, once the sender has finished."""
+    sql = f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'"
+    deadline = time.monotonic() + 30
+    while True:
+        rows = d1(stack, sql, persist=persist)
+        if not settled or rows[0]["mail_state"] != "pending" or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.5)
+
+
 def test_register_mail_inbox_decide_resume(stack, api, workflows):
     who = f"erin-{secrets.token_hex(4)}@example.com"
     arn, token = workflows.start_paused()
@@ -29,7 +53,7 @@ def test_register_mail_inbox_decide_resume(stack, api, workflows):
     assert r.status_code == 201, r.text
     approval_id = r.json()["id"]
     # The mail: one message, subject with the title, the short link, no decision links, HTML escaped.
-    [mail] = mails_to(stack, who)
+    [mail] = wait_mails(stack, who, 1)
     assert mail["source"] == "ringi@example.com"
     assert "Deploy v2 to production" in mail["subject"]
     assert f"{stack.base_url}/a/{approval_id}" in mail["body"]
@@ -118,7 +142,7 @@ def test_cron_sends_one_reminder_inside_the_window(stack, api):
     who = f"rem-{secrets.token_hex(4)}@example.com"
     approval_id = api.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}],
                                timeoutSeconds=3 * 86400).json()["id"]
-    assert len(mails_to(stack, who)) == 1
+    assert len(wait_mails(stack, who, 1)) == 1
     stack.run_cron()
     assert len(mails_to(stack, who)) == 1, "not inside the 24 h window yet"
     # Time passes (as an operator would shift it): 2 hours left.
@@ -141,12 +165,45 @@ def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, workf
     r = api.register(token, approvers=[{"email": who}])
     assert r.status_code == 201
     approval_id = r.json()["id"]
-    rows = d1(stack, f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'",
-              persist=stack.state / "worker-badmail-d1")
-    assert rows == [{"mail_state": "failed", "mail_attempts": 1}]
+    persist = stack.state / "worker-badmail-d1"
+    assert mail_state(stack, approval_id, persist) == [{"mail_state": "failed", "mail_attempts": 1}]
     stack.run_cron(url)
-    rows = d1(stack, f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'",
-              persist=stack.state / "worker-badmail-d1")
-    assert rows == [{"mail_state": "failed", "mail_attempts": 2}]
+    assert mail_state(stack, approval_id, persist) == [{"mail_state": "failed", "mail_attempts": 2}]
     assert api.decide(approval_id, as_user="x", email=who).json()["status"] == "approved"
     assert not [m for m in stack.sent_mail() if m["source"] == "unverified@example.com"]
+
+
+@pytest.fixture(scope="module")
+def slow_ses(stack):
+    proxy = FaultProxy(stack.ports.moto).start()
+    proxy.mode, proxy.slow_seconds = "slow", 10.0
+    yield proxy
+    proxy.stop()
+
+
+def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack, workflows, slow_ses):
+    """An EventBridge API destination waits 5 s at most: the answer must not wait for SES. With SES taking
+    10 s, the registration answers at once, the mail arrives later, once, and neither the cron nor a
+    redelivery of the same registration sends it again."""
+    url = stack.extra_worker("slowses", {"SES_ENDPOINT": f"http://127.0.0.1:{slow_ses.port}"})
+    api = Api(stack, url)
+    persist = stack.state / "worker-slowses-d1"
+    who = f"slow-{secrets.token_hex(4)}@example.com"
+    arn, token = workflows.start_paused()
+    t0 = time.monotonic()
+    r = api.register(token, approvers=[{"email": who}])
+    took = time.monotonic() - t0
+    assert r.status_code == 201, r.text
+    assert took < 1.0, f"registration took {took:.2f}s"
+    approval_id = r.json()["id"]
+    assert mails_to(stack, who) == [], "SES has not answered yet"
+    assert mail_state(stack, approval_id, persist, settled=False)[0]["mail_state"] == "pending"
+    # The same registration again, as EventBridge redelivers it: the same approval, nothing new to mail.
+    again = api.register(token, approvers=[{"email": who}])
+    assert again.status_code == 200 and again.json() == r.json()
+    assert mail_state(stack, approval_id, persist) == [{"mail_state": "sent", "mail_attempts": 1}]
+    assert time.monotonic() - t0 >= slow_ses.slow_seconds
+    stack.run_cron(url)
+    [mail] = wait_mails(stack, who, 1)
+    assert f"{url}/a/{approval_id}" in mail["body"]
+    assert api.decide(approval_id, as_user="slow-sub", email=who).json()["status"] == "approved"

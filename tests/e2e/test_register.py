@@ -1,8 +1,11 @@
 """Registration (`POST /api/v1/approvals`): machine auth, validation with the failing field, idempotency."""
+import hashlib
 import secrets
 
 import pytest
 import requests
+
+from test_decision import d1
 
 
 def post(stack, body, credential=None):
@@ -44,6 +47,27 @@ def test_same_id_same_token_is_idempotent_and_a_different_token_conflicts(stack)
     assert again.status_code == 200 and again.json() == first.json()
     other = post(stack, {**b, "taskToken": "another-token"})
     assert other.status_code == 409 and other.json()["error"]["code"] == "duplicate_approval"
+
+
+def test_one_task_token_is_one_approval(stack):
+    """EventBridge delivers at least once and the workflow sends no ID: a redelivery of the same request is
+    answered with the approval it made; a different request for the same task is a conflict."""
+    b = body(approvers=[{"email": f"dedupe-{secrets.token_hex(4)}@example.com"}])
+    first = post(stack, b)
+    assert first.status_code == 201, first.text
+    again = post(stack, b)
+    assert again.status_code == 200 and again.json() == first.json()
+    # The same detail in a new envelope (EventBridge's retry carries the same event).
+    event = {"version": "0", "id": "e-1", "detail-type": "ringi.approval.requested", "source": "ringi.workflow",
+             "time": "2026-12-01T00:00:00Z", "detail": b}
+    redelivered = post(stack, event)
+    assert redelivered.status_code == 200 and redelivered.json() == first.json()
+    changed = post(stack, {**b, "title": "Something else"})
+    assert changed.status_code == 409 and changed.json()["error"]["code"] == "duplicate_approval"
+    other_id = post(stack, {**b, "approvalId": "wf-" + secrets.token_urlsafe(16)})
+    assert other_id.status_code == 409, "the same task under another ID"
+    fingerprint = hashlib.sha256(b["taskToken"].encode()).hexdigest()
+    assert d1(stack, f"SELECT id FROM approvals WHERE token_sha256 = '{fingerprint}'") == [{"id": first.json()["id"]}]
 
 
 def test_eventbridge_event_envelope_is_accepted(stack):

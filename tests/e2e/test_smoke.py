@@ -22,6 +22,7 @@ def test_config_json_comes_from_wrangler_vars(stack):
         "clientId": stack.client_id,
         "redirectUri": f"{stack.base_url}/auth/callback",
         "issuer": stack.issuer,
+        "tokenUse": "access",
         "defaultLocale": "en",
         "version": "0.1.0",
     }

@@ -603,3 +603,48 @@ def test_a_stale_or_foreign_callback_is_refused(stack, tab):
     expect(page.get_by_test_id("sign-in-error")).to_be_visible()
     assert "code=" not in page.url and "state=" not in page.url
     assert page.evaluate("sessionStorage.getItem('ringi.session')") is None
+
+
+def _jwt_claims(bearer: str) -> dict:
+    import base64
+    payload = bearer.split(" ", 1)[1].split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+@pytest.mark.parametrize("token_use", ["access", "id"])
+def test_the_spa_sends_the_token_the_worker_takes(stack, workflows, browser, token_use):
+    """`TOKEN_USE` (in /config.json) picks the bearer: with `id`, a stock Cognito pool's ID token carries the
+    verified email, so an `{email}` approver can decide (an access token has no email)."""
+    from conftest import Api
+    if token_use == "access":
+        base, approvers = stack.base_url, [{"sub": sub("alice")}]
+    else:
+        base = stack.extra_worker("idtokens", {"TOKEN_USE": "id"}, signs_in=True)
+        approvers = [{"email": USERS["alice"]["email"]}]
+    arn, task_token = workflows.start_paused()
+    r = Api(stack, base).register(task_token, approvers=approvers)
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    t = Tab(browser)
+    try:
+        bearers = []
+        t.page.on("request", lambda q: bearers.append(q.headers["authorization"])
+                  if "/api/v1/" in q.url and "authorization" in q.headers else None)
+        page = t.page
+        page.goto(f"{base}/a/{approval_id}")
+        sign_in_at_idp(page, stack, "alice")
+        page.wait_for_url(f"{base}/a/{approval_id}", timeout=30_000)
+        expect(page.get_by_test_id("approval-title")).to_have_text("Deploy v2 to production")
+        expect(page.get_by_test_id("user-name")).to_have_text("alice")
+        claims = _jwt_claims(bearers[-1])
+        assert claims["token_use"] == token_use
+        if token_use == "id":
+            assert claims["aud"] == stack.client_id and claims["email"] == USERS["alice"]["email"]
+        page.get_by_test_id("approve").click()
+        page.get_by_test_id("confirm-decision").click()
+        expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+        assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+        assert {_jwt_claims(b)["token_use"] for b in bearers} == {token_use}
+        assert_no_secrets(t, [task_token])
+    finally:
+        t.close()

@@ -43,22 +43,27 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let store = Store::open(&ctx.env)?;
     let created = store.insert(&id, &new, now, ctx.cfg.reminder_window_ms).await?;
-    let (status, expires_at) = if created {
-        (201, new.expires_at)
+    let (status, id, expires_at) = if created {
+        (201, id, new.expires_at)
     } else {
-        // Same ID again: idempotent when it is the same task, a conflict otherwise.
-        let existing = store.get(&id).await?.ok_or(ApiError::Internal)?;
-        if existing.token_sha256 != new.token.fingerprint() {
-            return Err(ApiError::DuplicateApproval);
-        }
-        (200, existing.expires_at as i64)
+        // The ID or the task is taken. The same request again (EventBridge delivers at least once) gets the
+        // first answer; anything else for the same ID or task is a conflict.
+        let token_sha256 = new.token.fingerprint();
+        let existing = store.registered(&id, &token_sha256).await?;
+        let same = existing.into_iter().find(|r| {
+            r.token_sha256 == token_sha256
+                && r.request_sha256.as_ref().map_or(r.id == id.as_str(), |h| *h == new.request_sha256)
+        });
+        let Some(same) = same else { return Err(ApiError::DuplicateApproval) };
+        (200, ApprovalId::parse(&same.id).map_err(|_| ApiError::Internal)?, same.expires_at as i64)
     };
     log("info", "registered", json!({"approvalId": id.as_str(), "by": caller, "created": created}));
     if created {
-        // Stored first, mailed second: a mail failure is recorded and retried by the cron, never fatal.
-        if let Some(row) = store.mail_row(&id).await? {
-            crate::mailer::send_request(&ctx.cfg, &store, &row).await?;
-        }
+        // Answer first, mail after the response: an EventBridge API destination gives up after 5 s and
+        // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
+        // the cron retries failures and mails whose sender vanished.
+        let (cfg, env, id) = (ctx.cfg.clone(), ctx.env.clone(), id.clone());
+        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, &id).await });
     }
     super::json(
         status,

@@ -13,10 +13,12 @@ use ringi_core::config::Config;
 use ringi_core::ApiError;
 use worker::{Env, Request, Response};
 
-/// What every handler gets: the request's environment and the parsed configuration.
+/// What every handler gets: the request's environment, the parsed configuration, and the runtime's
+/// request context (work that may finish after the response: `wait_until`).
 pub struct Ctx {
     pub env: Env,
     pub cfg: Rc<Config>,
+    pub worker: worker::Context,
 }
 
 /// Paths the worker answers itself; everything else is a static asset of the SPA.
