@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 PY := $(HOME)/.cache/ringi/venv/bin/python
 
-.PHONY: dev demo test bootstrap build spa worker check lint unit e2e bench clean
+.PHONY: dev demo test bootstrap build spa worker check lint unit deploy-check e2e bench deploy clean
 
 ## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
 dev: bootstrap build
@@ -15,7 +15,7 @@ demo:
 	$(ENV) python scripts/demo.py
 
 ## make test: everything CI runs
-test: bootstrap lint unit build e2e
+test: bootstrap lint unit build deploy-check e2e
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -41,6 +41,10 @@ spa:
 worker:
 	$(ENV) cd edge && ../scripts/wasm-env.sh worker-build --release
 
+## the deploy kit, offline: template (cfn-lint, assertions, moto), production wrangler config (dry run), deploy.py
+deploy-check:
+	$(ENV) python -m pytest -q tests/deploy
+
 e2e:
 	$(ENV) python -m pytest -q tests/e2e
 
@@ -49,5 +53,10 @@ e2e:
 bench: bootstrap build
 	$(ENV) python scripts/bench/run.py
 
+## make deploy: ringi on Cloudflare + AWS from deploy/ringi.env (docs/deploy.md). DRY_RUN=1 prints the plan and
+## changes nothing; ROTATE=1 also rotates the registration API key and the worker's AWS access key.
+deploy: bootstrap
+	$(ENV) python deploy/deploy.py $(if $(filter 1 true yes,$(DRY_RUN)),--dry-run) $(if $(filter 1 true yes,$(ROTATE)),--rotate)
+
 clean:
-	rm -rf target dist edge/build .ringi
+	rm -rf target dist edge/build .ringi edge/wrangler.production.json

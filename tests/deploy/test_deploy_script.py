@@ -1,0 +1,431 @@
+"""deploy/deploy.py against the aws / wrangler stand-ins: step order, idempotence, key rotation, secrecy,
+dry run, recovery from a failure at every mutating step, the health check, the settings file.
+
+    ~/.cache/ringi/venv/bin/python -m pytest -q tests/deploy/test_deploy_script.py
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from deploy_harness import ROOT, STANDINS, sha256
+
+READ_ONLY = {("aws", "sts get-caller-identity"), ("aws", "cloudformation describe-stacks"),
+             ("aws", "cloudformation get-template"), ("aws", "iam list-access-keys"), ("wrangler", "whoami --json"),
+             ("wrangler", "d1 list"), ("wrangler", "secret list")}
+CREATES = ("cloudformation create-change-set", "iam create-access-key", "d1 create", "secret bulk",
+           "cloudformation delete-stack", "iam delete-access-key")
+STEP_LINE = re.compile(r"^==> \[(\d+)/10\] (\w+): ", re.M)
+
+
+def command(call: dict) -> str:
+    return " ".join(call["argv"][:3])
+
+
+def is_read_only(call: dict) -> bool:
+    return any(call["program"] == p and command(call).startswith(c) for p, c in READ_ONLY)
+
+
+def migrations() -> list[str]:
+    return sorted(p.name for p in (ROOT / "edge" / "migrations").glob("*.sql"))
+
+
+def accepted_hashes(d) -> list[str]:
+    """REGISTER_API_KEYS as the worker holds it, found among the values pushed (the state keeps a digest)."""
+    held = d.state()["cloudflare"]["workers"]["ringi"]["secrets"]["REGISTER_API_KEYS"]
+    pushed = [json.loads(c["stdin"]).get("REGISTER_API_KEYS") for c in d.calls()
+              if command(c).startswith("secret bulk")]
+    return next(v for v in pushed if v and sha256(v) == held).split(",")
+
+
+def assert_converged(d) -> None:
+    """The end state of every successful deployment, however it got there."""
+    s = d.state()
+    stack = s["aws"]["stacks"]["ringi"]
+    assert stack["StackStatus"] in ("CREATE_COMPLETE", "UPDATE_COMPLETE")
+    assert stack["ChangeSets"] == {}
+    api_key = stack["Parameters"]["RegistrationApiKey"]
+    assert stack["Tags"]["ringi:api-key-sha256"] == sha256(api_key)
+    worker = s["cloudflare"]["workers"]["ringi"]
+    assert worker["secrets"]["REGISTER_API_KEYS"] == sha256(sha256(api_key)), "worker accepts exactly the stack's key"
+    [key] = s["aws"]["keys"]["ringi-worker"]  # one IAM key, the worker's
+    assert worker["secrets"]["AWS_ACCESS_KEY_ID"] == sha256(key["AccessKeyId"])
+    assert worker["secrets"]["AWS_SECRET_ACCESS_KEY"] == sha256(key["SecretAccessKey"])
+    [db] = s["cloudflare"]["databases"]
+    assert db["name"] == "ringi" and s["cloudflare"]["applied"][db["uuid"]] == migrations()
+    deployed = worker["deployed"]
+    assert deployed["d1_databases"][0]["database_id"] == db["uuid"]
+    assert deployed["vars"]["COGNITO_CLIENT_ID"] == stack["Outputs"]["SpaClientId"]
+    assert deployed["routes"] == [{"pattern": "approvals.example.com", "custom_domain": True}]
+
+
+def assert_no_orphan_key(d) -> None:
+    """Every IAM key of the worker user is the worker's or older than it: a key made but not stored is gone."""
+    s = d.state()
+    keys = s["aws"]["keys"].get("ringi-worker", [])
+    stored = s["cloudflare"]["workers"].get("ringi", {}).get("secrets", {}).get("AWS_ACCESS_KEY_ID")
+    held = [k for k in keys if sha256(k["AccessKeyId"]) == stored]
+    assert len(keys) <= 2
+    if keys:
+        assert held, "the worker's key was deleted, or a new key was left behind"
+        assert all(k["CreateDate"] <= held[0]["CreateDate"] for k in keys)
+
+
+def test_first_deploy_creates_everything_in_order(deployer):
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert [int(n) for n, _ in STEP_LINE.findall(proc.stdout)] == list(range(1, 11))
+    assert [name for _, name in STEP_LINE.findall(proc.stdout)] == [
+        "preflight", "build", "stack", "outputs", "d1", "config", "migrations", "secrets", "deploy", "check"]
+    order = [f"{c['program']} {command(c)}" for c in deployer.calls()]
+    milestones = ["aws sts get-caller-identity", "wrangler whoami --json", "aws cloudformation create-change-set",
+                  "aws cloudformation execute-change-set", "wrangler d1 create", "wrangler d1 migrations",
+                  "aws iam create-access-key", "wrangler secret bulk", "wrangler deploy --config"]
+    positions = [next(i for i, c in enumerate(order) if c.startswith(m)) for m in milestones]
+    assert positions == sorted(positions), order
+    assert "https://approvals.example.com" in proc.stdout and "ringi is live" in proc.stdout
+    assert_converged(deployer)
+    config = json.loads((deployer.root / "edge" / "wrangler.production.json").read_text())
+    assert config["env"]["production"]["vars"]["PUBLIC_BASE_URL"] == "https://approvals.example.com"
+
+
+def test_every_wrangler_call_after_the_config_uses_it(deployer):
+    assert deployer.run().returncode == 0
+    scoped = [c for c in deployer.calls() if c["program"] == "wrangler"
+              and c["argv"][:2] in (["d1", "migrations"], ["secret", "bulk"], ["secret", "list"], ["deploy"])]
+    assert scoped
+    for call in scoped:
+        assert "--config" in call["argv"] and call["argv"][call["argv"].index("--config") + 1] == \
+            "edge/wrangler.production.json", call["argv"]
+        assert call["argv"][call["argv"].index("--env") + 1] == "production"
+        assert call["cwd"] == str(deployer.root)
+
+
+def test_second_run_creates_nothing_and_rotates_nothing(deployer):
+    assert deployer.run().returncode == 0
+    before, state = len(deployer.calls()), deployer.state()
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    second = deployer.calls()[before:]
+    made = [command(c) for c in second if command(c).startswith(CREATES)]
+    assert made == [], made
+    mutating = sorted({command(c) for c in second if not is_read_only(c)})
+    assert mutating == ["d1 migrations apply", "deploy --config edge/wrangler.production.json"], mutating
+    after = deployer.state()
+    assert after["aws"]["keys"] == state["aws"]["keys"]
+    assert after["aws"]["stacks"]["ringi"]["Parameters"] == state["aws"]["stacks"]["ringi"]["Parameters"]
+    assert "nothing to do" in proc.stdout and "nothing to rotate" in proc.stdout
+    assert_converged(deployer)
+
+
+def test_a_changed_setting_updates_the_stack_and_keeps_the_api_key(deployer):
+    assert deployer.run().returncode == 0
+    key = deployer.state()["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
+    deployer.settings["API_DESTINATION_RATE_LIMIT"] = "20"
+    before = len(deployer.calls())
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert "ApiDestinationRateLimit changed" in proc.stdout
+    change_sets = [c for c in deployer.calls()[before:] if command(c).startswith("cloudformation create-change-set")]
+    [params] = [json.loads(c["stdin"]) for c in change_sets]
+    assert {"ParameterKey": "RegistrationApiKey", "UsePreviousValue": True} in params
+    stack = deployer.state()["aws"]["stacks"]["ringi"]
+    assert stack["Parameters"]["ApiDestinationRateLimit"] == "20"
+    assert stack["Parameters"]["RegistrationApiKey"] == key
+    assert_converged(deployer)
+
+
+def test_rotate_switches_both_keys_without_a_gap(deployer):
+    assert deployer.run().returncode == 0
+    first = deployer.state()
+    old_key = first["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
+    [old_aws] = first["aws"]["keys"]["ringi-worker"]
+    before = len(deployer.calls())
+    proc = deployer.run("--rotate")
+    assert proc.returncode == 0, proc.stderr
+    assert_converged(deployer)
+    s = deployer.state()
+    new_key = s["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
+    [new_aws] = s["aws"]["keys"]["ringi-worker"]
+    assert new_key != old_key and new_aws["AccessKeyId"] != old_aws["AccessKeyId"]
+    calls = deployer.calls()[before:]
+
+    def position(predicate) -> int:
+        return next(i for i, c in enumerate(calls) if predicate(c))
+
+    def bulk_with(value: str):
+        return lambda c: command(c).startswith("secret bulk") and \
+            json.loads(c["stdin"]).get("REGISTER_API_KEYS") == value
+
+    both = position(bulk_with(f"{sha256(new_key)},{sha256(old_key)}"))
+    stack_update = position(lambda c: command(c).startswith("cloudformation create-change-set")
+                            and {"ParameterKey": "RegistrationApiKey", "ParameterValue": new_key}
+                            in json.loads(c["stdin"]))
+    only_new = position(bulk_with(sha256(new_key)))
+    assert both < stack_update < only_new
+    # The new AWS key is stored before the old one is deleted.
+    stored = position(lambda c: command(c).startswith("secret bulk") and
+                      json.loads(c["stdin"]).get("AWS_ACCESS_KEY_ID") == new_aws["AccessKeyId"])
+    deleted = position(lambda c: command(c).startswith("iam delete-access-key") and old_aws["AccessKeyId"] in c["argv"])
+    assert stored < deleted
+
+
+def test_secrets_never_on_argv_in_output_or_in_files(deployer):
+    assert deployer.run().returncode == 0
+    assert deployer.run("--rotate").returncode == 0
+    assert deployer.run("--rotate", fail="wrangler secret bulk").returncode == 1  # an error path too
+    s = deployer.state()
+    secrets = set(s["aws"]["api_keys"]) | set(s["aws"]["secret_keys"])
+    key_ids = {k["AccessKeyId"] for keys in s["aws"]["keys"].values() for k in keys}
+    assert len(secrets) >= 5
+    calls = deployer.calls()
+    assert all("WRANGLER_LOG_SANITIZE" in c["env"] for c in calls if c["program"] == "wrangler")
+    # Positive control: the values did travel, on stdin.
+    assert all(any(v in c["stdin"] for c in calls) for v in secrets)
+    for call in calls:
+        argv = " ".join(call["argv"])
+        assert not [v for v in secrets if v in argv], call["argv"]
+    for output in deployer.outputs:
+        assert not [v for v in secrets | key_ids if v in output]
+    for path in deployer.root.rglob("*"):
+        if path.is_file():
+            data = path.read_text(errors="replace")
+            assert not [v for v in secrets | key_ids if v in data], path
+
+
+def test_dry_run_first_deploy_prints_the_plan_and_changes_nothing(deployer):
+    proc = deployer.run("--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert [c for c in deployer.calls() if not is_read_only(c)] == []
+    for text in ("would create the stack", "would create D1 database ringi",
+                 "would write edge/wrangler.production.json", "would create an access key",
+                 "would deploy worker ringi", f"would check {deployer.worker.url}/healthz",
+                 "nothing was created, changed or deleted"):
+        assert text in proc.stdout
+    assert not (deployer.root / "edge" / "wrangler.production.json").exists()
+    assert not (deployer.root / ".ringi").exists()
+    assert deployer.state()["aws"]["stacks"] == {} and deployer.state()["cloudflare"]["databases"] == []
+
+
+def test_dry_run_after_a_deploy_shows_what_would_change(deployer):
+    assert deployer.run().returncode == 0
+    (deployer.root / "deploy" / "aws" / "ringi.yaml").write_text("Description: changed\nResources: {}\n")
+    before = len(deployer.calls())
+    proc = deployer.run("--dry-run", "--rotate")
+    assert proc.returncode == 0, proc.stderr
+    assert [command(c) for c in deployer.calls()[before:] if not is_read_only(c)] == []
+    assert "would update the stack by change set (template changed" in proc.stdout
+    assert "exists: " in proc.stdout
+    assert "would create an access key for ringi-worker" in proc.stdout
+    assert "rotate the registration API key" in proc.stdout
+
+
+FIRST_DEPLOY_FAILURES = [
+    ("aws cloudformation create-change-set", 3), ("aws cloudformation wait change-set-create-complete", 3),
+    ("aws cloudformation execute-change-set", 3), ("aws cloudformation wait stack-create-complete", 3),
+    ("wrangler d1 create", 5), ("wrangler d1 migrations apply", 7), ("aws iam create-access-key", 8),
+    ("wrangler secret bulk", 8), ("wrangler deploy", 9)]
+
+
+@pytest.mark.parametrize("fail,step", FIRST_DEPLOY_FAILURES, ids=[f for f, _ in FIRST_DEPLOY_FAILURES])
+def test_first_deploy_failure_then_rerun_completes(deployer, fail, step):
+    proc = deployer.run(fail=fail)
+    assert proc.returncode == 1
+    assert f"step {step}/10 (" in proc.stderr and f"`{fail} " in proc.stderr
+    assert "injected failure" in proc.stderr
+    assert_no_orphan_key(deployer)
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert_converged(deployer)
+
+
+ROTATION_FAILURES = ["aws iam create-access-key", "wrangler secret bulk", "aws iam delete-access-key",
+                     "wrangler secret bulk#2", "aws cloudformation create-change-set",
+                     "aws cloudformation wait stack-update-complete", "wrangler secret bulk#3"]
+
+
+@pytest.mark.parametrize("fail", ROTATION_FAILURES)
+def test_rotation_failure_then_rerun_completes(deployer, fail):
+    assert deployer.run().returncode == 0
+    old = deployer.state()["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
+    proc = deployer.run("--rotate", fail=fail)
+    assert proc.returncode == 1
+    assert "step 8/10 (secrets) failed" in proc.stderr
+    assert_no_orphan_key(deployer)
+    s = deployer.state()
+    sent = s["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
+    accepted = accepted_hashes(deployer)
+    # Registrations never stop: the worker accepts the key the connection sends (and at most one other).
+    assert sha256(sent) in accepted and len(accepted) <= 2
+    if fail.startswith("aws cloudformation"):  # the stack kept the old key, and the worker is back to it alone
+        assert sent == old and accepted == [sha256(old)]
+    proc = deployer.run("--rotate")
+    assert proc.returncode == 0, proc.stderr
+    assert_converged(deployer)
+
+
+def test_two_leftover_access_keys_end_as_one(deployer):
+    """A run killed between creating and storing a key leaves two; the next run deletes the oldest first."""
+    assert deployer.run().returncode == 0
+    s = deployer.state()
+    s["aws"]["keys"]["ringi-worker"].append({"UserName": "ringi-worker", "AccessKeyId": "AKIAORPHAN0000000000",
+                                             "Status": "Active", "SecretAccessKey": "x" * 40,
+                                             "CreateDate": "2026-12-01T01:00:00+00:00"})
+    deployer.state_path.write_text(json.dumps(s))
+    oldest = s["aws"]["keys"]["ringi-worker"][0]["AccessKeyId"]
+    before = len(deployer.calls())
+    assert deployer.run().returncode == 0
+    calls = [command(c) + " " + " ".join(c["argv"]) for c in deployer.calls()[before:]]
+    first_delete = next(i for i, c in enumerate(calls) if c.startswith("iam delete-access-key"))
+    create = next(i for i, c in enumerate(calls) if c.startswith("iam create-access-key"))
+    assert first_delete < create and oldest in calls[first_delete]
+    assert_converged(deployer)
+
+
+def test_a_stack_in_review_is_created_not_updated(deployer):
+    """A CREATE change set that failed leaves the stack in REVIEW_IN_PROGRESS; the next run creates it."""
+    assert deployer.run(fail="aws cloudformation wait change-set-create-complete").returncode == 1
+    assert deployer.state()["aws"]["stacks"]["ringi"]["StackStatus"] == "REVIEW_IN_PROGRESS"
+    before = len(deployer.calls())
+    assert deployer.run().returncode == 0
+    [change_set] = [c for c in deployer.calls()[before:] if command(c).startswith("cloudformation create-change-set")]
+    assert change_set["argv"][change_set["argv"].index("--change-set-type") + 1] == "CREATE"
+
+
+def test_a_rolled_back_first_create_is_deleted_and_created_again(deployer):
+    assert deployer.run(fail="aws cloudformation wait stack-create-complete").returncode == 1
+    assert deployer.state()["aws"]["stacks"]["ringi"]["StackStatus"] == "ROLLBACK_COMPLETE"
+    proc = deployer.run(fail="aws cloudformation delete-stack")
+    assert proc.returncode == 1 and "step 3/10 (stack) failed: `aws cloudformation delete-stack" in proc.stderr
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert "delete the failed stack ringi (ROLLBACK_COMPLETE)" in proc.stdout
+    assert_converged(deployer)
+
+
+def test_cli_input_json_from_stdin_is_not_used(deployer):
+    """The CLI reads a --cli-input-json file twice (empty from a pipe the second time): parameters go via
+    --parameters file:///dev/stdin and the template via --template-body file://."""
+    assert deployer.run().returncode == 0
+    [call] = [c for c in deployer.calls() if command(c).startswith("cloudformation create-change-set")]
+    argv = call["argv"]
+    assert "--cli-input-json" not in argv
+    assert argv[argv.index("--parameters") + 1] == "file:///dev/stdin"
+    body = argv[argv.index("--template-body") + 1]
+    assert body.startswith("file:///") and body.endswith("/.ringi/deploy/ringi.yaml")
+
+
+@pytest.mark.parametrize("mode,message", [("down", "/healthz answered 503"), ("stale", "clientId='stale-client'")])
+def test_health_check_failure_names_the_problem(deployer, mode, message):
+    deployer.worker.mode = mode
+    proc = deployer.run(check_timeout=1)
+    assert proc.returncode == 1
+    assert "step 10/10 (check) failed" in proc.stderr and message in proc.stderr
+
+
+def test_health_check_retries_until_the_domain_answers(deployer):
+    deployer.worker.mode, deployer.worker.late = "late", 1
+    proc = deployer.run(check_timeout=20)
+    assert proc.returncode == 0, proc.stderr
+    assert deployer.worker.requests >= 3  # 503, then /healthz and /config.json
+
+
+def test_preflight_failures_stop_before_any_change(deployer):
+    proc = deployer.run(fail="aws sts get-caller-identity")
+    assert proc.returncode == 1 and "step 1/10 (preflight) failed: `aws sts get-caller-identity" in proc.stderr
+    proc = deployer.run(fail="wrangler whoami")
+    assert proc.returncode == 1 and "wrangler is not signed in" in proc.stderr
+    assert [c for c in deployer.calls() if not is_read_only(c)] == []
+
+
+# ─── settings ──────────────────────────────────────────────────────────────────────────────────────────────
+
+
+def settings_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ringi.env"
+    path.write_text(text)
+    return path
+
+
+BASE = "AWS_REGION=eu-central-1\nPUBLIC_HOST=approvals.example.com\nCOGNITO_DOMAIN_PREFIX=acme-approvals\n" \
+       "MAIL_FROM=ringi@mail.example.com\n"
+
+
+def test_settings_defaults_and_quoting(deploy_module, tmp_path):
+    s = deploy_module.load_settings(settings_file(tmp_path, BASE + "export DEFAULT_LOCALE='ja'\n"
+                                                  'APPROVER_GROUPS="release-approvers, finance" # two\n'))
+    assert s["DEFAULT_LOCALE"] == "ja" and s["APPROVER_GROUPS"] == "release-approvers,finance"
+    assert s["MAIL_IDENTITY"] == "mail.example.com" and s["WORKER_NAME"] == s["D1_DATABASE_NAME"] == "ringi"
+    assert s["TOKEN_USE"] == "id" and s["STATE_MACHINE_NAME_PREFIX"] == "ringi-"
+
+
+@pytest.mark.parametrize("text,key", [
+    ("AWS_REGION=eu-central-1\n", "PUBLIC_HOST"),
+    (BASE.replace("approvals.example.com", "https://approvals.example.com"), "PUBLIC_HOST"),
+    (BASE + "TOKEN_USE=both\n", "TOKEN_USE"),
+    (BASE.replace("acme-approvals", "my-cognito-login"), "COGNITO_DOMAIN_PREFIX"),
+    (BASE + "MAIL_IDENTITY=other.example\n", "MAIL_IDENTITY"),
+    (BASE + "APPROVER_GROUPS=a,b,c,d,e,f\n", "APPROVER_GROUPS"),
+    (BASE + "API_DESTINATION_RATE_LIMIT=301\n", "API_DESTINATION_RATE_LIMIT"),
+    (BASE + "CLOUDFLARE_API_TOKEN=abc\n", "CLOUDFLARE_API_TOKEN"),
+    (BASE + "AWS_SECRET_ACCESS_KEY=abc\n", "AWS_SECRET_ACCESS_KEY"),
+    (BASE + "PUBLIC_HOTS=x\n", "PUBLIC_HOTS"),
+    (BASE + "DEFAULT_LOCALE=en\nDEFAULT_LOCALE=ja\n", "DEFAULT_LOCALE"),
+    (BASE + "RINGI_NAME='ringi\n", "line 5"),
+])
+def test_invalid_settings_name_the_key(deploy_module, tmp_path, text, key):
+    with pytest.raises(deploy_module.SettingsError, match=re.escape(key)):
+        deploy_module.load_settings(settings_file(tmp_path, text))
+
+
+def test_the_example_settings_document_every_key(deploy_module, tmp_path):
+    example = (ROOT / "deploy" / "ringi.env.example").read_text()
+    documented = set(re.findall(r"^([A-Z][A-Z0-9_]+)=", example, re.M))
+    assert documented == {k.name for k in deploy_module.KEYS}
+    assert deploy_module.load_settings(settings_file(tmp_path, example))["RINGI_NAME"] == "ringi"
+
+
+def test_a_bad_settings_file_stops_before_any_call(deployer):
+    deployer.settings.pop("AWS_REGION")
+    proc = deployer.run()
+    assert proc.returncode == 2 and "AWS_REGION is required" in proc.stderr
+    assert deployer.calls() == []
+
+
+def test_make_deploy_passes_dry_run_and_rotate():
+    out = subprocess.run(["make", "-n", "deploy", "DRY_RUN=1", "ROTATE=1"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if "deploy/deploy.py" in line)
+    assert "--dry-run" in line and "--rotate" in line
+    line = next(line for line in subprocess.run(["make", "-n", "deploy"], cwd=ROOT, capture_output=True, text=True,
+                                                check=True).stdout.splitlines() if "deploy/deploy.py" in line)
+    assert "--dry-run" not in line and "--rotate" not in line
+
+
+# ─── the real template renderer against the names deploy.py passes and reads ─────────────────────────────
+
+
+def template_section(text: str, section: str) -> set[str]:
+    m = re.search(rf"^{section}:\n((?:[ #].*\n|\n)*)", text, re.M)
+    assert m, f"no {section} section"
+    return set(re.findall(r"^  ([A-Za-z0-9]+):", m[1], re.M))
+
+
+def test_the_real_template_takes_our_parameters_and_gives_our_outputs(deploy_module):
+    if not (ROOT / "deploy" / "aws" / "render.py").exists():
+        pytest.skip("deploy/aws/render.py is not there yet")
+    text = deploy_module.render_template(ROOT)
+    assert len(text.encode()) <= deploy_module.TEMPLATE_BODY_LIMIT
+    settings = {k.name: k.default or "x" for k in deploy_module.KEYS}
+    d = deploy_module.Deploy(root=ROOT, s=settings, run=deploy_module.Runner(ROOT))
+    assert template_section(text, "Parameters") == set(deploy_module.stack_parameters(d)) | {"RegistrationApiKey"}
+    assert set(deploy_module.OUTPUTS) <= template_section(text, "Outputs")
+
+
+def test_standins_are_executable_scripts():
+    for name in ("aws", "wrangler"):
+        path = STANDINS / name
+        assert path.read_text().startswith("#!/usr/bin/env python3\n") and path.stat().st_mode & 0o111
