@@ -37,9 +37,9 @@ TEMPLATE_BODY_LIMIT = 51_200  # CloudFormation's inline TemplateBody limit, in b
 API_KEY_TAG = "ringi:api-key-sha256"  # stack tag: SHA-256 of the key the EventBridge connection holds
 AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
-OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
-           "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
-           "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
+OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
+           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
+OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn")  # absent when their resource is not created: ""
 STABLE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}  # outputs readable, updates allowed
 NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 
@@ -48,6 +48,7 @@ NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 HOST = r"(?=.{4,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}"
 EMAIL = r"[^@\s\"<>,]+@" + HOST
 GROUP = r"[A-Za-z0-9_.@+=-]{1,128}"
+PROVIDER = r"[^\s,_]{1,32}"  # Cognito's rule for provider names, plus no ','
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ KEYS = (
         "MAIL_FROM's domain"),
     Key("APPROVER_GROUPS", "release-approvers", rf"{GROUP}(,{GROUP}){{0,4}}",
         "1-5 Cognito group names, comma-separated"),
+    Key("IDENTITY_PROVIDERS", "COGNITO", rf"{PROVIDER}(,{PROVIDER})*", "COGNITO and/or names of identity "
+        "providers of the user pool (no spaces or '_'), comma-separated, e.g. COGNITO,Corp"),
     Key("STATE_MACHINE_NAME_PREFIX", "ringi-", r"[A-Za-z0-9_-]{1,64}", "letters, digits, '_' and '-'"),
     Key("EVENT_BUS_NAME", "default", r"[A-Za-z0-9._/-]{1,256}", "an event bus name (not an ARN)"),
     Key("API_DESTINATION_RATE_LIMIT", "10", r"[1-9]\d{0,2}", "registrations per second, 1-300"),
@@ -82,6 +85,7 @@ KEYS = (
     Key("DEFAULT_LOCALE", "en", r"en|ja", "en or ja"),
     Key("TOKEN_USE", "id", r"id|access", "id (email approvers work) or access"),
 )
+LISTS = ("APPROVER_GROUPS", "IDENTITY_PROVIDERS")  # comma-separated: CommaDelimitedList parameters
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                "CLOUDFLARE_API_TOKEN", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL")
 
@@ -130,8 +134,8 @@ def load_settings(path: Path) -> dict[str, str]:
     s = {}
     for k in KEYS:
         value = raw.get(k.name, "").strip()
-        if k.name == "APPROVER_GROUPS":
-            value = ",".join(g.strip() for g in value.split(","))
+        if k.name in LISTS:
+            value = ",".join(item.strip() for item in value.split(","))
         if not value:
             if k.default is None:
                 raise SettingsError(f"{k.name} is required: {k.hint}")
@@ -147,6 +151,9 @@ def derive(s: dict[str, str]) -> dict[str, str]:
     s["MAIL_IDENTITY"] = s["MAIL_IDENTITY"] or s["MAIL_FROM"].split("@", 1)[1]
     s["D1_DATABASE_NAME"] = s["D1_DATABASE_NAME"] or s["RINGI_NAME"]
     s["WORKER_NAME"] = s["WORKER_NAME"] or s["RINGI_NAME"]
+    providers = s["IDENTITY_PROVIDERS"].split(",")
+    if len(set(providers)) < len(providers):
+        raise SettingsError("IDENTITY_PROVIDERS names a provider twice")
     if not 1 <= int(s["API_DESTINATION_RATE_LIMIT"]) <= 300:
         raise SettingsError("API_DESTINATION_RATE_LIMIT must be 1-300")
     if bad := re.search("aws|amazon|cognito", s["COGNITO_DOMAIN_PREFIX"]):
@@ -330,8 +337,9 @@ def stack_parameters(d: Deploy) -> dict[str, str]:
     s = d.s
     return {"AppName": s["RINGI_NAME"], "PublicBaseUrl": d.base_url, "CognitoDomainPrefix": s["COGNITO_DOMAIN_PREFIX"],
             "MailFromAddress": s["MAIL_FROM"], "MailIdentity": s["MAIL_IDENTITY"],
-            "ApproverGroups": s["APPROVER_GROUPS"], "StateMachineNamePrefix": s["STATE_MACHINE_NAME_PREFIX"],
-            "EventBusName": s["EVENT_BUS_NAME"], "ApiDestinationRateLimit": s["API_DESTINATION_RATE_LIMIT"],
+            "ApproverGroups": s["APPROVER_GROUPS"], "IdentityProviders": s["IDENTITY_PROVIDERS"],
+            "StateMachineNamePrefix": s["STATE_MACHINE_NAME_PREFIX"], "EventBusName": s["EVENT_BUS_NAME"],
+            "ApiDestinationRateLimit": s["API_DESTINATION_RATE_LIMIT"],
             "EnableClientCredentials": s["ENABLE_CLIENT_CREDENTIALS"],
             "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"]}
 
@@ -405,13 +413,16 @@ def step_stack(d: Deploy) -> str | None:
     d.template = render_template(d.root)
     d.stack = describe_stack(d)
     status = d.stack and d.stack["StackStatus"]
-    if status == "ROLLBACK_COMPLETE":
-        remove_failed_stack(d)
-        status = None
-    elif status and status not in STABLE and status != "REVIEW_IN_PROGRESS":
+    if status and status not in STABLE | {"REVIEW_IN_PROGRESS", "ROLLBACK_COMPLETE"}:
         raise StepError(f"stack {d.stack_name} is {status}: wait until it settles (a *_FAILED state needs the "
                         "CloudFormation console or `aws cloudformation continue-update-rollback`), then re-run")
-    if status in (None, "REVIEW_IN_PROGRESS"):
+    if status not in STABLE:  # a new stack, so a new user pool: it has no identity provider yet
+        if federated := [p for p in d.s["IDENTITY_PROVIDERS"].split(",") if p != "COGNITO"]:
+            raise StepError(f"IDENTITY_PROVIDERS names {', '.join(federated)}, which a new user pool does not have "
+                            "yet: deploy with IDENTITY_PROVIDERS=COGNITO first, add the provider to the pool, "
+                            "then deploy again (docs/deploy.md)")
+        if status == "ROLLBACK_COMPLETE":
+            remove_failed_stack(d)
         d.creating = True
         if d.plan(f"create the stack ({len(d.template.encode())}-byte template; a new registration API key "
                   "for its EventBridge connection)"):
@@ -436,7 +447,8 @@ def step_outputs(d: Deploy) -> str | None:
         d.stack = describe_stack(d)
     if not d.stack or d.stack["StackStatus"] not in STABLE:
         return "not available before the stack exists"
-    d.outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in d.stack.get("Outputs", [])}
+    d.outputs = dict.fromkeys(OPTIONAL_OUTPUTS, "") | {o["OutputKey"]: o.get("OutputValue", "")
+                                                        for o in d.stack.get("Outputs", [])}
     if missing := [k for k in OUTPUTS if k not in d.outputs]:
         raise StepError(f"stack {d.stack_name} lacks the outputs {', '.join(missing)}: deploy/aws/ringi.yaml and "
                         "deploy/deploy.py disagree")

@@ -18,8 +18,8 @@ ASL = ROOT / "docs/workflow/approval.jsonpath.asl.json"
 
 # The contract with deploy/deploy.py (names and meaning must not drift).
 PARAMETERS = ("AppName", "PublicBaseUrl", "CognitoDomainPrefix", "MailFromAddress", "MailIdentity", "ApproverGroups",
-              "StateMachineNamePrefix", "EventBusName", "ApiDestinationRateLimit", "EnableClientCredentials",
-              "CreateExampleStateMachine", "RegistrationApiKey")
+              "IdentityProviders", "StateMachineNamePrefix", "EventBusName", "ApiDestinationRateLimit",
+              "EnableClientCredentials", "CreateExampleStateMachine", "RegistrationApiKey")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
            "DeadLetterQueueUrl", "AwsRegion", "MailFrom")

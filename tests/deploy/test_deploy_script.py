@@ -138,6 +138,51 @@ def test_a_changed_setting_updates_the_stack_and_keeps_the_api_key(deployer):
     assert_converged(deployer)
 
 
+def change_set_parameters(d, since: int = 0) -> list[dict]:
+    """The parameters of every change set created since call number `since` (they travel on stdin)."""
+    return [{p["ParameterKey"]: p.get("ParameterValue") for p in json.loads(c["stdin"])}
+            for c in d.calls()[since:] if command(c).startswith("cloudformation create-change-set")]
+
+
+def test_identity_providers_reach_the_stack_once_the_pool_exists(deployer):
+    """A provider can only be added to an existing pool, so a new stack takes COGNITO alone; afterwards the
+    setting is a stack parameter like any other and a deploy keeps the providers."""
+    deployer.settings["IDENTITY_PROVIDERS"] = "COGNITO,Corp"
+    proc = deployer.run()
+    assert proc.returncode == 1 and "step 3/10 (stack) failed: IDENTITY_PROVIDERS names Corp" in proc.stderr
+    assert [c for c in deployer.calls() if not is_read_only(c)] == []
+    deployer.settings.pop("IDENTITY_PROVIDERS")
+    assert deployer.run().returncode == 0
+    [first] = change_set_parameters(deployer)
+    assert first["IdentityProviders"] == "COGNITO"
+    before = len(deployer.calls())
+    deployer.settings["IDENTITY_PROVIDERS"] = "COGNITO, Corp"
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert "IdentityProviders changed" in proc.stdout
+    [update] = change_set_parameters(deployer, before)
+    assert update["IdentityProviders"] == "COGNITO,Corp"
+    before = len(deployer.calls())
+    assert deployer.run().returncode == 0
+    assert change_set_parameters(deployer, before) == []  # as deployed: nothing to change
+    assert_converged(deployer)
+
+
+@pytest.mark.parametrize("client_credentials,example", [("false", "false"), ("true", "true")])
+def test_optional_outputs_may_be_absent(deployer, client_credentials, example):
+    """The stack lists RegisterClientIds and StateMachineArn only when it creates their resources."""
+    deployer.settings.update(ENABLE_CLIENT_CREDENTIALS=client_credentials, CREATE_EXAMPLE_STATE_MACHINE=example)
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    outputs = deployer.state()["aws"]["stacks"]["ringi"]["Outputs"]
+    assert ("RegisterClientIds" in outputs) == (client_credentials == "true")
+    assert ("StateMachineArn" in outputs) == (example == "true")
+    deployed = deployer.state()["cloudflare"]["workers"]["ringi"]["deployed"]["vars"]
+    assert deployed["REGISTER_CLIENT_IDS"] == outputs.get("RegisterClientIds", "")
+    assert ("example state machine: " in proc.stdout) == (example == "true")
+    assert_converged(deployer)
+
+
 def test_rotate_switches_both_keys_without_a_gap(deployer):
     assert deployer.run().returncode == 0
     first = deployer.state()
@@ -356,8 +401,10 @@ BASE = "AWS_REGION=eu-central-1\nPUBLIC_HOST=approvals.example.com\nCOGNITO_DOMA
 
 def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     s = deploy_module.load_settings(settings_file(tmp_path, BASE + "export DEFAULT_LOCALE='ja'\n"
-                                                  'APPROVER_GROUPS="release-approvers, finance" # two\n'))
+                                                  'APPROVER_GROUPS="release-approvers, finance" # two\n'
+                                                  "IDENTITY_PROVIDERS=COGNITO, Corp\n"))
     assert s["DEFAULT_LOCALE"] == "ja" and s["APPROVER_GROUPS"] == "release-approvers,finance"
+    assert s["IDENTITY_PROVIDERS"] == "COGNITO,Corp"
     assert s["MAIL_IDENTITY"] == "mail.example.com" and s["WORKER_NAME"] == s["D1_DATABASE_NAME"] == "ringi"
     assert s["TOKEN_USE"] == "id" and s["STATE_MACHINE_NAME_PREFIX"] == "ringi-"
 
@@ -369,6 +416,9 @@ def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     (BASE.replace("acme-approvals", "my-cognito-login"), "COGNITO_DOMAIN_PREFIX"),
     (BASE + "MAIL_IDENTITY=other.example\n", "MAIL_IDENTITY"),
     (BASE + "APPROVER_GROUPS=a,b,c,d,e,f\n", "APPROVER_GROUPS"),
+    (BASE + "IDENTITY_PROVIDERS=COGNITO,Corp_SAML\n", "IDENTITY_PROVIDERS"),
+    (BASE + "IDENTITY_PROVIDERS=COGNITO,,Corp\n", "IDENTITY_PROVIDERS"),
+    (BASE + "IDENTITY_PROVIDERS=COGNITO,Corp,COGNITO\n", "IDENTITY_PROVIDERS"),
     (BASE + "API_DESTINATION_RATE_LIMIT=301\n", "API_DESTINATION_RATE_LIMIT"),
     (BASE + "CLOUDFLARE_API_TOKEN=abc\n", "CLOUDFLARE_API_TOKEN"),
     (BASE + "AWS_SECRET_ACCESS_KEY=abc\n", "AWS_SECRET_ACCESS_KEY"),
@@ -422,7 +472,12 @@ def test_the_real_template_takes_our_parameters_and_gives_our_outputs(deploy_mod
     settings = {k.name: k.default or "x" for k in deploy_module.KEYS}
     d = deploy_module.Deploy(root=ROOT, s=settings, run=deploy_module.Runner(ROOT))
     assert template_section(text, "Parameters") == set(deploy_module.stack_parameters(d)) | {"RegistrationApiKey"}
-    assert set(deploy_module.OUTPUTS) <= template_section(text, "Outputs")
+    outputs = template_section(text, "Outputs")
+    assert set(deploy_module.OUTPUTS) | set(deploy_module.OPTIONAL_OUTPUTS) == outputs
+    # The optional ones are exactly those the template leaves out under a Condition.
+    section = text.split("\nOutputs:\n")[1]
+    conditional = set(re.findall(r"^  ([A-Za-z0-9]+):\n(?:    #.*\n)*    Condition:", section, re.M))
+    assert conditional == set(deploy_module.OPTIONAL_OUTPUTS)
 
 
 def test_standins_are_executable_scripts():

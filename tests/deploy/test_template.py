@@ -169,6 +169,7 @@ def test_parameters_and_outputs_are_the_deploy_contract():
     assert p["EventBusName"]["Default"] == "default" and p["ApproverGroups"]["Type"] == "CommaDelimitedList"
     assert p["ApiDestinationRateLimit"]["Type"] == "Number" and str(p["ApiDestinationRateLimit"]["Default"]) == "10"
     assert p["EnableClientCredentials"]["Default"] == "false" and p["CreateExampleStateMachine"]["Default"] == "true"
+    assert p["IdentityProviders"]["Type"] == "CommaDelimitedList" and p["IdentityProviders"]["Default"] == "COGNITO"
     assert p["PublicBaseUrl"]["AllowedPattern"] == "^https://[^/]+$"
     for name in ("EnableClientCredentials", "CreateExampleStateMachine"):
         assert p[name]["AllowedValues"] == ["true", "false"]
@@ -176,16 +177,23 @@ def test_parameters_and_outputs_are_the_deploy_contract():
     assert key["NoEcho"] is True and key["MinLength"] >= 32 and "Default" not in key
 
 
+def stack_outputs(template, params) -> dict:
+    """The outputs CloudFormation would list for these parameter values: those whose Condition holds."""
+    outputs = {k: v["Value"] for k, v in template["Outputs"].items()
+               if "Condition" not in v or condition(v["Condition"], template, params)}
+    return evaluate(outputs, template, params)
+
+
 def test_outputs_with_example_values():
     template = rendered()
-    outputs = {k: v["Value"] for k, v in template["Outputs"].items()}
-    assert outputs.pop("CognitoIssuer") == {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"}
-    out = evaluate(outputs, template, parameter_values(template))
+    assert template["Outputs"]["CognitoIssuer"]["Value"] == \
+        {"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${UserPool}"}
+    template["Outputs"].pop("CognitoIssuer")  # Fn::Sub of a resource: evaluate() does not resolve it
+    out = stack_outputs(template, parameter_values(template))
     assert out == {
         "UserPoolId": {"Ref": "UserPool"},
         "CognitoDomain": "https://ringi-example.auth.ap-northeast-1.amazoncognito.com",
         "SpaClientId": {"Ref": "SpaClient"},
-        "RegisterClientIds": "",
         "RegisterScope": "ringi/approvals.write",
         "WorkerUserName": {"Ref": "WorkerUser"},
         "StateMachineArn": {"Ref": "ExampleStateMachine"},
@@ -196,9 +204,22 @@ def test_outputs_with_example_values():
         "AwsRegion": "ap-northeast-1",
         "MailFrom": "ringi@example.com",
     }
-    flipped = evaluate(outputs, template, parameter_values(
+    flipped = stack_outputs(template, parameter_values(
         template, CreateExampleStateMachine="false", EnableClientCredentials="true"))
-    assert flipped["StateMachineArn"] == "" and flipped["RegisterClientIds"] == {"Ref": "RegisterClient"}
+    assert "StateMachineArn" not in flipped and flipped["RegisterClientIds"] == {"Ref": "RegisterClient"}
+
+
+def test_outputs_of_optional_resources_carry_their_condition():
+    """An output naming a conditional resource is left out with it (a Condition, not an empty-string value)."""
+    template = rendered()
+    resources, outputs = template["Resources"], template["Outputs"]
+    for name, output in outputs.items():
+        conditions = {resources[r]["Condition"] for r in references(output["Value"])
+                      if r in resources and "Condition" in resources[r]}
+        assert conditions == ({output["Condition"]} if "Condition" in output else set()), name
+        assert "Fn::If" not in json.dumps(output["Value"]), name
+    conditional = {k for k, v in outputs.items() if "Condition" in v}
+    assert conditional == {"RegisterClientIds", "StateMachineArn"}
 
 
 def test_no_output_exposes_a_secret():
@@ -300,13 +321,17 @@ def test_example_role_may_only_put_approval_events_on_the_bus():
 def test_spa_client_is_public_code_flow_only():
     template = rendered()
     params = parameter_values(template)
-    c = evaluate(template["Resources"]["SpaClient"]["Properties"], template, params)
+    spa = template["Resources"]["SpaClient"]["Properties"]
+    c = evaluate(spa, template, params)
     assert c["GenerateSecret"] is False and c["AllowedOAuthFlowsUserPoolClient"] is True
     assert c["AllowedOAuthFlows"] == ["code"]
     assert set(c["AllowedOAuthScopes"]) == {"openid", "email", "profile"}
     assert c["CallbackURLs"] == [params["PublicBaseUrl"] + "/auth/callback"]
     assert c["LogoutURLs"] == [params["PublicBaseUrl"] + "/"]
-    assert c["SupportedIdentityProviders"] == ["COGNITO"]
+    assert spa["SupportedIdentityProviders"] == {"Ref": "IdentityProviders"}
+    assert c["SupportedIdentityProviders"] == ["COGNITO"]  # the default
+    federated = parameter_values(template, IdentityProviders="COGNITO, Corp")
+    assert evaluate(spa, template, federated)["SupportedIdentityProviders"] == ["COGNITO", "Corp"]
     assert c["PreventUserExistenceErrors"] == "ENABLED"
     assert c["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]
     domain = template["Resources"]["UserPoolDomain"]["Properties"]
