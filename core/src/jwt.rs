@@ -130,6 +130,11 @@ pub fn parse(raw: &str) -> Result<ParsedJwt<'_>, JwtError> {
         return Err(JwtError::Malformed("expected three segments"));
     };
     let header = strict_object(&b64(h)?, "header is not a JSON object")?;
+    // RFC 7515 §4.1.11: a recipient that does not understand a listed extension must reject the token, and
+    // this verifier understands none (Cognito never sets `crit`).
+    if header.contains_key("crit") {
+        return Err(JwtError::Malformed("crit header is not supported"));
+    }
     match header.get("alg") {
         Some(Value::String(alg)) if alg == "RS256" => {}
         Some(Value::String(alg)) => return Err(JwtError::UnsupportedAlg(alg.clone())),
@@ -356,6 +361,15 @@ mod tests {
         assert!(matches!(parse(&format!("{h}.{arr}.c2ln")).unwrap_err(), JwtError::Malformed(_)));
         let dup = URL_SAFE_NO_PAD.encode(br#"{"sub":"a","sub":"b"}"#);
         assert!(matches!(parse(&format!("{h}.{dup}.c2ln")).unwrap_err(), JwtError::Malformed(_)));
+    }
+
+    #[test]
+    fn parse_rejects_any_crit_header() {
+        let p = json!({"sub": "x"});
+        for crit in [json!(["exp"]), json!(["b64"]), json!([]), json!("exp"), json!(null)] {
+            let t = token(json!({"alg": "RS256", "kid": "k", "crit": crit, "exp": 1}), p.clone());
+            assert_eq!(parse(&t).unwrap_err(), JwtError::Malformed("crit header is not supported"), "crit {crit}");
+        }
     }
 
     #[test]
