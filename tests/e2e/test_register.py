@@ -1,6 +1,10 @@
 """Registration (`POST /api/v1/approvals`): machine auth, validation with the failing field, idempotency."""
 import hashlib
+import json
 import secrets
+import socket
+import threading
+import time
 
 import pytest
 import requests
@@ -99,3 +103,39 @@ def test_malformed_json_is_a_400(stack):
     r = requests.post(f"{stack.base_url}/api/v1/approvals", data="{nope",
                       headers={"authorization": f"Bearer {stack.api_key}", "content-type": "application/json"}, timeout=30)
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_body"
+
+
+def test_a_chunked_body_under_the_cap_is_read_whole(stack):
+    raw = json.dumps(body()).encode()
+    chunks = (raw[i:i + 7] for i in range(0, len(raw), 7))  # a generator: requests sends it chunked
+    r = requests.post(f"{stack.base_url}/api/v1/approvals", data=chunks, timeout=30,
+                      headers={"authorization": f"Bearer {stack.api_key}", "content-type": "application/json"})
+    assert r.status_code == 201, r.text
+
+
+def test_a_chunked_body_over_the_cap_is_refused_without_waiting_for_its_end(stack):
+    """No Content-Length: the worker reads the stream and answers 413 once it passes 512 KiB, instead of
+    buffering until the client finishes (this client sends 640 KiB and then never ends the body)."""
+    with socket.create_connection(("127.0.0.1", stack.ports.worker), timeout=20) as s:
+        s.sendall(f"POST /api/v1/approvals HTTP/1.1\r\nHost: 127.0.0.1:{stack.ports.worker}\r\n"
+                  f"Authorization: Bearer {stack.api_key}\r\nContent-Type: application/json\r\n"
+                  "Transfer-Encoding: chunked\r\n\r\n".encode())
+        piece = b" " * 65536
+
+        def feed():
+            try:
+                for _ in range(10):
+                    s.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            except OSError:
+                pass  # the worker answered and closed
+
+        threading.Thread(target=feed, daemon=True).start()
+        t0 = time.monotonic()
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            assert chunk, "connection closed without an answer"
+            head += chunk
+        assert head.startswith(b"HTTP/1.1 413"), head[:200]
+        assert time.monotonic() - t0 < 15
+        assert b"payload_too_large" in head or b"payload_too_large" in s.recv(4096)
