@@ -21,6 +21,8 @@ pub struct Config {
     pub token_use: TokenUse,
     pub cognito_domain: String,
     pub register_scope: String,
+    /// App clients whose client-credentials tokens may register. No default: empty means no token may
+    /// register (API keys only).
     pub register_client_ids: Vec<String>,
     /// Lower-case hex SHA-256 digests of accepted registration API keys.
     pub register_api_key_hashes: Vec<String>,
@@ -69,10 +71,8 @@ impl Config {
             }
         };
         let cognito_domain = opt("COGNITO_DOMAIN").map(|d| url("COGNITO_DOMAIN", d)).transpose()?.unwrap_or_default();
-        let register_client_ids = match list(opt("REGISTER_CLIENT_IDS")) {
-            ids if ids.is_empty() => vec![client_id.clone()],
-            ids => ids,
-        };
+        // No fallback to COGNITO_CLIENT_ID: the SPA's client signs in people, and people do not register.
+        let register_client_ids = list(opt("REGISTER_CLIENT_IDS"));
         let register_api_key_hashes =
             list(opt("REGISTER_API_KEYS")).into_iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>();
         if let Some(bad) =
@@ -201,7 +201,7 @@ mod tests {
             "https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X/.well-known/jwks.json"
         );
         assert_eq!(c.token_use, TokenUse::Access);
-        assert_eq!(c.register_client_ids, vec!["client"]);
+        assert!(c.register_client_ids.is_empty(), "no fallback to COGNITO_CLIENT_ID: no token may register");
         assert_eq!(c.sfn_endpoint, "https://states.us-east-1.amazonaws.com");
         assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
