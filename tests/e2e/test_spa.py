@@ -436,7 +436,8 @@ def test_401_signs_in_again_and_comes_back_with_the_form_filled(stack, workflows
     approval_id, arn, _ = register(workflows, api, form=FORM, title="Re-authentication keeps the draft")
     page = open_signed_in(tab, stack, f"/a/{approval_id}")
     fill_form(page)
-    first_token = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).accessToken")
+    first_token = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
+    assert first_token
     refused = []
 
     def once_401(route):
@@ -463,7 +464,7 @@ def test_401_signs_in_again_and_comes_back_with_the_form_filled(stack, workflows
     expect(page.locator("#field-rollback")).to_have_value("15")
     expect(page.locator("#field-tested")).to_be_checked()
     expect(page.locator("#comment")).to_have_value("Looks good, ship it")
-    assert page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).accessToken") != first_token
+    assert page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer") != first_token
     assert page.evaluate("sessionStorage.getItem('ringi.draft." + approval_id + "')") is None
     page.get_by_test_id("approve").click()
     page.get_by_test_id("confirm-decision").click()
