@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dev import read_env  # noqa: E402
 from ringi_stack import ROOT, demo_input  # noqa: E402
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
@@ -20,7 +21,7 @@ def main() -> int:
     if not DEV_ENV.exists():
         print("ringi: no running `make dev` stack (.ringi/dev.env is missing): start `make dev` first", file=sys.stderr)
         return 1
-    env = dict(line.split("=", 1) for line in DEV_ENV.read_text().splitlines() if "=" in line)
+    env = read_env(DEV_ENV.read_text())
     import boto3
     sfn = boto3.client("stepfunctions", endpoint_url=env["RINGI_MOTO_URL"], region_name=env["RINGI_AWS_REGION"],
                        aws_access_key_id=env["RINGI_AWS_ADMIN_KEY"], aws_secret_access_key="admin")

@@ -14,6 +14,31 @@ from ringi_stack import ADMIN_KEY, DEMO_APPROVERS, REGION, ROOT, Ports, Stack, S
 DEV_ENV = ROOT / ".ringi" / "dev.env"
 
 
+def format_env(env: dict) -> str:
+    """`KEY='value'` lines: valid for `source` in a shell and for dotenv readers alike. Single quotes keep
+    every character literal in both; values therefore may not contain a single quote or a line break."""
+    lines = []
+    for k, v in env.items():
+        v = str(v)
+        if not k.isidentifier() or "'" in v or "\n" in v or "\r" in v:
+            raise ValueError(f"{k}: cannot be written as a quoted env line")
+        lines.append(f"{k}='{v}'\n")
+    return "".join(lines)
+
+
+def read_env(text: str) -> dict:
+    """The inverse of format_env (also reads unquoted `KEY=value` lines)."""
+    env = {}
+    for line in text.splitlines():
+        if "=" not in line or line.lstrip().startswith("#"):
+            continue
+        k, v = line.split("=", 1)
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+            v = v[1:-1]
+        env[k.strip()] = v
+    return env
+
+
 def users() -> list:
     return json.loads((ROOT / "scripts/oidc/users.json").read_text())
 
@@ -67,7 +92,7 @@ def main() -> int:
         "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
         "RINGI_DEMO_USERS": "alice,bob,carol (password Passw0rd!)",
     }
-    DEV_ENV.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    DEV_ENV.write_text(format_env(env))
     DEV_ENV.chmod(0o600)
     print(f"""
 ringi is ready in {time.monotonic() - t0:.1f}s

@@ -35,6 +35,13 @@ ADMIN_KEY = "ringi-admin"  # scripts/moto_server.py lets this key through IAM au
 REGION = "us-east-1"
 POOL_ID = "local_RingiPool1"
 CLIENT_ID = "ringi-local-client"
+# The app client whose client-credentials tokens may register approvals (REGISTER_CLIENT_IDS); people sign in
+# with CLIENT_ID, which may not register.
+MACHINE_CLIENT_ID = "ringi-local-machine"
+REGISTER_SCOPE = "ringi/approvals.write"
+# The worker's floor for CLAIM_LEASE_SECONDS (core/src/config.rs min_claim_lease_secs: 3 callback attempts ×
+# 3 s + backoff + 2 s margin); a shorter lease is a configuration error.
+MIN_CLAIM_LEASE_SECONDS = 12
 WORKFLOW_DOCS = ROOT / "docs" / "workflow"
 EVENT_SOURCE = "ringi.workflow"
 EVENT_DETAIL_TYPE = "ringi.approval.requested"
@@ -324,6 +331,10 @@ class Stack:
         hdr = {"kid": self.kid if kid is None else kid, **(headers or {})}
         return jwt.encode(claims, key or self.private_key, algorithm="RS256", headers=hdr)
 
+    def mint_machine(self, scope: str = REGISTER_SCOPE, client_id: str = MACHINE_CLIENT_ID, **overrides) -> str:
+        """A Cognito client-credentials access token: `sub` is the app client, no user, the given scope."""
+        return self.mint(client_id, client_id=client_id, scope=scope, username=None, auth_time=None, **overrides)
+
     # ------------------------------------------------------------------ worker
     def worker_vars(self) -> dict:
         self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
@@ -333,6 +344,8 @@ class Stack:
             "COGNITO_CLIENT_ID": CLIENT_ID,
             "COGNITO_DOMAIN": self.idp_url,
             "TOKEN_USE": "access",
+            "REGISTER_CLIENT_IDS": MACHINE_CLIENT_ID,
+            "REGISTER_SCOPE": REGISTER_SCOPE,
             "REGISTER_API_KEYS": hashlib.sha256(self.api_key.encode()).hexdigest(),
             "AWS_REGION": REGION,
             "AWS_ACCESS_KEY_ID": self.edge_key[0],

@@ -1,8 +1,21 @@
 //! The worker's typed configuration (design.md §7), parsed once from wrangler vars and secrets.
 
+use std::net::Ipv4Addr;
+
 use crate::jwt::{JwtRules, TokenUse};
+use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
 use crate::wire::SpaConfig;
+
+/// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
+pub const CLAIM_LEASE_MARGIN_MS: u64 = 2_000;
+
+/// The shortest `CLAIM_LEASE_SECONDS` accepted: a lease must outlast the worst-case delivery of a callback
+/// (every attempt timing out plus backoff, [`RetryPolicy::worst_case_ms`]) and the margin, or a second
+/// approver could claim and deliver while the first delivery is still in flight.
+pub fn min_claim_lease_secs(policy: &RetryPolicy) -> i64 {
+    (policy.worst_case_ms() + CLAIM_LEASE_MARGIN_MS).div_ceil(1000) as i64
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -21,6 +34,8 @@ pub struct Config {
     pub token_use: TokenUse,
     pub cognito_domain: String,
     pub register_scope: String,
+    /// App clients whose client-credentials tokens may register. No default: empty means no token may
+    /// register (API keys only).
     pub register_client_ids: Vec<String>,
     /// Lower-case hex SHA-256 digests of accepted registration API keys.
     pub register_api_key_hashes: Vec<String>,
@@ -42,12 +57,49 @@ fn list(v: Option<String>) -> Vec<String> {
     v.unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
-fn url(name: &'static str, v: String) -> Result<String, ConfigError> {
-    if v.starts_with("https://") || v.starts_with("http://") {
-        Ok(v.trim_end_matches('/').to_owned())
+/// Is the host of this `http://` URL (the part after the scheme) a loopback address: 127.0.0.0/8,
+/// `localhost` or `[::1]`?
+fn loopback(after_scheme: &str) -> bool {
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = if host_port.starts_with('[') {
+        host_port.split_inclusive(']').next().unwrap_or_default()
     } else {
-        Err(ConfigError::Invalid(name, "must be an http(s) URL".into()))
+        host_port.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host == "[::1]"
+        || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// An `https://` URL, or `http://` to a loopback host (the local stack and the tests).
+fn check_url(name: &'static str, v: &str) -> Result<(), ConfigError> {
+    let ok = match (v.strip_prefix("https://"), v.strip_prefix("http://")) {
+        (Some(rest), _) => !rest.is_empty(),
+        (None, Some(rest)) => loopback(rest),
+        (None, None) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid(
+            name,
+            "must be an https:// URL (http:// only for 127.0.0.0/8, localhost, [::1])".into(),
+        ))
     }
+}
+
+fn url(name: &'static str, v: String) -> Result<String, ConfigError> {
+    check_url(name, &v)?;
+    Ok(v.trim_end_matches('/').to_owned())
+}
+
+/// `scheme://host[:port]` of a URL already accepted by [`check_url`] (for the CSP).
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    (!host_port.is_empty()).then(|| format!("{}://{}", scheme.to_ascii_lowercase(), host_port.to_ascii_lowercase()))
 }
 
 impl Config {
@@ -57,6 +109,8 @@ impl Config {
         let req = |name: &'static str| opt(name).ok_or(ConfigError::Missing(name));
         let public_base_url = url("PUBLIC_BASE_URL", req("PUBLIC_BASE_URL")?)?;
         let issuer = req("COGNITO_ISSUER")?;
+        // Exact `iss` comparison: the value is kept as given, only its scheme is checked.
+        check_url("COGNITO_ISSUER", &issuer)?;
         let jwks_url = match opt("JWKS_URL") {
             Some(u) => url("JWKS_URL", u)?,
             None => format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')),
@@ -69,10 +123,8 @@ impl Config {
             }
         };
         let cognito_domain = opt("COGNITO_DOMAIN").map(|d| url("COGNITO_DOMAIN", d)).transpose()?.unwrap_or_default();
-        let register_client_ids = match list(opt("REGISTER_CLIENT_IDS")) {
-            ids if ids.is_empty() => vec![client_id.clone()],
-            ids => ids,
-        };
+        // No fallback to COGNITO_CLIENT_ID: the SPA's client signs in people, and people do not register.
+        let register_client_ids = list(opt("REGISTER_CLIENT_IDS"));
         let register_api_key_hashes =
             list(opt("REGISTER_API_KEYS")).into_iter().map(|h| h.to_ascii_lowercase()).collect::<Vec<_>>();
         if let Some(bad) =
@@ -116,6 +168,20 @@ impl Config {
             }
         };
         let claim_lease_ms = secs("CLAIM_LEASE_SECONDS", 30, 900)?;
+        let min_lease = min_claim_lease_secs(&RetryPolicy::default());
+        if claim_lease_ms < min_lease * 1000 {
+            let policy = RetryPolicy::default();
+            return Err(ConfigError::Invalid(
+                "CLAIM_LEASE_SECONDS",
+                format!(
+                    "must be at least {min_lease} seconds: a claim must outlast the worst-case callback delivery \
+                     ({} attempts × {} ms timeout + backoff = {} ms) plus {CLAIM_LEASE_MARGIN_MS} ms",
+                    policy.max_attempts,
+                    policy.attempt_timeout_ms,
+                    policy.worst_case_ms()
+                ),
+            ));
+        }
         let reminder_window_ms = secs("REMINDER_BEFORE_SECONDS", 24 * 3600, 366 * 86_400)?;
         let retention_ms = secs("RETENTION_SECONDS", 90 * 86_400, 10 * 366 * 86_400)?;
         let default_locale = match opt("DEFAULT_LOCALE").as_deref() {
@@ -201,7 +267,7 @@ mod tests {
             "https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X/.well-known/jwks.json"
         );
         assert_eq!(c.token_use, TokenUse::Access);
-        assert_eq!(c.register_client_ids, vec!["client"]);
+        assert!(c.register_client_ids.is_empty(), "no fallback to COGNITO_CLIENT_ID: no token may register");
         assert_eq!(c.sfn_endpoint, "https://states.us-east-1.amazonaws.com");
         assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
@@ -220,5 +286,75 @@ mod tests {
         let mut bad = BASE.to_vec();
         bad.push(("AWS_ACCESS_KEY_ID", "AKID"));
         assert!(Config::from_lookup(lookup(&bad)).is_err());
+    }
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
+        let mut all = BASE.to_vec();
+        all.extend_from_slice(extra);
+        Config::from_lookup(lookup(&all))
+    }
+
+    #[test]
+    fn register_client_ids_are_only_the_listed_ones() {
+        let c = with(&[("REGISTER_CLIENT_IDS", " machine-a, ,machine-b ")]).unwrap();
+        assert_eq!(c.register_client_ids, vec!["machine-a", "machine-b"]);
+        assert_eq!(c.register_rules().client_ids, vec!["machine-a", "machine-b"]);
+        assert!(!c.register_rules().client_ids.contains(&c.client_id));
+    }
+
+    #[test]
+    fn urls_must_be_https_except_on_loopback() {
+        for name in ["COGNITO_ISSUER", "JWKS_URL", "COGNITO_DOMAIN", "PUBLIC_BASE_URL", "SFN_ENDPOINT", "SES_ENDPOINT"]
+        {
+            for bad in [
+                "http://cognito.example.com",
+                "http://10.0.0.1:9000/x",
+                "http://127.0.0.1.evil.example/",
+                "http://localhost.evil.example",
+                "http://[::2]:80",
+                "http://user@evil.example",
+                "ftp://127.0.0.1",
+                "cognito.example.com",
+                "https://",
+            ] {
+                assert!(
+                    matches!(with(&[(name, bad)]).unwrap_err(), ConfigError::Invalid(n, _) if n == name),
+                    "{name}={bad} must be refused"
+                );
+            }
+            for good in [
+                "https://auth.example.com",
+                "http://127.0.0.1:9000/pool",
+                "http://127.8.9.10",
+                "http://localhost:8787/",
+                "http://LOCALHOST",
+                "http://[::1]:5000",
+                "http://evil.example@127.0.0.1:1/",
+            ] {
+                assert!(with(&[(name, good)]).is_ok(), "{name}={good} must be accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn origin_for_the_csp() {
+        assert_eq!(origin_of("https://Auth.Example.com/oauth2/x?y").as_deref(), Some("https://auth.example.com"));
+        assert_eq!(origin_of("http://127.0.0.1:9000/pool").as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(origin_of("nope"), None);
+    }
+
+    #[test]
+    fn claim_lease_has_a_floor_above_the_worst_case_delivery() {
+        let floor = min_claim_lease_secs(&RetryPolicy::default());
+        // 3 attempts × 3 s + 0.2 s + 0.4 s backoff + 2 s margin.
+        assert_eq!(floor, 12);
+        assert!(floor * 1000 > RetryPolicy::default().worst_case_ms() as i64);
+        let err = with(&[("CLAIM_LEASE_SECONDS", "5")]).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Invalid("CLAIM_LEASE_SECONDS", m) if m.contains("at least 12 seconds")),
+            "{err}"
+        );
+        assert!(with(&[("CLAIM_LEASE_SECONDS", "11")]).is_err());
+        assert_eq!(with(&[("CLAIM_LEASE_SECONDS", "12")]).unwrap().claim_lease_ms, 12_000);
     }
 }

@@ -99,7 +99,10 @@ impl DecisionRecord<'_> {
         out
     }
 
-    /// The callback, with Step Functions' size limits checked before anything is claimed (413).
+    /// The callback, with Step Functions' size limits checked before anything is claimed (413). A rejection's
+    /// `cause` is kept within [`CAUSE_MAX_CHARS`] by shortening the earlier approvers' comments (and, if need
+    /// be, listing fewer of them), marked `"truncated": true`: what others wrote never blocks a rejection.
+    /// Only the rejecter's own comment and feedback can still make it too large.
     pub fn callback(&self) -> Result<SfnCallback, ApiError> {
         let text = self.output().to_string();
         match self.verdict {
@@ -108,12 +111,75 @@ impl DecisionRecord<'_> {
                 text.len()
             ))),
             Verdict::Approve => Ok(SfnCallback::Success { output: text }),
-            Verdict::Reject if text.chars().count() > CAUSE_MAX_CHARS => Err(ApiError::PayloadTooLarge(format!(
-                "the rejection cause would be {} characters; Step Functions accepts at most {CAUSE_MAX_CHARS}",
-                text.chars().count()
-            ))),
-            Verdict::Reject => Ok(SfnCallback::Failure { error: "Rejected".into(), cause: text }),
+            Verdict::Reject => {
+                let cause = if text.chars().count() <= CAUSE_MAX_CHARS { Some(text) } else { self.shortened_cause() };
+                cause.map(|cause| SfnCallback::Failure { error: "Rejected".into(), cause }).ok_or_else(|| {
+                    ApiError::PayloadTooLarge(format!(
+                        "the rejection's comment and feedback leave no room in the {CAUSE_MAX_CHARS} characters \
+                         Step Functions accepts as a cause; shorten them"
+                    ))
+                })
+            }
         }
+    }
+
+    /// The rejection cause with earlier approvals shortened until it fits; `None` if even without them the
+    /// rejecter's own comment and feedback are too long.
+    fn shortened_cause(&self) -> Option<String> {
+        let render = |comment_chars: usize, kept: usize| -> Option<String> {
+            let mut out = self.output();
+            let approvals: Vec<Value> = self.prior_approvals[..kept]
+                .iter()
+                .map(|a| {
+                    let mut a = a.clone();
+                    if let Some(Value::String(c)) = a.get("comment") {
+                        if c.chars().count() > comment_chars {
+                            let cut: String = c.chars().take(comment_chars).collect();
+                            a["comment"] = if cut.is_empty() { Value::Null } else { Value::String(cut + "…") };
+                            a["commentTruncated"] = Value::Bool(true);
+                        }
+                    }
+                    a
+                })
+                .collect();
+            if approvals.is_empty() {
+                out.as_object_mut()?.remove("approvals");
+            } else {
+                out["approvals"] = Value::Array(approvals);
+            }
+            if kept < self.prior_approvals.len() {
+                out["approvalsOmitted"] = json!(self.prior_approvals.len() - kept);
+            }
+            out["truncated"] = Value::Bool(true);
+            let text = out.to_string();
+            (text.chars().count() <= CAUSE_MAX_CHARS).then_some(text)
+        };
+        let all = self.prior_approvals.len();
+        // The longest per-comment length that fits (fitting is monotone in it): binary search.
+        if render(0, all).is_some() {
+            let (mut lo, mut hi) = (0, COMMENT_MAX_CHARS);
+            while lo < hi {
+                let mid = (lo + hi).div_ceil(2);
+                if render(mid, all).is_some() {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            return render(lo, all);
+        }
+        // Even without comments the list is too long: keep as many earlier approvals as fit.
+        render(0, 0)?;
+        let (mut lo, mut hi) = (0, all - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if render(0, mid).is_some() {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        render(0, lo)
     }
 }
 
@@ -188,12 +254,71 @@ mod tests {
         assert_eq!(serde_json::from_str::<Value>(&cause).unwrap()["rejectedBy"]["email"], "a@example.com");
         let big: Map<String, Value> = [("x".to_string(), Value::String("y".repeat(40_000)))].into_iter().collect();
         rec.feedback = Some(&big);
-        assert_eq!(rec.callback().unwrap_err().status(), 413, "cause over 32,768 chars");
+        assert_eq!(rec.callback().unwrap_err().status(), 413, "the rejecter's own feedback over 32,768 chars");
         rec.verdict = Verdict::Approve;
         rec.callback().unwrap();
         let huge: Map<String, Value> =
             [("x".to_string(), Value::String("y".repeat(OUTPUT_MAX_BYTES)))].into_iter().collect();
         rec.feedback = Some(&huge);
         assert_eq!(rec.callback().unwrap_err().status(), 413, "output over 262,144 bytes");
+    }
+
+    fn prior(n: usize, comment_chars: usize) -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                json!({"sub": format!("approver-{i}"), "email": format!("approver-{i}@example.com"),
+                       "username": format!("approver{i}"), "comment": "é".repeat(comment_chars),
+                       "at": "2026-01-01T00:00:00.000Z"})
+            })
+            .collect()
+    }
+
+    fn reject_with(prior: &[Value], own_comment: &str) -> Result<Value, ApiError> {
+        let id = ApprovalId::parse("abcdefghijklmnop").unwrap();
+        let me = who();
+        let rec = DecisionRecord {
+            approval_id: &id,
+            verdict: Verdict::Reject,
+            decided_by: &me,
+            comment: Some(own_comment),
+            feedback: None,
+            decided_at_ms: 0,
+            prior_approvals: prior,
+        };
+        match rec.callback()? {
+            SfnCallback::Failure { cause, .. } => {
+                assert!(cause.chars().count() <= CAUSE_MAX_CHARS, "cause is {} chars", cause.chars().count());
+                Ok(serde_json::from_str(&cause).unwrap())
+            }
+            SfnCallback::Success { .. } => panic!("a rejection must be a failure"),
+        }
+    }
+
+    #[test]
+    fn earlier_long_comments_never_push_a_rejection_over_the_cause_limit() {
+        // Short: untouched, no marker.
+        let v = reject_with(&prior(3, 100), "no").unwrap();
+        assert!(v.get("truncated").is_none());
+        assert_eq!(v["approvals"][2]["comment"].as_str().unwrap().chars().count(), 100);
+        // 49 earlier approvers with 4,000-character comments (≈ 196,000 characters): shortened, all listed.
+        let own = "x".repeat(COMMENT_MAX_CHARS);
+        let v = reject_with(&prior(49, COMMENT_MAX_CHARS), &own).unwrap();
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["comment"], own.as_str(), "the rejecter's own comment is kept whole");
+        assert_eq!(v["rejectedBy"]["sub"], "s1");
+        let approvals = v["approvals"].as_array().unwrap();
+        assert_eq!(approvals.len(), 49);
+        assert!(v.get("approvalsOmitted").is_none());
+        let kept = approvals[0]["comment"].as_str().unwrap();
+        assert!(kept.ends_with('…') && kept.chars().count() > 100, "{} chars kept", kept.chars().count());
+        assert_eq!(approvals[0]["commentTruncated"], true);
+        assert_eq!(approvals[48]["sub"], "approver-48");
+        // So many earlier approvals that even their names do not fit: as many as fit, and the count of the rest.
+        let v = reject_with(&prior(400, 10), &own).unwrap();
+        assert_eq!(v["truncated"], true);
+        let listed = v["approvals"].as_array().map_or(0, Vec::len);
+        assert!(listed > 50 && listed < 400, "{listed}");
+        assert_eq!(v["approvalsOmitted"], 400 - listed);
+        assert!(v["approvals"][0]["comment"].is_null());
     }
 }

@@ -8,6 +8,34 @@ use crate::error::ApiError;
 pub const MAX_FIELDS: usize = 30;
 pub const MAX_OPTIONS: usize = 50;
 pub const TEXT_MAX_CHARS: usize = 10_000;
+/// Labels and choice options.
+pub const LABEL_MAX_CHARS: usize = 200;
+/// A field's `help` text (shown under the field).
+pub const HELP_MAX_CHARS: usize = 500;
+
+/// Bidirectional overrides/isolates and zero-width characters: in a one-line field they can make text
+/// render differently from what it says (a title that reads "Approve refund" but stores something else).
+pub fn is_invisible_control(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}')
+}
+
+/// A one-line field without [`is_invisible_control`] characters.
+pub fn strip_invisible(s: &str) -> String {
+    s.chars().filter(|c| !is_invisible_control(*c)).collect()
+}
+
+/// Removes [`is_invisible_control`] characters from every one-line text of a form (labels, options, help).
+pub fn strip_form(fields: &mut [FormField]) {
+    for f in fields {
+        f.label = strip_invisible(&f.label);
+        f.help = f.help.as_deref().map(strip_invisible);
+        if let FieldKind::Choice { options } = &mut f.kind {
+            for o in options.iter_mut() {
+                *o = strip_invisible(o);
+            }
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // No deny_unknown_fields: serde does not support it together with `flatten`.
@@ -69,16 +97,25 @@ pub fn validate_form(fields: &[FormField]) -> Result<(), ApiError> {
         if fields[..i].iter().any(|g| g.name == f.name) {
             return Err(ApiError::invalid(at("name"), "duplicate field name"));
         }
-        if f.label.trim().is_empty() || f.label.chars().count() > 200 {
-            return Err(ApiError::invalid(at("label"), "must be 1-200 characters"));
+        if f.label.trim().is_empty() || f.label.chars().count() > LABEL_MAX_CHARS {
+            return Err(ApiError::invalid(at("label"), format!("must be 1-{LABEL_MAX_CHARS} characters")));
+        }
+        if f.help.as_deref().is_some_and(|h| h.chars().count() > HELP_MAX_CHARS) {
+            return Err(ApiError::invalid(at("help"), format!("must be at most {HELP_MAX_CHARS} characters")));
         }
         match &f.kind {
             FieldKind::Choice { options } => {
                 if options.is_empty() || options.len() > MAX_OPTIONS {
                     return Err(ApiError::invalid(at("options"), format!("must have 1-{MAX_OPTIONS} options")));
                 }
-                if options.iter().any(|o| o.is_empty() || o.chars().count() > 200) {
-                    return Err(ApiError::invalid(at("options"), "options must be 1-200 characters"));
+                if options.iter().any(|o| o.is_empty() || o.chars().count() > LABEL_MAX_CHARS) {
+                    return Err(ApiError::invalid(
+                        at("options"),
+                        format!("options must be 1-{LABEL_MAX_CHARS} characters"),
+                    ));
+                }
+                if options.iter().enumerate().any(|(j, o)| options[..j].contains(o)) {
+                    return Err(ApiError::invalid(at("options"), "duplicate option"));
                 }
             }
             FieldKind::Number { min: Some(lo), max: Some(hi) } if lo > hi => {
@@ -184,5 +221,42 @@ mod tests {
         assert!(ok(json!({"reason": "a", "urgent": "yes"})).is_err());
         assert!(ok(json!({"reason": "a", "extra": 1})).is_err());
         validate_feedback(&[], json!({"anything": [1, 2]}).as_object().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn help_text_is_capped() {
+        let mut f = form();
+        f[0].help = Some("h".repeat(HELP_MAX_CHARS));
+        validate_form(&f).unwrap();
+        f[0].help = Some("h".repeat(HELP_MAX_CHARS + 1));
+        assert_eq!(validate_form(&f).unwrap_err(), ApiError::invalid("form[0].help", "must be at most 500 characters"));
+    }
+
+    #[test]
+    fn bidi_and_zero_width_characters_are_stripped_from_labels_options_and_help() {
+        let mut f: Vec<FormField> = serde_json::from_value(json!([
+            {"name": "r", "label": "Ri\u{202E}sk\u{200B}", "type": "choice",
+             "options": ["lo\u{2066}w\u{2069}", "\u{FEFF}high\u{061C}", "ok\u{200F}\u{202A}"], "help": "a\u{200D}b"}
+        ]))
+        .unwrap();
+        strip_form(&mut f);
+        assert_eq!(f[0].label, "Risk");
+        assert_eq!(f[0].help.as_deref(), Some("ab"));
+        assert_eq!(f[0].kind, FieldKind::Choice { options: vec!["low".into(), "high".into(), "ok".into()] });
+        for c in ['\u{200B}', '\u{200F}', '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{FEFF}', '\u{061C}'] {
+            assert!(is_invisible_control(c), "{:04X}", c as u32);
+        }
+        assert!(!is_invisible_control('\u{2010}') && !is_invisible_control('稟'));
+        // An option that was only invisible characters, or equal to another once stripped, is refused.
+        let mut g: Vec<FormField> = serde_json::from_value(json!([
+            {"name": "c", "label": "C", "type": "choice", "options": ["a", "a\u{200B}"]}
+        ]))
+        .unwrap();
+        strip_form(&mut g);
+        assert_eq!(validate_form(&g).unwrap_err(), ApiError::invalid("form[0].options", "duplicate option"));
+        let mut h: Vec<FormField> =
+            serde_json::from_value(json!([{"name": "c", "label": "\u{202E}", "type": "text"}])).unwrap();
+        strip_form(&mut h);
+        assert!(validate_form(&h).is_err());
     }
 }

@@ -9,11 +9,17 @@ use crate::error::ApiError;
 
 /// Random bytes behind a generated approval ID: 128 bits, 22 URL-safe characters.
 pub const APPROVAL_ID_RANDOM_BYTES: usize = 16;
+/// Shortest ID looked up (IDs of approvals registered before the client-chosen rule tightened).
 const APPROVAL_ID_MIN: usize = 16;
 const APPROVAL_ID_MAX: usize = 64;
+/// Shortest client-chosen ID: 22 URL-safe characters can carry 132 bits, as many as a generated ID.
+pub const CHOSEN_ID_MIN: usize = 22;
+/// Fewest different characters in a client-chosen ID: random IDs of 22 characters have ≈ 19, so this only
+/// turns away guessable ones (`aaaa…`, `0000…0001`, words padded to length).
+pub const CHOSEN_ID_MIN_DISTINCT: usize = 10;
 
 /// The short, unguessable handle users see in `/a/{id}`. Client-chosen IDs must look like generated ones
-/// (URL-safe, ≥ 16 chars) so that they cannot be guessed either.
+/// ([`ApprovalId::parse_chosen`]) so that registrants cannot squat guessable IDs.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct ApprovalId(String);
@@ -30,6 +36,27 @@ impl ApprovalId {
                 format!("must be {APPROVAL_ID_MIN}-{APPROVAL_ID_MAX} characters of A-Z a-z 0-9 - _"),
             ))
         }
+    }
+
+    /// A registrant's own `approvalId`: at least [`CHOSEN_ID_MIN`] URL-safe characters with at least
+    /// [`CHOSEN_ID_MIN_DISTINCT`] different ones (≥ 96 bits if drawn at random, e.g. 16 random bytes in
+    /// base64url), so that an ID cannot be guessed or taken ahead of the workflow that would use it.
+    pub fn parse_chosen(raw: &str) -> Result<Self, ApiError> {
+        let rule = || {
+            ApiError::invalid(
+                "approvalId",
+                format!(
+                    "must be {CHOSEN_ID_MIN}-{APPROVAL_ID_MAX} characters of A-Z a-z 0-9 - _ with at least \
+                     {CHOSEN_ID_MIN_DISTINCT} different characters (e.g. 16 random bytes, base64url), or left out"
+                ),
+            )
+        };
+        let id = Self::parse(raw).map_err(|_| rule())?;
+        let distinct = raw.bytes().collect::<std::collections::BTreeSet<u8>>().len();
+        if raw.len() < CHOSEN_ID_MIN || distinct < CHOSEN_ID_MIN_DISTINCT {
+            return Err(rule());
+        }
+        Ok(id)
     }
 
     /// Builds an ID from platform randomness (the caller owns the RNG: WebCrypto in the worker).
@@ -130,6 +157,31 @@ mod tests {
         assert!(ApprovalId::parse(&"a".repeat(65)).is_err());
         assert!(ApprovalId::parse("aaaaaaaaaaaaaaaa/..").is_err());
         assert!(ApprovalId::parse("aaaaaaaaaaaaaaa%20").is_err());
+        assert!(ApprovalId::parse("abcdefghijklmnop").is_ok());
+    }
+
+    #[test]
+    fn client_chosen_ids_need_the_entropy_of_a_generated_one() {
+        let generated = ApprovalId::from_random(*b"\x8a\x13\xf0\x42\x99\x01\xc7\x5e\x6b\x2d\xe4\x70\x38\xaf\x1c\xd9");
+        assert_eq!(ApprovalId::parse_chosen(generated.as_str()).unwrap(), generated);
+        assert!(ApprovalId::parse_chosen("wf-Q2hhbmdlIHJlcXVlc3QgMQ").is_ok());
+        assert!(ApprovalId::parse_chosen("3f2b8c1e-9d4a-4e7b-a6c5-0b1d2e3f4a5b").is_ok(), "a UUID");
+        for bad in [
+            "abcdefghijklmnop",             // 16: fine to look up, too short to choose
+            "openapi-idem-0001",            // guessable and short
+            "abcdefghijklmnopqrstu",        // 21
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaa", // long but one character
+            "0000000000000000000000000001", // a counter
+            "approval-approval-approval",   // a word, padded
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa/..",
+            &"a".repeat(65),
+        ] {
+            assert!(
+                matches!(ApprovalId::parse_chosen(bad), Err(ApiError::Invalid { field, .. }) if field == "approvalId"),
+                "{bad} must be refused"
+            );
+        }
+        // Lookups stay lenient: links to approvals registered under the earlier rule keep working.
         assert!(ApprovalId::parse("abcdefghijklmnop").is_ok());
     }
 

@@ -130,6 +130,11 @@ pub fn parse(raw: &str) -> Result<ParsedJwt<'_>, JwtError> {
         return Err(JwtError::Malformed("expected three segments"));
     };
     let header = strict_object(&b64(h)?, "header is not a JSON object")?;
+    // RFC 7515 §4.1.11: a recipient that does not understand a listed extension must reject the token, and
+    // this verifier understands none (Cognito never sets `crit`).
+    if header.contains_key("crit") {
+        return Err(JwtError::Malformed("crit header is not supported"));
+    }
     match header.get("alg") {
         Some(Value::String(alg)) if alg == "RS256" => {}
         Some(Value::String(alg)) => return Err(JwtError::UnsupportedAlg(alg.clone())),
@@ -249,6 +254,8 @@ pub struct JwksCache {
     jwks: Option<Jwks>,
     fetched_at: i64,
     last_attempt: Option<i64>,
+    /// Start of the fetch in flight, if any; it counts as in flight for at most [`JWKS_IN_FLIGHT_MS`].
+    in_flight_since: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,6 +268,10 @@ pub enum KeyLookup {
 
 pub const JWKS_MAX_AGE_MS: i64 = 60 * 60 * 1000;
 pub const JWKS_MIN_REFETCH_MS: i64 = 10 * 1000;
+/// How long a started fetch counts as in flight for other requests (which wait for it rather than fetch too),
+/// whatever becomes of it: a fetching request that is cancelled mid-fetch never says it ended. Longer than the
+/// worker's fetch timeout (3 s), so that it only matters for such a request.
+pub const JWKS_IN_FLIGHT_MS: i64 = 5 * 1000;
 
 impl JwksCache {
     pub fn lookup(&self, kid: &str, now_ms: i64) -> KeyLookup {
@@ -282,6 +293,26 @@ impl JwksCache {
     /// Record a fetch attempt before it is made (failed fetches count against the rate limit too).
     pub fn note_attempt(&mut self, now_ms: i64) {
         self.last_attempt = Some(now_ms);
+    }
+
+    /// A fetch starts now: an attempt (rate limit), and in flight until [`Self::end_fetch`] or
+    /// [`JWKS_IN_FLIGHT_MS`], whichever comes first. Returns the mark to end it with.
+    pub fn begin_fetch(&mut self, now_ms: i64) -> i64 {
+        self.note_attempt(now_ms);
+        self.in_flight_since = Some(now_ms);
+        now_ms
+    }
+
+    /// The fetch begun at `mark` is over (only that one: a later fetch may have begun after it expired).
+    pub fn end_fetch(&mut self, mark: i64) {
+        if self.in_flight_since == Some(mark) {
+            self.in_flight_since = None;
+        }
+    }
+
+    /// Is a fetch in flight (begun less than [`JWKS_IN_FLIGHT_MS`] ago and not ended)?
+    pub fn fetch_in_flight(&self, now_ms: i64) -> bool {
+        self.in_flight_since.is_some_and(|since| now_ms - since < JWKS_IN_FLIGHT_MS)
     }
 
     pub fn store(&mut self, jwks: Jwks, now_ms: i64) {
@@ -356,6 +387,15 @@ mod tests {
         assert!(matches!(parse(&format!("{h}.{arr}.c2ln")).unwrap_err(), JwtError::Malformed(_)));
         let dup = URL_SAFE_NO_PAD.encode(br#"{"sub":"a","sub":"b"}"#);
         assert!(matches!(parse(&format!("{h}.{dup}.c2ln")).unwrap_err(), JwtError::Malformed(_)));
+    }
+
+    #[test]
+    fn parse_rejects_any_crit_header() {
+        let p = json!({"sub": "x"});
+        for crit in [json!(["exp"]), json!(["b64"]), json!([]), json!("exp"), json!(null)] {
+            let t = token(json!({"alg": "RS256", "kid": "k", "crit": crit, "exp": 1}), p.clone());
+            assert_eq!(parse(&t).unwrap_err(), JwtError::Malformed("crit header is not supported"), "crit {crit}");
+        }
     }
 
     #[test]
@@ -446,5 +486,23 @@ mod tests {
         c.note_attempt(JWKS_MAX_AGE_MS + 1);
         // Refresh failed (nothing stored): keep serving the known key rather than locking everyone out.
         assert!(matches!(c.lookup("a", JWKS_MAX_AGE_MS + 2), KeyLookup::Found(_)));
+    }
+
+    #[test]
+    fn a_fetch_in_flight_expires_even_if_its_request_never_ends_it() {
+        let mut c = JwksCache::default();
+        assert!(!c.fetch_in_flight(0));
+        let mark = c.begin_fetch(1_000);
+        assert!(c.fetch_in_flight(1_000) && c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS - 1));
+        // The fetching request was cancelled: nobody calls end_fetch, the mark expires by itself.
+        assert!(!c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS));
+        assert_eq!(c.lookup("a", 1_000 + JWKS_IN_FLIGHT_MS), KeyLookup::NotFound, "still rate-limited");
+        assert_eq!(c.lookup("a", 1_000 + JWKS_MIN_REFETCH_MS), KeyLookup::Fetch, "then fetched again");
+        // A stale end of the first fetch does not end a newer one.
+        let newer = c.begin_fetch(1_000 + JWKS_MIN_REFETCH_MS);
+        c.end_fetch(mark);
+        assert!(c.fetch_in_flight(newer + 1));
+        c.end_fetch(newer);
+        assert!(!c.fetch_in_flight(newer + 1));
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::Quorum;
 use crate::error::ApiError;
-use crate::form::{validate_form, FormField};
+use crate::form::{strip_form, strip_invisible, validate_form, FormField};
 use crate::ids::{ApprovalId, TaskToken};
 use crate::principal::Principal;
 use crate::time::parse_rfc3339;
@@ -99,7 +99,7 @@ pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError
     if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(ApiError::invalid(k.as_str(), "is not a known field"));
     }
-    let id = str_field(o, "approvalId", false)?.map(ApprovalId::parse).transpose()?;
+    let id = str_field(o, "approvalId", false)?.map(ApprovalId::parse_chosen).transpose()?;
     let token = TaskToken::parse(str_field(o, "taskToken", true)?.unwrap_or_default())?;
 
     let raw_approvers = match o.get("approvers") {
@@ -144,7 +144,8 @@ pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError
         }
     }
 
-    let title = str_field(o, "title", true)?.unwrap_or_default().trim().to_owned();
+    // One-line texts lose bidi/zero-width controls, which could make them render as something else.
+    let title = strip_invisible(str_field(o, "title", true)?.unwrap_or_default()).trim().to_owned();
     if title.is_empty() || title.chars().count() > TITLE_MAX_CHARS {
         return Err(ApiError::invalid("title", format!("must be 1-{TITLE_MAX_CHARS} characters")));
     }
@@ -154,13 +155,14 @@ pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError
     }
     let details = obj_field(o, "details", DETAILS_MAX_BYTES)?;
     let context = obj_field(o, "context", CONTEXT_MAX_BYTES)?;
-    let form: Vec<FormField> = match o.get("form") {
+    let mut form: Vec<FormField> = match o.get("form") {
         None | Some(Value::Null) => vec![],
         Some(f @ Value::Array(_)) => {
             serde_json::from_value(f.clone()).map_err(|e| ApiError::invalid("form", e.to_string()))?
         }
         Some(_) => return Err(ApiError::invalid("form", "must be an array of fields")),
     };
+    strip_form(&mut form);
     validate_form(&form)?;
 
     let expires_at = match (str_field(o, "expiresAt", false)?, o.get("timeoutSeconds").filter(|v| !v.is_null())) {
@@ -314,7 +316,28 @@ mod tests {
         assert_eq!(field_of(with("notify", json!(["x"]))), "notify[0]");
         assert_eq!(field_of(with("locale", json!("fr"))), "locale");
         assert_eq!(field_of(with("approvalId", json!("short"))), "approvalId");
+        assert_eq!(field_of(with("approvalId", json!("openapi-idem-0001"))), "approvalId");
+        assert_eq!(field_of(with("title", json!("\u{202E}\u{200B}"))), "title");
+        let long_help = json!([{"name": "a", "label": "A", "type": "text", "help": "h".repeat(501)}]);
+        assert_eq!(field_of(with("form", long_help)), "form[0].help");
         assert_eq!(field_of(with("bogus", json!(1))), "bogus");
+    }
+
+    #[test]
+    fn one_line_fields_lose_bidi_and_zero_width_controls() {
+        let b = with("title", json!("Refund \u{202E}0001$\u{202C} to \u{200B}ACME\u{FEFF}"));
+        let mut b = b;
+        b["form"] = json!([{"name": "r", "label": "\u{2067}Risk\u{2069}", "type": "choice",
+                            "options": ["low\u{061C}", "hi\u{200E}gh"]}]);
+        let a = parse_registration(b.to_string().as_bytes(), NOW).unwrap();
+        assert_eq!(a.title, "Refund 0001$ to ACME");
+        assert_eq!(a.form[0].label, "Risk");
+        assert_eq!(a.form[0].kind, crate::form::FieldKind::Choice { options: vec!["low".into(), "high".into()] });
+        let chosen = with("approvalId", json!("wf-Q2hhbmdlIHJlcXVlc3QgMQ"));
+        assert_eq!(
+            parse_registration(chosen.to_string().as_bytes(), NOW).unwrap().id.unwrap().as_str(),
+            "wf-Q2hhbmdlIHJlcXVlc3QgMQ"
+        );
     }
 
     #[test]

@@ -85,15 +85,25 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     pub base_ms: u64,
     pub cap_ms: u64,
+    /// Each attempt is given up after this long (a stalled endpoint must not hold the claim for long).
+    pub attempt_timeout_ms: u64,
 }
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self { max_attempts: 3, base_ms: 100, cap_ms: 1_000 }
+        Self { max_attempts: 3, base_ms: 100, cap_ms: 1_000, attempt_timeout_ms: 3_000 }
     }
 }
 
 impl RetryPolicy {
+    /// The longest one delivery can take: every attempt running into its timeout, plus the longest backoff
+    /// before each retry. A claim's lease must outlast this (see `config::min_claim_lease_secs`).
+    pub fn worst_case_ms(&self) -> u64 {
+        let attempts = u64::from(self.max_attempts.max(1));
+        let backoff: u64 = (1..self.max_attempts.max(1)).map(|retry| self.backoff_ms(retry, 1.0)).sum();
+        attempts * self.attempt_timeout_ms + backoff
+    }
+
     /// Delay before attempt `attempt` (1-based retry count), given a uniform random number in [0, 1).
     pub fn backoff_ms(&self, attempt: u32, rand01: f64) -> u64 {
         let ceiling = self.base_ms.saturating_mul(1u64 << attempt.min(16)).min(self.cap_ms);
@@ -150,5 +160,13 @@ mod tests {
         assert_eq!(p.backoff_ms(1, 0.0), 0);
         assert_eq!(p.backoff_ms(1, 0.999), 199);
         assert!(p.backoff_ms(10, 0.999) <= p.cap_ms);
+    }
+
+    #[test]
+    fn worst_case_is_every_attempt_timing_out_plus_the_longest_backoffs() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.worst_case_ms(), 3 * 3_000 + 200 + 400);
+        let one = RetryPolicy { max_attempts: 1, ..p };
+        assert_eq!(one.worst_case_ms(), 3_000);
     }
 }

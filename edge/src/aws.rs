@@ -9,8 +9,6 @@ use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestIni
 
 use crate::platform::now_ms;
 
-/// A stalled Step Functions endpoint must not hold a claim (or the approver) for long.
-pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(3);
 /// Mail goes out after the response, where nobody waits: a slow SES gets longer, and an answer that comes
 /// late is still an answer (no resend). Stays well inside the 30 s a worker may run after responding.
 pub const MAIL_TIMEOUT: Duration = Duration::from_secs(20);

@@ -11,6 +11,8 @@ mod routes;
 mod sfn_client;
 mod store;
 
+use std::cell::OnceCell;
+
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
@@ -18,22 +20,57 @@ use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleCo
 use crate::error::error_response;
 use crate::platform::log;
 
-/// Sent with every response; the SPA is built to run under this CSP (no inline script or style).
+/// Sent with every response, with [`csp`]; the SPA is built to run under that CSP (no inline script or style).
 const SECURITY_HEADERS: &[(&str, &str)] = &[
-    (
-        "content-security-policy",
-        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
-         connect-src *; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-    ),
     ("referrer-policy", "no-referrer"),
     ("x-content-type-options", "nosniff"),
     ("strict-transport-security", "max-age=63072000; includeSubDomains"),
     ("x-frame-options", "DENY"),
+    // Sign-in is a full-page redirect, never a popup: nothing needs a window handle across origins.
+    ("cross-origin-opener-policy", "same-origin"),
+    // The approver app uses none of these powerful features (and neither may anything it embeds).
+    (
+        "permissions-policy",
+        "accelerometer=(), autoplay=(), camera=(), display-capture=(), encrypted-media=(), fullscreen=(), \
+         geolocation=(), gyroscope=(), hid=(), magnetometer=(), microphone=(), midi=(), payment=(), \
+         picture-in-picture=(), publickey-credentials-get=(), screen-wake-lock=(), serial=(), usb=(), \
+         xr-spatial-tracking=()",
+    ),
 ];
+
+thread_local! {
+    // Built once per isolate from the configuration (like the configuration itself).
+    static CSP: OnceCell<String> = const { OnceCell::new() };
+}
+
+/// The Content-Security-Policy. `connect-src` is the worker itself plus the origins the SPA talks to: the
+/// Hosted UI domain (`/oauth2/token`) and the issuer. Without a valid configuration, only `'self'`.
+fn csp(env: &Env) -> String {
+    CSP.with(|c| {
+        c.get_or_init(|| {
+            let mut connect = vec!["'self'".to_owned()];
+            if let Ok(cfg) = config::load(env) {
+                for url in [&cfg.cognito_domain, &cfg.issuer] {
+                    if let Some(origin) = ringi_core::config::origin_of(url).filter(|o| !connect.contains(o)) {
+                        connect.push(origin);
+                    }
+                }
+            }
+            format!(
+                "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
+                 connect-src {}; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+                 frame-ancestors 'none'",
+                connect.join(" ")
+            )
+        })
+        .clone()
+    })
+}
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
+    let csp = csp(&env);
     let path = req.path();
     let resp = if routes::is_api(&path) {
         let outcome = match config::load(&env) {
@@ -49,15 +86,16 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     } else {
         env.assets("ASSETS")?.fetch_request(req).await?
     };
-    with_security_headers(resp)
+    with_security_headers(resp, &csp)
 }
 
-fn with_security_headers(resp: Response) -> Result<Response> {
+fn with_security_headers(resp: Response, csp: &str) -> Result<Response> {
     // Asset responses carry immutable headers: copy them into a fresh set.
     let headers = Headers::new();
     for (k, v) in resp.headers().entries() {
         headers.set(&k, &v)?;
     }
+    headers.set("content-security-policy", csp)?;
     for (k, v) in SECURITY_HEADERS {
         headers.set(k, v)?;
     }

@@ -8,7 +8,7 @@ use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;
 
-use crate::aws::{signed_post, CALLBACK_TIMEOUT};
+use crate::aws::signed_post;
 use crate::platform::{log, now_ms, random_unit};
 
 /// Delivers `cb`. `expires_at` is the approval's expiry (≈ the task's TimeoutSeconds), used to read a
@@ -23,7 +23,10 @@ pub async fn deliver(
     if cfg.aws_credentials.is_none() {
         return CallbackOutcome::Refused("NoCredentialsConfigured".into());
     }
+    // The same policy sets the floor of CLAIM_LEASE_SECONDS (config::min_claim_lease_secs): a stalled endpoint
+    // cannot hold the claim past its lease.
     let policy = RetryPolicy::default();
+    let attempt_timeout = Duration::from_millis(policy.attempt_timeout_ms);
     let url = format!("{}/", cfg.sfn_endpoint);
     let body = cb.body(token);
     let headers = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", cb.target())];
@@ -31,7 +34,7 @@ pub async fn deliver(
     // An attempt that timed out or got a 5xx may still have reached Step Functions.
     let mut maybe_delivered = false;
     loop {
-        let outcome = match signed_post(cfg, &url, "states", &headers, &body, CALLBACK_TIMEOUT).await {
+        let outcome = match signed_post(cfg, &url, "states", &headers, &body, attempt_timeout).await {
             Ok((status, text)) => classify(status, &text),
             Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
         };

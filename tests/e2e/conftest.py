@@ -15,7 +15,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from ringi_stack import Ports, Stack, fresh_state  # noqa: E402
+from ringi_stack import MIN_CLAIM_LEASE_SECONDS, Ports, Stack, fresh_state  # noqa: E402
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
@@ -28,7 +28,8 @@ def stack():
                   mailbox=int(os.environ.get("RINGI_TEST_MAILBOX_PORT", "8035")))
     # Another suite may run at the same time on other ports (RINGI_TEST_*_PORT): it needs its own state dir.
     state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
-    s = Stack(state=fresh_state(state), ports=ports, claim_lease_seconds=5, demo=True)
+    # The shortest lease the worker accepts: test_faults waits for a dead worker's claim to run out.
+    s = Stack(state=fresh_state(state), ports=ports, claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, demo=True)
     s.start()
     mint = s.mint
 

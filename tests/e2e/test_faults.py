@@ -83,7 +83,7 @@ def test_worker_killed_between_claim_and_callback(stack, workflows, proxy):
     api = Api(stack, url)
     assert api.get(approval_id).json()["status"] == "pending", "a claim in flight is shown as pending"
     r = api.decide(approval_id)
-    if r.status_code == 409:  # lease (5 s in tests) not over yet
+    if r.status_code == 409:  # lease (the 12 s minimum in tests) not over yet
         assert r.json()["error"]["code"] == "in_progress"
         time.sleep(stack.claim_lease_seconds + 0.5)
         r = api.decide(approval_id)

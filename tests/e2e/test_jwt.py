@@ -68,6 +68,8 @@ def bad_tokens(stack):
         "empty": "",
         "oversized": stack.mint("alice", pad="x" * 9000),
         "duplicate sub": _dup_sub(stack),
+        # Validly signed by the issuer's key, but asks for an extension the worker does not implement.
+        "crit header": stack.mint("alice", headers={"crit": ["exp"], "exp": now + 600}),
     }
 
 

@@ -22,6 +22,7 @@ Run alone next to another suite: RINGI_TEST_{WORKER,MOTO,IDP,MAILBOX}_PORT and R
 from __future__ import annotations
 
 import re
+import secrets
 import time
 import zlib
 from pathlib import Path
@@ -29,6 +30,7 @@ from pathlib import Path
 import pytest
 import requests
 import yaml
+from ringi_stack import MACHINE_CLIENT_ID, REGISTER_SCOPE
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "docs" / "openapi.yaml"
@@ -408,18 +410,26 @@ def _registration(**over):
 
 def test_registration_statuses(stack, spec_schema):
     p, key = "/api/v1/approvals", stack.api_key
-    first = conforms(spec_schema, "POST", p, _post(stack, p, _registration(approvalId="openapi-idem-0001"), key), 201)
-    again = _post(stack, p, _registration(approvalId="openapi-idem-0001", taskToken="x"), key)
+    # Client-chosen IDs must be as unguessable as generated ones (≥ 22 URL-safe characters, not a pattern).
+    id1, id2 = "openapi-idem-" + secrets.token_urlsafe(16), "openapi-idem-" + secrets.token_urlsafe(16)
+    first = conforms(spec_schema, "POST", p, _post(stack, p, _registration(approvalId=id1), key), 201)
+    again = _post(stack, p, _registration(approvalId=id1, taskToken="x"), key)
     conforms(spec_schema, "POST", p, again, 409, "duplicate_approval")
-    body = _registration(approvalId="openapi-idem-0002")
+    body = _registration(approvalId=id2)
     conforms(spec_schema, "POST", p, _post(stack, p, body, key), 201)
-    assert conforms(spec_schema, "POST", p, _post(stack, p, body, key), 200)["id"] == "openapi-idem-0002"
-    assert first["url"].endswith("/a/openapi-idem-0001")
+    assert conforms(spec_schema, "POST", p, _post(stack, p, body, key), 200)["id"] == id2
+    assert first["url"].endswith(f"/a/{id1}")
+    guessable = conforms(spec_schema, "POST", p, _post(stack, p, _registration(approvalId="openapi-idem-0001"), key),
+                         400, "invalid_request")
+    assert guessable["error"]["field"] == "approvalId"
     envelope = {"version": "0", "detail-type": "ringi.approval", "source": "x", "detail": _registration()}
     conforms(spec_schema, "POST", p, _post(stack, p, envelope, key), 201)
-    machine = stack.mint("machine-client", scope="ringi/approvals.write", username=None)
-    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), machine), 201)
-    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), stack.mint(FUZZ_SUB)), 403, "forbidden")
+    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), stack.mint_machine()), 201)
+    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), stack.mint_machine(scope="openid")), 403,
+             "forbidden")
+    person = stack.mint(FUZZ_SUB, client_id=MACHINE_CLIENT_ID, scope=REGISTER_SCOPE)  # names a user
+    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), person), 403, "forbidden")
+    conforms(spec_schema, "POST", p, _post(stack, p, _registration(), stack.mint(FUZZ_SUB)), 401, "unauthorized")
     conforms(spec_schema, "POST", p, _post(stack, p, _registration()), 401, "unauthorized")
     conforms(spec_schema, "POST", p, _post(stack, p, _registration(), "rk_not-a-key"), 401, "unauthorized")
     conforms(spec_schema, "POST", p, _post(stack, p, data="{nope", token=key), 400, "malformed_body")

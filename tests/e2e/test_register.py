@@ -1,10 +1,15 @@
 """Registration (`POST /api/v1/approvals`): machine auth, validation with the failing field, idempotency."""
 import hashlib
+import json
 import secrets
+import socket
+import threading
+import time
 
 import pytest
 import requests
 
+from ringi_stack import MACHINE_CLIENT_ID, REGISTER_SCOPE
 from test_decision import d1
 
 
@@ -33,10 +38,58 @@ def test_api_key_registers_and_returns_the_short_link(stack):
 def test_machine_auth_is_required(stack):
     assert post(stack, body(), credential="").status_code == 401
     assert post(stack, body(), credential="rk_wrong").status_code == 401
-    # A user's token (no registration scope) is refused; a client-credentials token with the scope works.
-    assert post(stack, body(), credential=stack.mint("alice")).status_code == 403
-    machine = stack.mint("machine-client", scope="ringi/approvals.write", username=None)
-    assert post(stack, body(), credential=machine).status_code == 201
+    # A client-credentials token of a client in REGISTER_CLIENT_IDS with the scope registers.
+    assert post(stack, body(), credential=stack.mint_machine()).status_code == 201
+    # The same client without the scope: 403.
+    assert post(stack, body(), credential=stack.mint_machine(scope="openid")).status_code == 403
+
+
+def test_only_machine_tokens_register_never_a_persons(stack):
+    """People sign in with COGNITO_CLIENT_ID, which is not a registering client: their tokens are refused even
+    with the registration scope (401). A person's token from a registering client (it names a user) is 403."""
+    scope = REGISTER_SCOPE
+    assert post(stack, body(), credential=stack.mint("alice")).status_code == 401
+    assert post(stack, body(), credential=stack.mint("alice", scope=scope)).status_code == 401
+    assert post(stack, body(), credential=stack.mint("alice", scope=scope, username=None)).status_code == 401
+    person = stack.mint("alice", client_id=MACHINE_CLIENT_ID, scope=scope)
+    r = post(stack, body(), credential=person)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text
+    cognito_user = stack.mint("alice", client_id=MACHINE_CLIENT_ID, scope=scope, username=None,
+                              **{"cognito:username": "alice"})
+    assert post(stack, body(), credential=cognito_user).status_code == 403
+
+
+def test_without_register_client_ids_no_token_registers(stack):
+    """No fallback to COGNITO_CLIENT_ID: a worker without REGISTER_CLIENT_IDS takes API keys only."""
+    url = stack.extra_worker("no-register-clients", {"REGISTER_CLIENT_IDS": ""})
+    send = lambda cred: requests.post(f"{url}/api/v1/approvals", json=body(), timeout=30,  # noqa: E731
+                                      headers={"authorization": f"Bearer {cred}"})
+    assert send(stack.mint_machine()).status_code == 401
+    # A client-credentials-shaped token of the SPA's own client, which the fallback used to accept.
+    assert send(stack.mint_machine(client_id=stack.client_id)).status_code == 401
+    assert send(stack.api_key).status_code == 201
+
+
+def test_client_chosen_ids_must_be_unguessable(stack):
+    for short in ["openapi-idem-0001", "wf-0000000000000000001", "a" * 30, "abcdefghijklmnopqrstu"]:
+        r = post(stack, body(approvalId=short))
+        assert r.status_code == 400 and r.json()["error"]["field"] == "approvalId", (short, r.text)
+    chosen = secrets.token_urlsafe(16)
+    r = post(stack, body(approvalId=chosen))
+    assert r.status_code == 201 and r.json()["id"] == chosen
+
+
+def test_one_line_fields_lose_bidi_and_zero_width_controls(stack, api):
+    r = post(stack, body(title="Refund \u202e0001$\u202c to \u200bACME\ufeff", approvers=[{"sub": "alice"}],
+                         form=[{"name": "risk", "label": "\u2067Risk\u2069", "type": "choice",
+                                "options": ["lo\u200dw", "high\u061c"], "help": "pick \u200eone"}]))
+    assert r.status_code == 201, r.text
+    view = api.get(r.json()["id"]).json()
+    assert view["title"] == "Refund 0001$ to ACME"
+    assert view["form"] == [{"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"],
+                             "help": "pick one", "required": False}]
+    r = post(stack, body(form=[{"name": "a", "label": "A", "type": "text", "help": "h" * 501}]))
+    assert r.status_code == 400 and r.json()["error"]["field"] == "form[0].help", r.text
 
 
 def test_same_id_same_token_is_idempotent_and_a_different_token_conflicts(stack):
@@ -99,3 +152,39 @@ def test_malformed_json_is_a_400(stack):
     r = requests.post(f"{stack.base_url}/api/v1/approvals", data="{nope",
                       headers={"authorization": f"Bearer {stack.api_key}", "content-type": "application/json"}, timeout=30)
     assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_body"
+
+
+def test_a_chunked_body_under_the_cap_is_read_whole(stack):
+    raw = json.dumps(body()).encode()
+    chunks = (raw[i:i + 7] for i in range(0, len(raw), 7))  # a generator: requests sends it chunked
+    r = requests.post(f"{stack.base_url}/api/v1/approvals", data=chunks, timeout=30,
+                      headers={"authorization": f"Bearer {stack.api_key}", "content-type": "application/json"})
+    assert r.status_code == 201, r.text
+
+
+def test_a_chunked_body_over_the_cap_is_refused_without_waiting_for_its_end(stack):
+    """No Content-Length: the worker reads the stream and answers 413 once it passes 512 KiB, instead of
+    buffering until the client finishes (this client sends 640 KiB and then never ends the body)."""
+    with socket.create_connection(("127.0.0.1", stack.ports.worker), timeout=20) as s:
+        s.sendall(f"POST /api/v1/approvals HTTP/1.1\r\nHost: 127.0.0.1:{stack.ports.worker}\r\n"
+                  f"Authorization: Bearer {stack.api_key}\r\nContent-Type: application/json\r\n"
+                  "Transfer-Encoding: chunked\r\n\r\n".encode())
+        piece = b" " * 65536
+
+        def feed():
+            try:
+                for _ in range(10):
+                    s.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            except OSError:
+                pass  # the worker answered and closed
+
+        threading.Thread(target=feed, daemon=True).start()
+        t0 = time.monotonic()
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            assert chunk, "connection closed without an answer"
+            head += chunk
+        assert head.startswith(b"HTTP/1.1 413"), head[:200]
+        assert time.monotonic() - t0 < 15
+        assert b"payload_too_large" in head or b"payload_too_large" in s.recv(4096)

@@ -52,6 +52,13 @@ def test_security_headers_on_assets_and_api(stack):
         assert h["referrer-policy"] == "no-referrer"
         assert h["x-content-type-options"] == "nosniff"
         assert h["strict-transport-security"].startswith("max-age=")
+        assert h["cross-origin-opener-policy"] == "same-origin", path
+        allowed = dict(item.strip().split("=", 1) for item in h["permissions-policy"].split(","))
+        assert {"camera", "microphone", "geolocation", "payment", "usb"} <= set(allowed), path
+        assert set(allowed.values()) == {"()"}, "every listed feature is denied"
+        # connect-src: the worker plus the Hosted UI domain and the issuer (both the IdP here), nothing else.
+        directives = {d.split()[0]: d.split()[1:] for d in csp.split(";") if d.strip()}
+        assert directives["connect-src"] == ["'self'", stack.idp_url], csp
 
 
 def test_spa_html_is_revalidated_and_hashed_assets_are_served(stack):
@@ -83,5 +90,6 @@ def test_spa_renders_from_wasm_in_chromium(stack):
             page.wait_for_url(f"{stack.idp_url}/**", timeout=30_000)
             page.wait_for_selector("input[name=username]", timeout=10_000)
             assert not [p for p in problems if "Content Security Policy" in p or "Refused" in p], problems
+            assert not [p for p in problems if "Permissions-Policy" in p or "Permissions Policy" in p], problems
         finally:
             browser.close()

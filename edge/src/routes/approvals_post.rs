@@ -1,5 +1,6 @@
-//! `POST /api/v1/approvals`: a workflow registers a paused task. Machine auth: a client-credentials access
-//! token with `REGISTER_SCOPE`, or an API key whose SHA-256 is configured.
+//! `POST /api/v1/approvals`: a workflow registers a paused task. Only machine credentials register: an API key
+//! whose SHA-256 is configured, or a client-credentials access token of an app client listed in
+//! `REGISTER_CLIENT_IDS` with `REGISTER_SCOPE` and no user in it.
 
 use ringi_core::register::parse_registration;
 use ringi_core::time::format_rfc3339;
@@ -13,26 +14,37 @@ use crate::auth::{api_key_matches, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
 use crate::store::Store;
 
+fn refused(reason: &str) -> ApiError {
+    log("info", "auth_refused", json!({"reason": reason, "route": "register"}));
+    ApiError::Unauthorized
+}
+
 async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
-    let Some(credential) = bearer(req) else {
-        log("info", "auth_refused", json!({"reason": "no bearer credential", "route": "register"}));
-        return Err(ApiError::Unauthorized);
-    };
+    let Some(credential) = bearer(req) else { return Err(refused("no bearer credential")) };
     if credential.matches('.').count() == 2 {
-        let who = verify(&credential, &ctx.cfg, &ctx.cfg.register_rules()).await.map_err(|e| {
-            log("info", "auth_refused", json!({"reason": e.to_string(), "route": "register"}));
-            ApiError::Unauthorized
-        })?;
+        if ctx.cfg.register_client_ids.is_empty() {
+            return Err(refused("a JWT, but REGISTER_CLIENT_IDS is empty: only API keys register"));
+        }
+        let who =
+            verify(&credential, &ctx.cfg, &ctx.cfg.register_rules()).await.map_err(|e| refused(&e.to_string()))?;
         if !who.scopes.iter().any(|s| s == &ctx.cfg.register_scope) {
             return Err(ApiError::Forbidden(format!("the token lacks the scope {}", ctx.cfg.register_scope)));
+        }
+        // Client-credentials tokens name no user; a person's token from a registering client does.
+        if who.username.is_some() {
+            log(
+                "info",
+                "auth_refused",
+                json!({"reason": "a user's token", "route": "register", "client": who.client_id}),
+            );
+            return Err(ApiError::Forbidden("only machine (client-credentials) tokens may register approvals".into()));
         }
         return Ok(format!("client:{}", who.client_id));
     }
     if api_key_matches(&ctx.cfg, &credential) {
         return Ok("api-key".into());
     }
-    log("info", "auth_refused", json!({"reason": "unknown API key", "route": "register"}));
-    Err(ApiError::Unauthorized)
+    Err(refused("unknown API key"))
 }
 
 pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {

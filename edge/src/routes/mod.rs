@@ -52,17 +52,29 @@ pub fn json<T: serde::Serialize>(status: u16, body: &T) -> Result<Response, ApiE
     Ok(Response::from_json(body).internal("serialize response")?.with_status(status))
 }
 
-/// Reads a request body, refusing oversized ones before buffering more than the limit.
+/// Reads a request body, refusing oversized ones before buffering more than the limit: a declared
+/// `Content-Length` over it is refused unread, and a body without one (chunked) is read as a stream and
+/// refused as soon as it passes the limit, without waiting for its end.
 pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
     use crate::error::OrInternal;
+    use futures_util::StreamExt;
     let limit = ringi_core::decision::BODY_MAX_BYTES;
+    let too_large = || ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes"));
     let declared = req.headers().get("content-length").ok().flatten().and_then(|l| l.parse::<usize>().ok());
     if declared.is_some_and(|l| l > limit) {
-        return Err(ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes")));
+        return Err(too_large());
     }
-    let bytes = req.bytes().await.internal("read body")?;
-    if bytes.len() > limit {
-        return Err(ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes")));
+    if req.inner().body().is_none() {
+        return Ok(Vec::new());
     }
-    Ok(bytes)
+    let mut stream = req.stream().internal("read body")?;
+    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.internal("read body")?;
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }

@@ -1,0 +1,119 @@
+"""JWKS liveness: an issuer whose JWKS endpoint stalls, or resets the connection, costs a verifying request a few
+seconds at most and is answered with the generic 401 (the reason goes to the worker's log only); a fetch whose
+request was cancelled mid-fetch does not block later ones; and once the real JWKS is back (after the 10 s
+refetch limit) tokens verify again. Runs its own worker whose JWKS_URL points at a small server here."""
+import socket
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+REFETCH_LIMIT_S = 10  # core/src/jwt.rs JWKS_MIN_REFETCH_MS
+BOUND_S = 9  # the longest a request may take while the JWKS is stalled: 5 s in-flight window + 3 s fetch + slack
+
+
+class JwksServer:
+    """Answers GET /jwks.json per `mode`: "stall" (reads the request, never answers until stopped), "reset"
+    (TCP RST) or "ok" (the stack's real JWKS). Records when each request arrived."""
+
+    def __init__(self, jwks: bytes):
+        self.jwks = jwks
+        self.mode = "stall"
+        self.hits: list[tuple[float, str]] = []
+        self.stop = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+            except OSError:
+                return
+            mode = self.mode
+            self.hits.append((time.monotonic(), mode))
+            if mode == "stall":
+                self.stop.wait(120)
+            elif mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                             b"content-length: %d\r\n\r\n%s" % (len(self.jwks), self.jwks))
+
+    def wait_past_refetch_limit(self):
+        """Sleeps until the worker may fetch again (10 s after its last attempt)."""
+        last = max(t for t, _ in self.hits)
+        time.sleep(max(0.0, last + REFETCH_LIMIT_S + 1 - time.monotonic()))
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def jwks_server(stack):
+    s = JwksServer((stack.state / "idp-keys.json").read_bytes())
+    yield s
+    s.close()
+
+
+def inbox(url, token, timeout=30):
+    t0 = time.monotonic()
+    r = requests.get(f"{url}/api/v1/approvals", headers={"authorization": f"Bearer {token}"}, timeout=timeout)
+    return r, time.monotonic() - t0
+
+
+def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(stack, jwks_server):
+    url = stack.extra_worker("jwks", {"JWKS_URL": f"http://127.0.0.1:{jwks_server.port}/jwks.json"})
+    token = stack.mint("alice")
+
+    # 1. Stalled endpoint, and the request that started the fetch goes away mid-fetch (client timeout).
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        requests.get(f"{url}/api/v1/approvals", headers={"authorization": f"Bearer {token}"}, timeout=0.5)
+    assert [m for _, m in jwks_server.hits] == ["stall"]
+    # Others wait for that fetch at most a few seconds, then get the generic 401.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        answers = list(pool.map(lambda _: inbox(url, token), range(3)))
+    for r, took in answers:
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized", r.text
+        assert took < BOUND_S, f"a stalled JWKS held a request for {took:.1f}s"
+
+    # 2. Connection reset: a quick 401.
+    jwks_server.mode = "reset"
+    jwks_server.wait_past_refetch_limit()
+    r, took = inbox(url, token)
+    assert r.status_code == 401 and took < BOUND_S, (r.status_code, took)
+    assert jwks_server.hits[-1][1] == "reset"
+
+    # 3. The real JWKS again: the worker fetches it and valid tokens verify (and the stalled fetch of step 1
+    # is not still considered in flight).
+    jwks_server.mode = "ok"
+    jwks_server.wait_past_refetch_limit()
+    r, took = inbox(url, token)
+    assert r.status_code == 200, r.text
+    assert took < BOUND_S
+    assert jwks_server.hits[-1][1] == "ok"
+    assert inbox(url, stack.mint("bob"))[0].status_code == 200
+    log = (stack.state / "worker-jwks.log").read_text(errors="replace")
+    assert "jwks_fetch_failed" in log
+    stack.stop_component("worker-jwks")
