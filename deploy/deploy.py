@@ -83,6 +83,7 @@ KEYS = (
     Key("WORKER_NAME", "", r"|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "lower-case letters, digits and '-'; "
         "default: RINGI_NAME"),
     Key("DEFAULT_LOCALE", "en", r"en|ja", "en or ja"),
+    Key("MAIL_ALLOWED_DOMAINS", "", rf"|{HOST}(,{HOST})*", "empty, or domains separated by ',' (no spaces)"),
     Key("TOKEN_USE", "id", r"id|access", "id (email approvers work) or access"),
 )
 LISTS = ("APPROVER_GROUPS", "IDENTITY_PROVIDERS")  # comma-separated: CommaDelimitedList parameters
@@ -490,7 +491,7 @@ def worker_vars(d: Deploy) -> dict[str, str]:
     return {"PUBLIC_BASE_URL": d.base_url, "COGNITO_ISSUER": o["CognitoIssuer"], "COGNITO_CLIENT_ID": o["SpaClientId"],
             "COGNITO_DOMAIN": domain, "TOKEN_USE": d.s["TOKEN_USE"], "REGISTER_SCOPE": o["RegisterScope"],
             "REGISTER_CLIENT_IDS": o["RegisterClientIds"], "AWS_REGION": o["AwsRegion"], "MAIL_FROM": o["MailFrom"],
-            "DEFAULT_LOCALE": d.s["DEFAULT_LOCALE"]}
+            "DEFAULT_LOCALE": d.s["DEFAULT_LOCALE"], "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"]}
 
 
 def render_wrangler_config(d: Deploy) -> dict:

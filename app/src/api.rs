@@ -16,7 +16,7 @@ pub enum ApiError {
     Unauthorized,
     /// 404: unknown approval or not one of its approvers (deliberately the same).
     NotFound,
-    /// 409 with its code: `already_decided`, `expired`, `in_progress`, `already_voted`.
+    /// 409 with its code: `already_decided`, `expired`, `in_progress`, `already_voted`, `already_satisfied`.
     Conflict { code: String, message: String },
     /// 400 (`field` names the request field, e.g. `feedback.reason` or `comment`) and 413.
     Invalid { field: Option<String>, message: String },

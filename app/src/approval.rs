@@ -487,6 +487,17 @@ fn Overview(
                                     </div>
                                 }
                             })}
+                        {v
+                            .registered_by
+                            .clone()
+                            .map(|by| {
+                                view! {
+                                    <div class="facts__row">
+                                        <dt>{tr(|t| t.registered_by)}</dt>
+                                        <dd data-testid="registered-by">{by}</dd>
+                                    </div>
+                                }
+                            })}
                         {info
                             .execution_arn
                             .clone()
@@ -1066,6 +1077,7 @@ fn Outcomes(
                             "expired" => t.err_expired,
                             "in_progress" => t.err_in_progress,
                             "already_voted" => t.err_already_voted,
+                            "already_satisfied" => t.err_already_satisfied,
                             _ => t.err_conflict,
                         };
                         view! {

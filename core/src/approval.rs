@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::principal::{Identity, Principal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -158,22 +159,63 @@ pub fn check_decidable(s: &ApprovalState, now: i64) -> Result<(), ApiError> {
 }
 
 /// What accepting this caller's verdict means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// An approval that does not complete the quorum yet: record it, no callback.
-    Record { approvals: u32, required: u32 },
-    /// This verdict decides the task: claim, then call Step Functions.
-    Complete(Verdict),
+    /// An approval that does not complete the quorum yet: record it (as satisfying `principal`), no callback.
+    Record { principal: Principal, approvals: u32, required: u32 },
+    /// This verdict decides the task: claim, then call Step Functions. `principal`: what an approval
+    /// satisfies (a rejection names the caller's first matching principal).
+    Complete { verdict: Verdict, principal: Principal },
 }
 
-/// `prior_approvals`: distinct other approvers who already approved.
-pub fn next_step(verdict: Verdict, quorum: Quorum, principals: usize, prior_approvals: u32) -> Step {
-    let required = quorum.required(principals);
-    match verdict {
-        Verdict::Reject => Step::Complete(Verdict::Reject),
-        Verdict::Approve if prior_approvals + 1 >= required => Step::Complete(Verdict::Approve),
-        Verdict::Approve => Step::Record { approvals: prior_approvals + 1, required },
+/// An approval already recorded: who cast it and which listed principal it satisfied.
+#[derive(Debug, Clone, Copy)]
+pub struct CastApproval<'a> {
+    pub sub: &'a str,
+    /// The voter's verified email, if the token had one.
+    pub email: Option<&'a str>,
+    pub principal: &'a Principal,
+}
+
+/// The quorum counts listed principals, not people: each approval satisfies one still-unsatisfied listed
+/// principal the caller matches (the most specific: its `sub`, then its email, then its groups), so
+/// `all` over two groups needs a member of each. `all`: every listed principal; `n`: n of them; `any`: one.
+/// A rejection by any matching approver decides. One person counts once even with two accounts: an approval
+/// from a verified email that already approved under another `sub` is refused as already voted.
+pub fn next_step(
+    verdict: Verdict,
+    quorum: Quorum,
+    listed: &[Principal],
+    who: &Identity,
+    prior: &[CastApproval<'_>],
+) -> Result<Step, ApiError> {
+    let mine = who.principals();
+    let listed: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
+    let matching: Vec<&Principal> = mine.iter().filter(|p| listed.contains(p)).collect();
+    let Some(first) = matching.first() else { return Err(ApiError::NotFound) };
+    if verdict == Verdict::Reject {
+        return Ok(Step::Complete { verdict, principal: (*first).clone() });
     }
+    let others: Vec<&CastApproval<'_>> = prior.iter().filter(|v| v.sub != who.sub).collect();
+    if let Some(email) = &who.email {
+        if others.iter().any(|v| v.email.is_some_and(|e| e.eq_ignore_ascii_case(email))) {
+            return Err(ApiError::AlreadyVoted);
+        }
+    }
+    let satisfied: Vec<&Principal> = others.iter().map(|v| v.principal).collect();
+    let Some(principal) = matching.into_iter().find(|p| !satisfied.contains(p)) else {
+        return Err(ApiError::AlreadySatisfied);
+    };
+    let mut distinct = satisfied.clone();
+    distinct.sort();
+    distinct.dedup();
+    let required = quorum.required(listed.len());
+    let approvals = distinct.len() as u32 + 1;
+    Ok(if approvals >= required {
+        Step::Complete { verdict, principal: principal.clone() }
+    } else {
+        Step::Record { principal: principal.clone(), approvals, required }
+    })
 }
 
 #[cfg(test)]
@@ -205,13 +247,69 @@ mod tests {
         assert_eq!(ApprovalStatus::Approved.effective(1_000, 5_000), ApprovalStatus::Approved);
     }
 
+    fn person(sub: &str, email: Option<&str>, groups: &[&str]) -> Identity {
+        Identity {
+            sub: sub.into(),
+            email: email.map(Into::into),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            username: None,
+            scopes: vec![],
+            client_id: "c".into(),
+        }
+    }
+
+    fn group(g: &str) -> Principal {
+        Principal::Group(g.into())
+    }
+
+    #[test]
+    fn quorum_counts_listed_principals_not_people() {
+        let listed = [group("eng"), group("finance")];
+        let (eng1, eng2) = (person("e1", None, &["eng"]), person("e2", None, &["eng"]));
+        let fin = person("f1", None, &["finance"]);
+        let first = next_step(Verdict::Approve, Quorum::All, &listed, &eng1, &[]).unwrap();
+        assert_eq!(first, Step::Record { principal: group("eng"), approvals: 1, required: 2 });
+        let cast = [CastApproval { sub: "e1", email: None, principal: &group("eng") }];
+        // A second engineer cannot stand in for finance: separation of duty holds.
+        assert_eq!(next_step(Verdict::Approve, Quorum::All, &listed, &eng2, &cast), Err(ApiError::AlreadySatisfied));
+        assert_eq!(
+            next_step(Verdict::Approve, Quorum::All, &listed, &fin, &cast),
+            Ok(Step::Complete { verdict: Verdict::Approve, principal: group("finance") })
+        );
+        // Any matching approver's rejection decides, satisfied or not.
+        assert!(matches!(
+            next_step(Verdict::Reject, Quorum::All, &listed, &eng2, &cast),
+            Ok(Step::Complete { verdict: Verdict::Reject, .. })
+        ));
+    }
+
+    #[test]
+    fn a_vote_takes_the_most_specific_free_principal() {
+        let alice = person("a", Some("alice@example.com"), &["finance"]);
+        let listed = [group("finance"), Principal::Email("alice@example.com".into())];
+        let step = next_step(Verdict::Approve, Quorum::All, &listed, &alice, &[]).unwrap();
+        assert_eq!(
+            step,
+            Step::Record { principal: Principal::Email("alice@example.com".into()), approvals: 1, required: 2 }
+        );
+        // With her email slot taken by … herself under another account: one person, one vote.
+        let cast = [CastApproval { sub: "a2", email: Some("ALICE@example.com"), principal: &listed[1] }];
+        assert_eq!(next_step(Verdict::Approve, Quorum::All, &listed, &alice, &cast), Err(ApiError::AlreadyVoted));
+    }
+
     #[test]
     fn quorum_rules() {
-        assert_eq!(next_step(Verdict::Approve, Quorum::Any, 3, 0), Step::Complete(Verdict::Approve));
-        assert_eq!(next_step(Verdict::Approve, Quorum::All, 2, 0), Step::Record { approvals: 1, required: 2 });
-        assert_eq!(next_step(Verdict::Approve, Quorum::All, 2, 1), Step::Complete(Verdict::Approve));
-        assert_eq!(next_step(Verdict::Approve, Quorum::N(2), 3, 0), Step::Record { approvals: 1, required: 2 });
-        assert_eq!(next_step(Verdict::Reject, Quorum::All, 5, 0), Step::Complete(Verdict::Reject));
+        let listed = [group("g"), Principal::Sub("x".into()), Principal::Sub("y".into())];
+        let g = person("p", None, &["g"]);
+        let any = next_step(Verdict::Approve, Quorum::Any, &listed, &g, &[]).unwrap();
+        assert_eq!(any, Step::Complete { verdict: Verdict::Approve, principal: group("g") });
+        let two = next_step(Verdict::Approve, Quorum::N(2), &listed, &g, &[]).unwrap();
+        assert_eq!(two, Step::Record { principal: group("g"), approvals: 1, required: 2 });
+        let cast = [CastApproval { sub: "x", email: None, principal: &listed[1] }];
+        assert!(matches!(next_step(Verdict::Approve, Quorum::N(2), &listed, &g, &cast), Ok(Step::Complete { .. })));
+        // Not an approver at all: indistinguishable from a missing approval.
+        let nobody = person("z", None, &[]);
+        assert_eq!(next_step(Verdict::Approve, Quorum::Any, &listed, &nobody, &[]), Err(ApiError::NotFound));
     }
 
     #[test]

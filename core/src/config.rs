@@ -44,6 +44,11 @@ pub struct Config {
     pub sfn_endpoint: String,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
+    /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
+    /// (lower case), so a registrant cannot make ringi mail anyone.
+    pub mail_allowed_domains: Vec<String>,
+    /// Registrations one credential may make per minute (429 beyond).
+    pub register_rate_per_minute: u32,
     pub claim_lease_ms: i64,
     /// Send one reminder when this little time is left.
     pub reminder_window_ms: i64,
@@ -184,6 +189,21 @@ impl Config {
         }
         let reminder_window_ms = secs("REMINDER_BEFORE_SECONDS", 24 * 3600, 366 * 86_400)?;
         let retention_ms = secs("RETENTION_SECONDS", 90 * 86_400, 10 * 366 * 86_400)?;
+        let mail_allowed_domains: Vec<String> = list(opt("MAIL_ALLOWED_DOMAINS"))
+            .into_iter()
+            .map(|d| d.trim_start_matches('@').to_ascii_lowercase())
+            .collect();
+        if let Some(bad) = mail_allowed_domains.iter().find(|d| !crate::register::valid_domain(d)) {
+            return Err(ConfigError::Invalid("MAIL_ALLOWED_DOMAINS", format!("{bad:?} is not a domain name")));
+        }
+        let register_rate_per_minute = match opt("REGISTER_RATE_PER_MINUTE") {
+            None => 600,
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100_000).contains(n))
+                .ok_or_else(|| ConfigError::Invalid("REGISTER_RATE_PER_MINUTE", "must be 1-100000".into()))?,
+        };
         let default_locale = match opt("DEFAULT_LOCALE").as_deref() {
             None | Some("en") => "en".to_owned(),
             Some("ja") => "ja".to_owned(),
@@ -204,6 +224,8 @@ impl Config {
             sfn_endpoint,
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
+            mail_allowed_domains,
+            register_rate_per_minute,
             claim_lease_ms,
             reminder_window_ms,
             retention_ms,

@@ -31,10 +31,17 @@ pub enum ApiError {
     InProgress,
     #[error("you have already recorded a decision on this approval")]
     AlreadyVoted,
+    /// Quorum by principal: every listed principal this caller matches is already satisfied by others.
+    #[error("the approvers you count as have already approved; another listed approver must decide")]
+    AlreadySatisfied,
     #[error("approvalId already registered with a different task token")]
     DuplicateApproval,
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// Too many registrations from one credential; `retry_after` seconds until the window ends (sent as the
+    /// `Retry-After` header).
+    #[error("too many registrations from this credential; retry in {retry_after} s")]
+    RateLimited { retry_after: u32 },
     #[error("Step Functions is unavailable; the approval is still pending, retry later")]
     Unavailable,
     #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
@@ -59,8 +66,10 @@ impl ApiError {
             | Self::Expired
             | Self::InProgress
             | Self::AlreadyVoted
+            | Self::AlreadySatisfied
             | Self::DuplicateApproval => 409,
             Self::PayloadTooLarge(_) => 413,
+            Self::RateLimited { .. } => 429,
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
             Self::Unavailable => 503,
@@ -81,8 +90,10 @@ impl ApiError {
             Self::Expired => "expired",
             Self::InProgress => "in_progress",
             Self::AlreadyVoted => "already_voted",
+            Self::AlreadySatisfied => "already_satisfied",
             Self::DuplicateApproval => "duplicate_approval",
             Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::RateLimited { .. } => "rate_limited",
             Self::Unavailable => "sfn_unavailable",
             Self::UpstreamRejected => "upstream_rejected",
             Self::Internal => "internal",
@@ -124,6 +135,7 @@ mod tests {
         assert_eq!(ApiError::Expired.status(), 409);
         assert_eq!(ApiError::AlreadyDecided("approved".into()).status(), 409);
         assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
+        assert_eq!(ApiError::RateLimited { retry_after: 7 }.status(), 429);
         assert_eq!(ApiError::UpstreamRejected.status(), 502);
         assert_eq!(ApiError::Unavailable.status(), 503);
     }

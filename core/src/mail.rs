@@ -24,8 +24,10 @@ pub struct MailInput<'a> {
     pub title: &'a str,
     pub summary: &'a str,
     pub url: &'a str,
-    /// Who/what asked, e.g. the state machine or execution name from `context`.
+    /// Who/what asked, e.g. the state machine or execution name from `context` (the registrant's own words).
     pub requested_by: Option<&'a str>,
+    /// The authenticated registrant (`api-key:…` / `client:…`): what ringi itself vouches for.
+    pub registered_by: Option<&'a str>,
     pub expires_at_ms: i64,
     /// `ja` for Japanese (with the English text below it); anything else: English.
     pub locale: Option<&'a str>,
@@ -54,6 +56,7 @@ fn one_line(s: &str) -> String {
 struct Texts {
     lead: &'static str,
     requested_by: &'static str,
+    registered_by: &'static str,
     expires: &'static str,
     open: &'static str,
     footer: &'static str,
@@ -62,6 +65,7 @@ struct Texts {
 const EN_REQUEST: Texts = Texts {
     lead: "Your approval is requested.",
     requested_by: "Requested by",
+    registered_by: "Registered by",
     expires: "Decide before",
     open: "Open the request",
     footer: "Opening the link decides nothing: you sign in and choose Approve or Reject on the page.",
@@ -70,6 +74,7 @@ const EN_REMINDER: Texts = Texts { lead: "Reminder: this request is still waitin
 const JA_REQUEST: Texts = Texts {
     lead: "承認依頼が届いています。",
     requested_by: "依頼元",
+    registered_by: "登録元",
     expires: "期限",
     open: "依頼を開く",
     footer: "リンクを開いただけでは何も決まりません。サインイン後、画面で「承認」または「却下」を選んでください。",
@@ -113,9 +118,11 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
             text.push_str(&format!("{}\n", m.summary));
             html.push_str(&format!("<p style=\"white-space:pre-wrap\">{}</p>", escape_html(m.summary)));
         }
-        if let Some(by) = m.requested_by {
-            text.push_str(&format!("{}: {by}\n", t.requested_by));
-            html.push_str(&format!("<p>{}: {}</p>", t.requested_by, escape_html(by)));
+        for (label, value) in [(t.requested_by, m.requested_by), (t.registered_by, m.registered_by)] {
+            if let Some(value) = value {
+                text.push_str(&format!("{label}: {value}\n"));
+                html.push_str(&format!("<p>{label}: {}</p>", escape_html(value)));
+            }
         }
         text.push_str(&format!("{}: {expires}\n\n{}: {}\n\n{}\n\n", t.expires, t.open, m.url, t.footer));
         html.push_str(&format!(
@@ -158,6 +165,7 @@ mod tests {
             summary: "Rolls out & migrates",
             url: "https://ringi.example/a/abcdefghijklmnopqrstuv",
             requested_by: Some("arn:aws:states:…:execution:deploy:42"),
+            registered_by: Some("api-key:3f2a9c1e"),
             expires_at_ms: 1_800_000_000_000,
             locale,
         }
@@ -173,6 +181,10 @@ mod tests {
         assert!(m.html.contains("Deploy &lt;v2&gt;") && !m.html.contains("<v2>"));
         assert!(m.html.contains("Rolls out &amp; migrates"));
         assert!(!m.text.contains("approve?") && !m.html.contains("decision="), "no decision links");
+        // What the registrant wrote and what ringi authenticated, apart.
+        assert!(m.text.contains("Requested by: arn:aws:states:…:execution:deploy:42"));
+        assert!(m.text.contains("Registered by: api-key:3f2a9c1e"));
+        assert!(compose(&input(Some("ja"))).text.contains("登録元: api-key:3f2a9c1e"));
     }
 
     #[test]

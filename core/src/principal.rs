@@ -75,12 +75,6 @@ impl Identity {
         let mine = self.principals();
         listed.iter().map(Principal::normalized).any(|p| mine.contains(&p))
     }
-
-    /// The listed principal the caller matched first (sub before email before group), for the audit trail.
-    pub fn matched_principal(&self, listed: &[Principal]) -> Option<Principal> {
-        let listed: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
-        self.principals().into_iter().find(|p| listed.contains(p))
-    }
 }
 
 #[cfg(test)]
@@ -121,12 +115,5 @@ mod tests {
         let mut a = alice();
         a.email = None;
         assert!(!a.is_approver(&[Principal::Email("alice@example.com".into())]));
-    }
-
-    #[test]
-    fn matched_principal_prefers_sub() {
-        let a = alice();
-        let listed = [Principal::Group("finance".into()), Principal::Sub("sub-alice".into())];
-        assert_eq!(a.matched_principal(&listed), Some(Principal::Sub("sub-alice".into())));
     }
 }

@@ -75,8 +75,14 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
     }
 }
 
-/// Validates a registration body; `now` is Unix ms. Every error names the offending field.
-pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError> {
+/// A domain name as `MAIL_ALLOWED_DOMAINS` lists them (lower case, at least one dot).
+pub fn valid_domain(d: &str) -> bool {
+    valid_email(&format!("x@{d}")) && !d.contains('@')
+}
+
+/// Validates a registration body; `now` is Unix ms. `notify` may name the approval's email approvers and
+/// addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`). Every error names the offending field.
+pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
     let v = unwrap_event_envelope(v);
     let request_sha256 = crate::hex_sha256(v.to_string().as_bytes());
@@ -201,6 +207,14 @@ pub fn parse_registration(body: &[u8], now: i64) -> Result<NewApproval, ApiError
                     .map(|e| e.trim().to_ascii_lowercase())
                     .filter(|e| valid_email(e))
                     .ok_or_else(|| ApiError::invalid(format!("notify[{i}]"), "is not an email address"))?;
+                let approver = approvers.iter().any(|p| matches!(p, Principal::Email(a) if *a == e));
+                let domain = e.rsplit_once('@').map(|(_, d)| d).unwrap_or_default();
+                if !approver && !mail_allowed_domains.iter().any(|d| d == domain) {
+                    return Err(ApiError::invalid(
+                        format!("notify[{i}]"),
+                        "must be one of the approvers' emails or in a domain of MAIL_ALLOWED_DOMAINS",
+                    ));
+                }
                 if !out.contains(&e) {
                     out.push(e);
                 }
@@ -246,7 +260,7 @@ mod tests {
     }
 
     fn field_of(v: Value) -> String {
-        match parse_registration(v.to_string().as_bytes(), NOW).unwrap_err() {
+        match parse_registration(v.to_string().as_bytes(), NOW, &[]).unwrap_err() {
             ApiError::Invalid { field, .. } => field,
             e => panic!("{e:?}"),
         }
@@ -260,7 +274,7 @@ mod tests {
 
     #[test]
     fn request_fingerprint_is_the_same_for_a_redelivery_and_differs_for_another_request() {
-        let parse = |v: &Value, now| parse_registration(v.to_string().as_bytes(), now).unwrap().request_sha256;
+        let parse = |v: &Value, now| parse_registration(v.to_string().as_bytes(), now, &[]).unwrap().request_sha256;
         let first = parse(&base(), NOW);
         // A redelivery seconds later (timeoutSeconds counts from receipt, the request itself is unchanged).
         assert_eq!(parse(&base(), NOW + 5_000), first);
@@ -271,8 +285,27 @@ mod tests {
     }
 
     #[test]
+    fn notify_names_only_approvers_or_allowed_domains() {
+        let parse = |notify: Value, allowed: &[String]| {
+            parse_registration(with("notify", notify).to_string().as_bytes(), NOW, allowed).map(|a| a.notify)
+        };
+        // The approvers' own addresses are always fine (case does not matter).
+        assert_eq!(parse(json!(["ALICE@example.com"]), &[]).unwrap(), vec!["alice@example.com"]);
+        let field = |r: Result<Vec<String>, ApiError>| match r.unwrap_err() {
+            ApiError::Invalid { field, .. } => field,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(field(parse(json!(["alice@example.com", "ops@example.org"]), &[])), "notify[1]");
+        let allowed = vec!["example.org".to_owned()];
+        assert_eq!(parse(json!(["ops@example.org"]), &allowed).unwrap(), vec!["ops@example.org"]);
+        // A look-alike domain is not the allowed one.
+        assert_eq!(field(parse(json!(["ops@example.org.evil.test"]), &allowed)), "notify[0]");
+        assert_eq!(field(parse(json!(["ops@sub.example.org"]), &allowed)), "notify[0]");
+    }
+
+    #[test]
     fn minimal_registration() {
-        let a = parse_registration(base().to_string().as_bytes(), NOW).unwrap();
+        let a = parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap();
         assert_eq!(a.expires_at, NOW + 3_600_000);
         assert_eq!(a.approvers[0], Principal::Email("alice@example.com".into()));
         assert_eq!(a.notify, vec!["alice@example.com"]);
@@ -283,7 +316,7 @@ mod tests {
     #[test]
     fn eventbridge_envelope_is_accepted() {
         let ev = json!({"version": "0", "detail-type": "ringi.approval", "source": "x", "detail": base()});
-        assert!(parse_registration(ev.to_string().as_bytes(), NOW).is_ok());
+        assert!(parse_registration(ev.to_string().as_bytes(), NOW, &[]).is_ok());
     }
 
     #[test]
@@ -329,13 +362,13 @@ mod tests {
         let mut b = b;
         b["form"] = json!([{"name": "r", "label": "\u{2067}Risk\u{2069}", "type": "choice",
                             "options": ["low\u{061C}", "hi\u{200E}gh"]}]);
-        let a = parse_registration(b.to_string().as_bytes(), NOW).unwrap();
+        let a = parse_registration(b.to_string().as_bytes(), NOW, &[]).unwrap();
         assert_eq!(a.title, "Refund 0001$ to ACME");
         assert_eq!(a.form[0].label, "Risk");
         assert_eq!(a.form[0].kind, crate::form::FieldKind::Choice { options: vec!["low".into(), "high".into()] });
         let chosen = with("approvalId", json!("wf-Q2hhbmdlIHJlcXVlc3QgMQ"));
         assert_eq!(
-            parse_registration(chosen.to_string().as_bytes(), NOW).unwrap().id.unwrap().as_str(),
+            parse_registration(chosen.to_string().as_bytes(), NOW, &[]).unwrap().id.unwrap().as_str(),
             "wf-Q2hhbmdlIHJlcXVlc3QgMQ"
         );
     }
@@ -344,8 +377,8 @@ mod tests {
     fn n_quorum_may_exceed_listed_principals_only_with_groups() {
         let mut b = with("quorum", json!(2));
         b["approvers"] = json!([{"group": "finance"}]);
-        assert!(parse_registration(b.to_string().as_bytes(), NOW).is_ok());
+        assert!(parse_registration(b.to_string().as_bytes(), NOW, &[]).is_ok());
         b["approvers"] = json!([{"sub": "a"}]);
-        assert!(parse_registration(b.to_string().as_bytes(), NOW).is_err());
+        assert!(parse_registration(b.to_string().as_bytes(), NOW, &[]).is_err());
     }
 }

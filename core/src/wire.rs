@@ -76,6 +76,9 @@ pub struct ApprovalView {
     pub expires_at: String,
     pub decided_at: Option<String>,
     pub context: Map<String, Value>,
+    /// The authenticated registrant (`api-key:…` / `client:…`), apart from the free-text `context`.
+    #[serde(default)]
+    pub registered_by: Option<String>,
     pub locale: Option<String>,
     /// The caller's own earlier decision, if any.
     pub my_decision: Option<AuditEntry>,

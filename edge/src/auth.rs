@@ -59,10 +59,16 @@ pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identit
 }
 
 /// Is `presented` one of the configured registration API keys (compared as SHA-256 digests)?
-pub fn api_key_matches(cfg: &Config, presented: &str) -> bool {
+/// The registrant label of the configured API key `presented` matches: `api-key:` and the first 8 hex digits
+/// of its SHA-256 (operators can tell their keys apart; the key itself cannot be derived from it).
+pub fn api_key_label(cfg: &Config, presented: &str) -> Option<String> {
     let digest = hex_sha256(presented.as_bytes());
     // Check every entry so timing does not reveal which one matched.
-    cfg.register_api_key_hashes.iter().fold(false, |hit, h| constant_time_eq(h.as_bytes(), digest.as_bytes()) | hit)
+    let hit = cfg
+        .register_api_key_hashes
+        .iter()
+        .fold(false, |hit, h| constant_time_eq(h.as_bytes(), digest.as_bytes()) | hit);
+    hit.then(|| format!("api-key:{}", &digest[..8]))
 }
 
 fn rsa_algorithm() -> Object {

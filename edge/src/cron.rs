@@ -21,7 +21,7 @@ pub async fn run(env: &Env) -> Result<(), String> {
     let e = |x: ringi_core::ApiError| x.to_string();
     let released = store.release_stale_claims(now).await.map_err(e)?;
     let expired = store.expire_due(now).await.map_err(e)?;
-    let purged = store.purge(now - cfg.retention_ms).await.map_err(e)?;
+    let purged = store.purge(now - cfg.retention_ms, now - 3_600_000).await.map_err(e)?;
     let mut retried = 0;
     for row in store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await.map_err(e)? {
         mailer::send_request(&cfg, &store, &row).await.map_err(e)?;

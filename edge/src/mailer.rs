@@ -35,6 +35,7 @@ pub async fn send(cfg: &Config, row: &MailRow, kind: MailKind) -> Result<bool, S
         summary: &row.summary,
         url: &url,
         requested_by: by.as_deref(),
+        registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at as i64,
         locale: row.locale.as_deref(),
     });

@@ -31,6 +31,24 @@ pub struct ApprovalRow {
     pub expires_at: f64,
     pub claimed_until: Option<f64>,
     pub decided_at: Option<f64>,
+    pub registered_by: Option<String>,
+}
+
+/// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
+pub struct Registrant<'a> {
+    pub label: &'a str,
+    pub rate_per_minute: u32,
+}
+
+/// What [`Store::insert`] did.
+pub enum Inserted {
+    Created,
+    /// The ID or the task token is taken: nothing was written.
+    Exists,
+    /// The credential is over its rate: nothing was written.
+    RateLimited {
+        retry_after: u32,
+    },
 }
 
 /// An existing registration, as far as a new one is compared with it.
@@ -198,52 +216,99 @@ impl Store {
         .await
     }
 
-    /// Inserts the approval and its principals in one transaction. `Ok(false)`: the ID already exists.
+    /// Counts the registration against `credential`'s minute and, unless that count is over `rate_per_minute`,
+    /// inserts the approval and its principals — one transaction, one round trip.
     pub async fn insert(
         &self,
         id: &ApprovalId,
         a: &NewApproval,
+        registrant: &Registrant<'_>,
         now: i64,
         remind_window_ms: i64,
-    ) -> Result<bool, ApiError> {
+    ) -> Result<Inserted, ApiError> {
+        #[derive(Deserialize)]
+        struct Count {
+            count: f64,
+        }
+        let window_start = now - now.rem_euclid(60_000);
         let reminded_at = if a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
         let mail_state = if a.notify.is_empty() { "none" } else { "pending" };
+        // Appended to each insert (its parameters follow the statement's own): nothing is written once the
+        // credential is over its rate.
+        let rate_args = [s(registrant.label), n(window_start), n(i64::from(registrant.rate_per_minute))];
+        let within_rate = |mut args: Vec<JsValue>| -> (String, Vec<JsValue>) {
+            let i = args.len() + 1;
+            args.extend(rate_args.iter().cloned());
+            let sql = format!(
+                "(SELECT count FROM registration_rate WHERE credential = ?{i} AND window_start = ?{}) <= ?{}",
+                i + 1,
+                i + 2
+            );
+            (sql, args)
+        };
         let mut batch = vec![self.stmt(
-            "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json, quorum,
-               approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at, mail_state,
-               request_sha256)
-             VALUES (?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            &[
-                s(id.as_str()),
-                s(a.token.expose()),
-                s(&a.token.fingerprint()),
-                s(&a.title),
-                s(&a.summary),
-                s(&Value::Object(a.details.clone()).to_string()),
-                s(&serde_json::to_string(&a.form).internal("form json")?),
-                s(&a.quorum.as_string()),
-                n(a.approvers.len() as i64),
-                s(&Value::Object(a.context.clone()).to_string()),
-                s(&serde_json::to_string(&a.notify).internal("notify json")?),
-                opt(a.locale.as_deref()),
-                n(now),
-                n(a.expires_at),
-                reminded_at,
-                s(mail_state),
-                s(&a.request_sha256),
-            ],
+            "INSERT INTO registration_rate (credential, window_start, count) VALUES (?1, ?2, 1)
+             ON CONFLICT (credential, window_start) DO UPDATE SET count = count + 1 RETURNING count",
+            &[s(registrant.label), n(window_start)],
         )?];
+        let (rate_sql, args) = within_rate(vec![
+            s(id.as_str()),
+            s(a.token.expose()),
+            s(&a.token.fingerprint()),
+            s(&a.title),
+            s(&a.summary),
+            s(&Value::Object(a.details.clone()).to_string()),
+            s(&serde_json::to_string(&a.form).internal("form json")?),
+            s(&a.quorum.as_string()),
+            n(a.approvers.len() as i64),
+            s(&Value::Object(a.context.clone()).to_string()),
+            s(&serde_json::to_string(&a.notify).internal("notify json")?),
+            opt(a.locale.as_deref()),
+            n(now),
+            n(a.expires_at),
+            reminded_at,
+            s(mail_state),
+            s(&a.request_sha256),
+            s(registrant.label),
+        ]);
+        batch.push(self.stmt(
+            &format!(
+                "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
+                   quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
+                   mail_state, request_sha256, registered_by)
+                 SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+                 WHERE {rate_sql}"
+            ),
+            &args,
+        )?);
         for p in &a.approvers {
+            let (rate_sql, args) =
+                within_rate(vec![s(id.as_str()), s(p.kind()), s(p.value()), s(&pkey(p)), n(a.expires_at)]);
             batch.push(self.stmt(
-                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                &[s(id.as_str()), s(p.kind()), s(p.value()), s(&pkey(p)), n(a.expires_at)],
+                &format!(
+                    "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                     SELECT ?1, ?2, ?3, ?4, ?5 WHERE {rate_sql}"
+                ),
+                &args,
             )?);
         }
-        match self.0.batch(batch).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.to_string().contains("UNIQUE") || e.to_string().contains("constraint") => Ok(false),
-            Err(e) => Err(e).internal("D1 insert approval"),
+        let results = match self.0.batch(batch).await {
+            Ok(results) => results,
+            Err(e) if e.to_string().contains("UNIQUE") || e.to_string().contains("constraint") => {
+                return Ok(Inserted::Exists)
+            }
+            Err(e) => return Err(e).internal("D1 insert approval"),
+        };
+        let count = results
+            .first()
+            .and_then(|r| r.results::<Count>().ok())
+            .and_then(|rows| rows.first().map(|c| c.count as i64))
+            .ok_or(ApiError::Internal)?;
+        if count > i64::from(registrant.rate_per_minute) {
+            let retry_after = ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1);
+            return Ok(Inserted::RateLimited { retry_after });
         }
+        Ok(Inserted::Created)
     }
 
     /// The approvals an insert collided with: the same ID, or the same task token.
@@ -372,7 +437,7 @@ pub struct InboxRow {
     pub approvals: f64,
 }
 
-const MAIL_COLUMNS: &str = "id, title, summary, notify_json, context_json, locale, expires_at";
+const MAIL_COLUMNS: &str = "id, title, summary, notify_json, context_json, locale, expires_at, registered_by";
 
 /// What the mailer needs of an approval.
 #[derive(Debug, Deserialize)]
@@ -384,6 +449,7 @@ pub struct MailRow {
     pub context_json: String,
     pub locale: Option<String>,
     pub expires_at: f64,
+    pub registered_by: Option<String>,
 }
 
 impl Store {
@@ -446,15 +512,17 @@ impl Store {
     }
 
     /// Deletes closed approvals decided before `before` (the TTL of seed 000), with their audit rows.
-    pub async fn purge(&self, before: i64) -> Result<usize, ApiError> {
+    /// Registration counters of minutes before `rates_before` go too.
+    pub async fn purge(&self, before: i64, rates_before: i64) -> Result<usize, ApiError> {
         let old = "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1";
         let batch = vec![
             self.stmt(&format!("DELETE FROM decisions WHERE approval_id IN ({old})"), &[n(before)])?,
             self.stmt(&format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), &[n(before)])?,
             self.stmt(&format!("DELETE FROM approvals WHERE id IN ({old})"), &[n(before)])?,
+            self.stmt("DELETE FROM registration_rate WHERE window_start < ?1", &[n(rates_before)])?,
         ];
         let results = self.0.batch(batch).await.internal("D1 purge")?;
-        Ok(results.last().and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0))
+        Ok(results.get(2).and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0))
     }
 
     /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was

@@ -25,7 +25,8 @@ OUTPUTS = {"CognitoIssuer": "https://cognito-idp.eu-central-1.amazonaws.com/eu-c
            "RegisterScope": "ringi/approvals.write", "RegisterClientIds": "", "AwsRegion": "eu-central-1",
            "MailFrom": "ringi@mail.acme.example"}
 SETTINGS = {"AWS_REGION": "eu-central-1", "PUBLIC_HOST": "approvals.acme.example", "COGNITO_DOMAIN_PREFIX": "acme",
-            "MAIL_FROM": "ringi@mail.acme.example", "WORKER_NAME": "acme-ringi", "D1_DATABASE_NAME": "acme-ringi-db"}
+            "MAIL_FROM": "ringi@mail.acme.example", "WORKER_NAME": "acme-ringi", "D1_DATABASE_NAME": "acme-ringi-db",
+            "MAIL_ALLOWED_DOMAINS": "ops.acme.example"}
 DB_ID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 
 
@@ -68,6 +69,7 @@ def test_rendered_config_carries_the_settings_and_outputs(deploy_module):
     assert v["COGNITO_DOMAIN"] == OUTPUTS["CognitoDomain"] and v["AWS_REGION"] == "eu-central-1"
     assert v["MAIL_FROM"] == OUTPUTS["MailFrom"] and v["REGISTER_SCOPE"] == OUTPUTS["RegisterScope"]
     assert v["TOKEN_USE"] == "id" and v["DEFAULT_LOCALE"] == "en"
+    assert v["MAIL_ALLOWED_DOMAINS"] == "ops.acme.example"
     assert not set(SECRETS) & set(v)
     assert prod["name"] == "acme-ringi"
     assert prod["routes"] == [{"pattern": "approvals.acme.example", "custom_domain": True}]

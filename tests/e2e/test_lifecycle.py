@@ -93,6 +93,29 @@ def test_quorum_all_of_two(stack, api, paused, workflows):
     assert [d["decision"] for d in view["decisions"]] == ["approve", "approve"]
 
 
+def test_quorum_counts_listed_principals_not_people(api, paused, workflows):
+    """Separation of duty: `all` over two groups needs a member of each; a second engineer cannot stand in
+    for finance, and one person with two accounts (same verified email) counts once."""
+    approval_id, arn = paused(approvers=[{"group": "eng"}, {"group": "finance"}, {"email": "pat@example.com"}],
+                              quorum="all")
+    first = api.decide(approval_id, as_user="eng-1", groups=["eng"])
+    assert first.json()["status"] == "pending" and first.json()["progress"] == {"approvals": 1, "required": 3}
+    second = api.decide(approval_id, as_user="eng-2", groups=["eng"])
+    assert second.status_code == 409 and second.json()["error"]["code"] == "already_satisfied", second.text
+    # pat approves through the email slot (the most specific one), not the finance group she is also in …
+    pat = api.decide(approval_id, as_user="pat-1", email="pat@example.com", groups=["finance"])
+    assert pat.json()["progress"] == {"approvals": 2, "required": 3}
+    # … and her second account cannot fill the finance slot as well.
+    twin = api.decide(approval_id, as_user="pat-2", email="pat@example.com", groups=["finance"])
+    assert twin.status_code == 409 and twin.json()["error"]["code"] == "already_voted", twin.text
+    assert workflows.status(arn) == "RUNNING"
+    last = api.decide(approval_id, as_user="fin-1", groups=["finance"])
+    assert last.status_code == 200 and last.json()["status"] == "approved", last.text
+    out = json.loads(workflows.wait_done(arn)["output"])["approval"]
+    assert out["approvedBy"]["sub"] == "fin-1"
+    assert sorted(a["sub"] for a in out["approvals"]) == ["eng-1", "pat-1"]
+
+
 def test_quorum_rejection_by_any_approver_rejects(api, paused, workflows):
     approval_id, arn = paused(approvers=[{"sub": "alice"}, {"sub": "bob"}], quorum="all")
     assert api.decide(approval_id, as_user="alice").json()["status"] == "pending"

@@ -188,3 +188,55 @@ def test_a_chunked_body_over_the_cap_is_refused_without_waiting_for_its_end(stac
         assert head.startswith(b"HTTP/1.1 413"), head[:200]
         assert time.monotonic() - t0 < 15
         assert b"payload_too_large" in head or b"payload_too_large" in s.recv(4096)
+
+
+def test_notify_names_only_approvers_or_allowed_domains(stack):
+    """A registrant cannot make ringi mail anyone: besides the approvers' own addresses, only domains the
+    operator lists in MAIL_ALLOWED_DOMAINS."""
+    approver = f"appr-{secrets.token_hex(4)}@example.com"
+    ok = post(stack, body(approvers=[{"email": approver}], notify=[approver.upper()]))
+    assert ok.status_code == 201, ok.text
+    r = post(stack, body(approvers=[{"email": approver}], notify=[approver, "anyone@elsewhere.test"]))
+    assert r.status_code == 400 and r.json()["error"]["field"] == "notify[1]", r.text
+    url = stack.extra_worker("maildomains", {"MAIL_ALLOWED_DOMAINS": "elsewhere.test"})
+    r = requests.post(f"{url}/api/v1/approvals", json=body(notify=["ops@elsewhere.test"]),
+                      headers={"authorization": f"Bearer {stack.api_key}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    r = requests.post(f"{url}/api/v1/approvals", json=body(notify=["ops@elsewhere.test.evil.example"]),
+                      headers={"authorization": f"Bearer {stack.api_key}"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["field"] == "notify[0]"
+
+
+def test_the_authenticated_registrant_is_recorded_and_shown(stack, api):
+    key_label = "api-key:" + hashlib.sha256(stack.api_key.encode()).hexdigest()[:8]
+    who = f"reg-{secrets.token_hex(4)}@example.com"
+    # The free-text context claims someone else: approvers see both, apart.
+    by_key = post(stack, body(approvers=[{"email": who}], context={"requestedBy": "ceo@example.com"}))
+    assert by_key.status_code == 201, by_key.text
+    view = api.get(by_key.json()["id"], as_user="reg-sub", email=who).json()
+    assert view["registeredBy"] == key_label and view["context"]["requestedBy"] == "ceo@example.com"
+    by_client = post(stack, body(approvers=[{"sub": "alice"}]), credential=stack.mint_machine())
+    assert api.get(by_client.json()["id"]).json()["registeredBy"] == f"client:{MACHINE_CLIENT_ID}"
+    from test_lifecycle import wait_mails
+    [mail] = wait_mails(stack, who, 1)
+    assert f"Registered by: {key_label}" in mail["body"] and "Requested by: ceo@example.com" in mail["body"]
+
+
+def test_registrations_are_rate_limited_per_credential(stack):
+    url = stack.extra_worker("ratelimit", {"REGISTER_RATE_PER_MINUTE": "3"})
+
+    def send(credential):
+        return requests.post(f"{url}/api/v1/approvals", json=body(),
+                             headers={"authorization": f"Bearer {credential}"}, timeout=30)
+
+    # All inside one minute window (the counter's unit).
+    if time.time() % 60 > 45:
+        time.sleep(61 - time.time() % 60)
+    assert [send(stack.api_key).status_code for _ in range(3)] == [201, 201, 201]
+    limited = send(stack.api_key)
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "rate_limited", limited.text
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    # Another credential has its own budget; nothing of the refused one was stored.
+    assert send(stack.mint_machine()).status_code == 201
+    persist = stack.state / "worker-ratelimit-d1"
+    assert d1(stack, "SELECT count(*) AS n FROM approvals", persist=persist) == [{"n": 4}]

@@ -4,6 +4,7 @@ Cognito-shaped Hosted UI stand-in): sign-in with code + PKCE from a short link, 
 accessibility (axe-core) and that no token ever reaches the URL, the page or localStorage."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -186,6 +187,9 @@ def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, wo
     assert "code=" not in page.url and "state=" not in page.url
     expect(page.get_by_test_id("user-name")).to_have_text("alice")
     expect(page.get_by_test_id("status")).to_have_attribute("data-status", "pending")
+    # Who registered it, as authenticated (the API key's label), next to what the registrant claims.
+    key_label = "api-key:" + hashlib.sha256(stack.api_key.encode()).hexdigest()[:8]
+    expect(page.get_by_test_id("registered-by")).to_have_text(key_label)
     # The summary is text: markup in it is shown, never interpreted.
     summary = page.get_by_test_id("summary")
     expect(summary).to_contain_text("<b>not bold</b> <img src=x>")

@@ -68,6 +68,7 @@ fn view(
         expires_at: format_rfc3339(row.expires_at as i64),
         decided_at: row.decided_at.map(|t| format_rfc3339(t as i64)),
         context: row.context(),
+        registered_by: row.registered_by.clone(),
         locale: row.locale.clone(),
         my_decision: decisions.iter().find(|d| d.sub == who.sub).map(audit_entry),
         decisions: decisions.iter().map(audit_entry).collect(),

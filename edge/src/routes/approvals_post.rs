@@ -10,15 +10,16 @@ use serde_json::json;
 use worker::{Request, Response};
 
 use super::Ctx;
-use crate::auth::{api_key_matches, bearer, verify};
+use crate::auth::{api_key_label, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
-use crate::store::Store;
+use crate::store::{Inserted, Registrant, Store};
 
 fn refused(reason: &str) -> ApiError {
     log("info", "auth_refused", json!({"reason": reason, "route": "register"}));
     ApiError::Unauthorized
 }
 
+/// The registrant's label (`api-key:…` or `client:…`), recorded on the approval and rate-limited.
 async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
     let Some(credential) = bearer(req) else { return Err(refused("no bearer credential")) };
     if credential.matches('.').count() == 2 {
@@ -41,8 +42,8 @@ async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
         }
         return Ok(format!("client:{}", who.client_id));
     }
-    if api_key_matches(&ctx.cfg, &credential) {
-        return Ok("api-key".into());
+    if let Some(label) = api_key_label(&ctx.cfg, &credential) {
+        return Ok(label);
     }
     Err(refused("unknown API key"))
 }
@@ -51,10 +52,19 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let caller = authorize(req, ctx).await?;
     let body = super::body_bytes(req).await?;
     let now = now_ms();
-    let new = parse_registration(&body, now)?;
+    let new = parse_registration(&body, now, &ctx.cfg.mail_allowed_domains)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let store = Store::open(&ctx.env)?;
-    let created = store.insert(&id, &new, now, ctx.cfg.reminder_window_ms).await?;
+    let registrant = Registrant { label: &caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
+    let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;
+    let created = match inserted {
+        Inserted::Created => true,
+        Inserted::Exists => false,
+        Inserted::RateLimited { retry_after } => {
+            log("warn", "registration_rate_limited", json!({"by": caller}));
+            return Err(ApiError::RateLimited { retry_after });
+        }
+    };
     let (status, id, expires_at) = if created {
         (201, id, new.expires_at)
     } else {

@@ -1,9 +1,9 @@
 //! `POST /api/v1/approvals/{id}/decision`: verify → approver? → validate → claim → callback (design.md §4).
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ringi_core::approval::{check_decidable, next_step, ApprovalStatus, Step, Verdict};
+use ringi_core::approval::{check_decidable, next_step, ApprovalStatus, CastApproval, Step, Verdict};
 use ringi_core::decision::{DecisionRecord, DecisionRequest};
-use ringi_core::principal::Identity;
+use ringi_core::principal::{Identity, Principal};
 use ringi_core::sfn::CallbackOutcome;
 use ringi_core::wire::{DecisionResponse, Progress};
 use ringi_core::{ApiError, ApprovalId};
@@ -15,7 +15,7 @@ use super::Ctx;
 use crate::auth::authenticate;
 use crate::platform::{log, now_ms, random_bytes};
 use crate::sfn_client::deliver;
-use crate::store::{ApprovalRow, DecisionRow, Loaded, Store, Vote};
+use crate::store::{pkey, ApprovalRow, DecisionRow, Loaded, Store, Vote};
 
 pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
@@ -32,12 +32,15 @@ pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, Ap
     if mine.is_some_and(|d| d.decision != request.decision.as_str()) {
         return Err(ApiError::AlreadyVoted);
     }
-    let vote = Vote {
+    let approvals = cast_approvals(&decisions);
+    let cast: Vec<CastApproval<'_>> = approvals
+        .iter()
+        .map(|(d, principal)| CastApproval { sub: &d.sub, email: d.email.as_deref(), principal })
+        .collect();
+    let step = next_step(request.decision, row.quorum(), &principals, &who, &cast)?;
+    let mut vote = Vote {
         sub: &who.sub,
-        principal: who
-            .matched_principal(&principals)
-            .map(|p| format!("{}:{}", p.kind(), p.value()))
-            .unwrap_or_default(),
+        principal: String::new(),
         email: who.email.as_deref(),
         username: who.username.as_deref(),
         decision: request.decision.as_str(),
@@ -48,16 +51,25 @@ pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, Ap
     let others: Vec<&DecisionRow> = decisions.iter().filter(|d| d.sub != who.sub && d.decision == "approve").collect();
     let required = row.quorum().required(row.approver_count as usize);
     let mut raced_to_quorum = false;
-    let verdict = match next_step(request.decision, row.quorum(), row.approver_count as usize, others.len() as u32) {
-        Step::Complete(v) => v,
-        Step::Record { approvals, required } => {
+    let verdict = match step {
+        Step::Complete { verdict, principal } => {
+            vote.principal = pkey(&principal);
+            verdict
+        }
+        Step::Record { principal, required, .. } => {
+            vote.principal = pkey(&principal);
             if mine.is_none() {
                 store.record_vote(&id, &vote).await?;
             }
-            // Another approver may have voted at the same moment: re-count, and if this vote completed
-            // the quorum, try to deliver it (the claim keeps that exactly-once).
-            let now_approvals = store.decisions(&id).await?.iter().filter(|d| d.decision == "approve").count() as u32;
-            if now_approvals < required {
+            // Another approver may have voted at the same moment: re-read. If this vote completed the quorum,
+            // try to deliver it (the claim keeps that exactly-once).
+            let now_decisions = store.decisions(&id).await?;
+            if !now_decisions.iter().any(|d| d.sub == who.sub) {
+                // Someone satisfied the same principal at the same moment: deciding again places this vote anew.
+                return Err(ApiError::InProgress);
+            }
+            let approvals = cast_approvals(&now_decisions).len() as u32;
+            if approvals < required {
                 return respond(&id, ApprovalStatus::Pending, Progress { approvals, required });
             }
             raced_to_quorum = true;
@@ -139,6 +151,18 @@ async fn complete(
             Err(ApiError::UpstreamRejected)
         }
     }
+}
+
+/// The recorded approvals with the listed principal each one satisfied (at most one per principal).
+fn cast_approvals(decisions: &[DecisionRow]) -> Vec<(&DecisionRow, Principal)> {
+    decisions
+        .iter()
+        .filter(|d| d.decision == Verdict::Approve.as_str())
+        .filter_map(|d| {
+            let (kind, value) = d.principal.split_once(':')?;
+            Some((d, Principal::from_parts(kind, value)?))
+        })
+        .collect()
 }
 
 fn respond(id: &ApprovalId, status: ApprovalStatus, progress: Progress) -> Result<Response, ApiError> {
