@@ -542,6 +542,22 @@ def test_conflict_after_someone_else_decided_explains_and_reloads(stack, workflo
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
+def test_an_approval_for_a_satisfied_principal_is_explained(stack, workflows, api, tab):
+    """`all` over finance and bob: once carol approved for finance, alice (also finance) is told that her
+    group has approved and bob has to decide; nothing is recorded for her."""
+    approval_id, arn, _ = register(workflows, api, approvers=[{"group": "finance"}, {"sub": sub("bob")}],
+                                   quorum="all", title="Finance and bob")
+    assert api.decide(approval_id, as_user=sub("carol"), groups=["finance"]).json()["status"] == "pending"
+    page = open_signed_in(tab, stack, f"/a/{approval_id}")
+    page.get_by_test_id("approve").click()
+    page.get_by_test_id("confirm-decision").click()
+    err = page.get_by_test_id("decision-error")
+    expect(err).to_have_attribute("data-code", "already_satisfied")
+    expect(err).to_contain_text("Another listed approver has to decide")
+    assert workflows.status(arn) == "RUNNING"
+    assert len(api.get(approval_id, as_user=sub("bob")).json()["decisions"]) == 1, "only carol's approval"
+
+
 def test_quorum_progress_after_my_approval(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, approvers=[{"sub": sub("alice")}, {"sub": sub("carol")}],
                                    quorum="all", title="Two approvers needed")
