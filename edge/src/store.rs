@@ -437,6 +437,10 @@ pub struct InboxRow {
     pub approvals: f64,
 }
 
+/// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
+/// one statement running into D1's limits.
+const CRON_BATCH: i64 = 500;
+
 const MAIL_COLUMNS: &str = "id, title, summary, notify_json, context_json, locale, expires_at, registered_by";
 
 /// What the mailer needs of an approval.
@@ -492,12 +496,18 @@ impl Store {
             .changes(
                 "UPDATE approvals SET status = 'expired', task_token = NULL, claim_id = NULL, claimed_until = NULL,
                    decided_at = expires_at
-                 WHERE expires_at <= ?1 AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1))",
-                &[n(now)],
+                 WHERE id IN (SELECT id FROM approvals WHERE expires_at <= ?1
+                   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) LIMIT ?2)",
+                &[n(now), n(CRON_BATCH)],
             )
             .await?;
         // Open inbox rows are keyed by expiry, so the due ones are exactly those with sort_at <= now.
-        self.changes("UPDATE approval_principals SET open = 0 WHERE open = 1 AND sort_at <= ?1", &[n(now)]).await?;
+        self.changes(
+            "UPDATE approval_principals SET open = 0
+             WHERE rowid IN (SELECT rowid FROM approval_principals WHERE open = 1 AND sort_at <= ?1 LIMIT ?2)",
+            &[n(now), n(CRON_BATCH * 4)],
+        )
+        .await?;
         Ok(expired)
     }
 
@@ -505,8 +515,8 @@ impl Store {
     pub async fn release_stale_claims(&self, now: i64) -> Result<usize, ApiError> {
         self.changes(
             "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL
-             WHERE status = 'claimed' AND claimed_until <= ?1",
-            &[n(now)],
+             WHERE id IN (SELECT id FROM approvals WHERE status = 'claimed' AND claimed_until <= ?1 LIMIT ?2)",
+            &[n(now), n(CRON_BATCH)],
         )
         .await
     }
@@ -514,12 +524,22 @@ impl Store {
     /// Deletes closed approvals decided before `before` (the TTL of seed 000), with their audit rows.
     /// Registration counters of minutes before `rates_before` go too.
     pub async fn purge(&self, before: i64, rates_before: i64) -> Result<usize, ApiError> {
-        let old = "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1";
+        let old = format!(
+            "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1 \
+             ORDER BY id LIMIT {CRON_BATCH}"
+        );
         let batch = vec![
             self.stmt(&format!("DELETE FROM decisions WHERE approval_id IN ({old})"), &[n(before)])?,
             self.stmt(&format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), &[n(before)])?,
             self.stmt(&format!("DELETE FROM approvals WHERE id IN ({old})"), &[n(before)])?,
-            self.stmt("DELETE FROM registration_rate WHERE window_start < ?1", &[n(rates_before)])?,
+            self.stmt(
+                &format!(
+                    "DELETE FROM registration_rate WHERE rowid IN
+                       (SELECT rowid FROM registration_rate WHERE window_start < ?1 LIMIT {})",
+                    CRON_BATCH * 4
+                ),
+                &[n(rates_before)],
+            )?,
         ];
         let results = self.0.batch(batch).await.internal("D1 purge")?;
         Ok(results.get(2).and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0))

@@ -230,3 +230,20 @@ def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack,
     [mail] = wait_mails(stack, who, 1)
     assert f"{url}/a/{approval_id}" in mail["body"]
     assert api.decide(approval_id, as_user="slow-sub", email=who).json()["status"] == "approved"
+
+
+def test_cron_works_in_bounded_batches(stack):
+    """A backlog (here 700 approvals past their expiry) drains over cron runs, 500 rows a step at most,
+    instead of one unbounded statement."""
+    url = stack.extra_worker("backlog", {})
+    persist = stack.state / "worker-backlog-d1"
+    just_expired = int(time.time() * 1000) - 1000  # expired, but far from the retention purge
+    d1(stack, "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 700) "
+              "INSERT INTO approvals (id, task_token, token_sha256, status, title, approver_count, created_at, "
+              f"expires_at) SELECT 'backlog-' || i, 't' || i, 'h' || i, 'pending', 'old', 1, 0, {just_expired} FROM c",
+       persist=persist)
+    count = "SELECT status, count(*) AS n FROM approvals GROUP BY status ORDER BY status"
+    stack.run_cron(url)
+    assert d1(stack, count, persist=persist) == [{"status": "expired", "n": 500}, {"status": "pending", "n": 200}]
+    stack.run_cron(url)
+    assert d1(stack, count, persist=persist) == [{"status": "expired", "n": 700}]
