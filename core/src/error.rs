@@ -37,6 +37,10 @@ pub enum ApiError {
     PayloadTooLarge(String),
     #[error("Step Functions is unavailable; the approval is still pending, retry later")]
     Unavailable,
+    /// D1 failed (after bounded retries for transient errors). Nothing is decided that the approval does
+    /// not show; it stays decidable (a claim taken without a callback is released or runs out its lease).
+    #[error("storage is temporarily unavailable; retry shortly")]
+    StorageUnavailable,
     #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
     UpstreamRejected,
     #[error("internal error")]
@@ -63,7 +67,7 @@ impl ApiError {
             Self::PayloadTooLarge(_) => 413,
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
-            Self::Unavailable => 503,
+            Self::Unavailable | Self::StorageUnavailable => 503,
         }
     }
 
@@ -84,8 +88,18 @@ impl ApiError {
             Self::DuplicateApproval => "duplicate_approval",
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::Unavailable => "sfn_unavailable",
+            Self::StorageUnavailable => "storage_unavailable",
             Self::UpstreamRejected => "upstream_rejected",
             Self::Internal => "internal",
+        }
+    }
+
+    /// Seconds a client should wait before retrying (`Retry-After`), for the temporary failures.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            Self::StorageUnavailable => Some(1),
+            Self::Unavailable => Some(2),
+            _ => None,
         }
     }
 
@@ -126,6 +140,8 @@ mod tests {
         assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
         assert_eq!(ApiError::UpstreamRejected.status(), 502);
         assert_eq!(ApiError::Unavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
     }
 
     #[test]

@@ -94,9 +94,9 @@ impl D1Faults {
 /// makes them; a call's retries keep its number.
 ///
 /// `call=N` (the N-th call), `from=N` (every call from the N-th on: storage gone mid-request),
-/// `what=LABEL` (calls of that store method, e.g. `claim`, `finish`), `pct=P` with `seed=S` (each try
-/// fails with probability P %, reproducibly). Modifiers: `once` (only the first try of a chosen call
-/// fails, so the retry succeeds), `after` (the statement runs, then the failure is reported: a write
+/// `what=LABEL` (calls of that store method, e.g. `claim`, `finish`), `pct=P` with `seed=S` (each call is
+/// chosen with probability P %, reproducibly). A chosen call fails on every try. Modifiers: `once` (only
+/// the first try of a chosen call fails, so the retry succeeds), `after` (the statement runs, then the failure is reported: a write
 /// whose answer was lost). Comma-separated, e.g. `call=3,after`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FaultSpec {
@@ -142,8 +142,8 @@ impl FaultSpec {
         Ok(f)
     }
 
-    /// Decides try `attempt` (1-based) of call number `call` labelled `what`; `rand01` is the next number
-    /// of the request's seeded generator (used only with `pct`).
+    /// Decides try `attempt` (1-based) of call number `call` labelled `what`; `rand01` is the number the
+    /// request's seeded generator drew for this call (the same for all its tries; used only with `pct`).
     pub fn decide(&self, call: u32, what: &str, attempt: u32, rand01: f64) -> Injection {
         let chosen = self.call == Some(call)
             || self.from.is_some_and(|n| call >= n)
