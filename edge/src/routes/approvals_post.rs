@@ -11,7 +11,6 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::{api_key_matches, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
-use crate::store::Store;
 
 async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
     let Some(credential) = bearer(req) else {
@@ -41,7 +40,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let now = now_ms();
     let new = parse_registration(&body, now)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
-    let store = Store::open(&ctx.env)?;
+    let store = ctx.store()?;
     let created = store.insert(&id, &new, now, ctx.cfg.reminder_window_ms).await?;
     let (status, id, expires_at) = if created {
         (201, id, new.expires_at)
@@ -62,8 +61,8 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
         // Answer first, mail after the response: an EventBridge API destination gives up after 5 s and
         // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
         // the cron retries failures and mails whose sender vanished.
-        let (cfg, env, id) = (ctx.cfg.clone(), ctx.env.clone(), id.clone());
-        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, &id).await });
+        let (cfg, env, d1, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.d1.clone(), id.clone());
+        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, d1, &id).await });
     }
     super::json(
         status,
