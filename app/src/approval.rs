@@ -472,7 +472,7 @@ fn Overview(
             view! {
                 <header class="card approval__head" aria-busy=move || reloading.get().to_string()>
                     <div class="approval__badges">
-                        <StatusBadge status=st />
+                        <StatusBadge status=st verdict=v.verdict />
                     </div>
                     <h1 id="approval-title" class="page__title" data-testid="approval-title">{v.title.clone()}</h1>
                     <dl class="facts">
@@ -563,6 +563,16 @@ fn Overview(
                         </div>
                     </dl>
                 </header>
+                {(st == ApprovalStatus::DecidedUnconfirmed)
+                    .then(|| {
+                        let approve = v.verdict != Some(Verdict::Reject);
+                        let by = v.attempted_by.clone().unwrap_or_default();
+                        view! {
+                            <p class="notice notice--unconfirmed" role="status" data-testid="unconfirmed-notice">
+                                {move || (ctx.texts().unconfirmed_notice)(approve, &by)}
+                            </p>
+                        }
+                    })}
                 {(st == ApprovalStatus::Expired)
                     .then(|| {
                         view! {
@@ -1050,13 +1060,18 @@ fn Outcomes(
                     None => ().into_any(),
                     Some(Outcome::Done { verdict, response }) => {
                         let text = match (verdict, response.status) {
+                            (_, ApprovalStatus::DecidedUnconfirmed) => {
+                                (t.result_unconfirmed)(response.verdict != Some(Verdict::Reject))
+                            }
                             (Verdict::Reject, _) => t.result_rejected.to_owned(),
                             (Verdict::Approve, ApprovalStatus::Approved) => t.result_approved.to_owned(),
                             (Verdict::Approve, _) => {
                                 (t.result_recorded)(response.progress.approvals, response.progress.required)
                             }
                         };
-                        let class = if verdict == Verdict::Approve {
+                        let class = if response.status == ApprovalStatus::DecidedUnconfirmed {
+                            "notice notice--unconfirmed notice--big"
+                        } else if verdict == Verdict::Approve {
                             "notice notice--approved notice--big"
                         } else {
                             "notice notice--rejected notice--big"

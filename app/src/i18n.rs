@@ -62,6 +62,12 @@ pub struct Texts {
     pub status_approved: &'static str,
     pub status_rejected: &'static str,
     pub status_expired: &'static str,
+    /// `decided_unconfirmed`, by verdict (approve, reject).
+    pub status_unconfirmed: fn(bool) -> &'static str,
+    /// The approval page's notice for `decided_unconfirmed`: (approve?, who sent it).
+    pub unconfirmed_notice: fn(bool, &str) -> String,
+    /// The caller's own decision ended `decided_unconfirmed` (approve?).
+    pub result_unconfirmed: fn(bool) -> String,
     // approval page
     pub approval_title: &'static str,
     pub created_label: &'static str,
@@ -198,6 +204,22 @@ const EN: Texts = Texts {
     status_approved: "Approved",
     status_rejected: "Rejected",
     status_expired: "Expired",
+    status_unconfirmed: |approve| if approve { "Approved, unconfirmed" } else { "Rejected, unconfirmed" },
+    unconfirmed_notice: |approve, by| {
+        format!(
+            "{by}'s decision ({}) was sent to the workflow, but Step Functions did not confirm it before the task \
+             closed. The workflow most likely continued with it: check the execution to be sure. This request can no \
+             longer be decided.",
+            if approve { "approve" } else { "reject" }
+        )
+    },
+    result_unconfirmed: |approve| {
+        format!(
+            "Your decision ({}) was sent, but Step Functions did not confirm it before the task closed. The workflow \
+             most likely continued with it: check the execution to be sure.",
+            if approve { "approve" } else { "reject" }
+        )
+    },
     approval_title: "Approval request",
     created_label: "Requested",
     expires_label: "Expires",
@@ -260,7 +282,7 @@ const EN: Texts = Texts {
     err_conflict: "The request changed in the meantime. The current state is shown below.",
     err_not_found_title: "Request not found",
     err_not_found_body: "This approval request does not exist, or it is not addressed to you. Check that you are signed in with the right account.",
-    err_unavailable: "ringi could not be reached, or the workflow service is unavailable. Nothing was decided and your answers are kept: try again.",
+    err_unavailable: "ringi could not be reached, or its storage or the workflow service is unavailable. Nothing was decided and your answers are kept: try again.",
     err_load_failed: "The request could not be loaded. Check your connection and try again.",
     err_fix_fields: "Please correct the marked fields.",
     err_server: "Something went wrong on the server. Nothing was decided. Please try again later or contact your administrator.",
@@ -337,6 +359,22 @@ const JA: Texts = Texts {
     status_approved: "承認済み",
     status_rejected: "却下",
     status_expired: "期限切れ",
+    status_unconfirmed: |approve| if approve { "承認（未確認）" } else { "却下（未確認）" },
+    unconfirmed_notice: |approve, by| {
+        format!(
+            "{by} さんの決定（{}）はワークフローに送信されましたが、タスクが終了する前に Step Functions \
+             からの確認がありませんでした。ワークフローはおそらくこの決定で再開しています。確実に知るには実行履歴を確認してください。\
+             この依頼はもう決定できません。",
+            if approve { "承認" } else { "却下" }
+        )
+    },
+    result_unconfirmed: |approve| {
+        format!(
+            "あなたの決定（{}）は送信されましたが、タスクが終了する前に Step Functions からの確認がありませんでした。\
+             ワークフローはおそらくこの決定で再開しています。確実に知るには実行履歴を確認してください。",
+            if approve { "承認" } else { "却下" }
+        )
+    },
     approval_title: "承認依頼",
     created_label: "依頼日時",
     expires_label: "期限",
@@ -398,7 +436,7 @@ const JA: Texts = Texts {
     err_conflict: "この依頼の状態が変わりました。現在の状態を下に表示しています。",
     err_not_found_title: "依頼が見つかりません",
     err_not_found_body: "この承認依頼は存在しないか、あなた宛てではありません。正しいアカウントでサインインしているか確認してください。",
-    err_unavailable: "ringi に接続できないか、ワークフローのサービスが利用できません。何も決定されていません。入力内容はそのままです。もう一度お試しください。",
+    err_unavailable: "ringi に接続できないか、そのストレージまたはワークフローのサービスが利用できません。何も決定されていません。入力内容はそのままです。もう一度お試しください。",
     err_load_failed: "依頼を読み込めませんでした。接続を確認して、もう一度お試しください。",
     err_fix_fields: "印の付いた項目を修正してください。",
     err_server: "サーバーで問題が発生しました。何も決定されていません。しばらくしてから再度お試しいただくか、管理者に連絡してください。",

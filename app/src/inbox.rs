@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_query_map;
-use ringi_core::approval::ApprovalStatus;
+use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::wire::{InboxItem, Progress};
 use serde_json::{Map, Value};
 
@@ -244,7 +244,7 @@ fn Item(item: InboxItem) -> impl IntoView {
     view! {
         <li class="item" data-testid="inbox-item" data-id=item.id.clone()>
             <div class="item__top">
-                <StatusBadge status />
+                <StatusBadge status verdict=item.verdict />
                 <span class=urgency>
                     <time datetime=expires_attr title=absolute>{when}</time>
                 </span>
@@ -273,7 +273,7 @@ fn when_text(ctx: AppContext, status: ApprovalStatus, expires_ms: Option<f64>, d
     let now = ctx.now.get();
     let locale = ctx.locale.get();
     match status {
-        ApprovalStatus::Approved | ApprovalStatus::Rejected => {
+        ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::DecidedUnconfirmed => {
             decided_ms.map(|ms| (t.decided_when)(&time::relative(ms, now, locale))).unwrap_or_default()
         }
         _ => match expires_ms {
@@ -357,8 +357,9 @@ pub fn ProgressDots(progress: Progress) -> impl IntoView {
     }
 }
 
-pub fn status_text(t: &Texts, status: ApprovalStatus) -> &'static str {
+pub fn status_text(t: &Texts, status: ApprovalStatus, verdict: Option<Verdict>) -> &'static str {
     match status {
+        ApprovalStatus::DecidedUnconfirmed => (t.status_unconfirmed)(verdict != Some(Verdict::Reject)),
         ApprovalStatus::Pending | ApprovalStatus::Claimed => t.status_pending,
         ApprovalStatus::Approved => t.status_approved,
         ApprovalStatus::Rejected => t.status_rejected,
@@ -367,17 +368,23 @@ pub fn status_text(t: &Texts, status: ApprovalStatus) -> &'static str {
 }
 
 #[component]
-pub fn StatusBadge(status: ApprovalStatus) -> impl IntoView {
+pub fn StatusBadge(status: ApprovalStatus, #[prop(default = None)] verdict: Option<Verdict>) -> impl IntoView {
     let ctx = use_app();
     let class = match status {
+        ApprovalStatus::DecidedUnconfirmed => "badge badge--unconfirmed",
         ApprovalStatus::Pending | ApprovalStatus::Claimed => "badge badge--pending",
         ApprovalStatus::Approved => "badge badge--approved",
         ApprovalStatus::Rejected => "badge badge--rejected",
         ApprovalStatus::Expired => "badge badge--expired",
     };
     view! {
-        <span class=class data-testid="status" data-status=status.as_str()>
-            {move || status_text(ctx.texts(), status)}
+        <span
+            class=class
+            data-testid="status"
+            data-status=status.as_str()
+            data-verdict=verdict.map(|v| v.as_str())
+        >
+            {move || status_text(ctx.texts(), status, verdict)}
         </span>
     }
 }

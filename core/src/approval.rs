@@ -1,7 +1,10 @@
 //! The approval lifecycle and the rules for accepting a decision (pure; storage applies them atomically).
 //!
 //! `pending → claimed → approved | rejected`, `pending → expired`, `claimed → pending` (lease expired or
-//! the callback failed transiently). Only the holder of a live claim may call Step Functions.
+//! the callback failed transiently), and `claimed | pending → decided_unconfirmed` when Step Functions says
+//! the task is closed after a callback of ours that may have been delivered: the workflow most likely
+//! resumed with that verdict, but Step Functions never confirmed it. Only the holder of a live claim may
+//! call Step Functions.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,13 +12,24 @@ use crate::error::ApiError;
 use crate::principal::{Identity, Principal};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     Pending,
     Claimed,
     Approved,
     Rejected,
+    /// A callback with a verdict may have reached Step Functions and the task is closed now, but Step
+    /// Functions never answered 200: the verdict is shown, marked unconfirmed. Final.
+    DecidedUnconfirmed,
     Expired,
+}
+
+/// A stored `(status, confirmed)` pair that no lifecycle state maps to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt stored approval state: status {status:?}, confirmed {confirmed}")]
+pub struct CorruptState {
+    pub status: String,
+    pub confirmed: i64,
 }
 
 impl ApprovalStatus {
@@ -25,7 +39,33 @@ impl ApprovalStatus {
             Self::Claimed => "claimed",
             Self::Approved => "approved",
             Self::Rejected => "rejected",
+            Self::DecidedUnconfirmed => "decided_unconfirmed",
             Self::Expired => "expired",
+        }
+    }
+
+    /// The domain state of a D1 row. `approvals.status` keeps its original CHECK constraint (a D1 table
+    /// cannot be rebuilt without cascading deletes), so "unconfirmed" is `approved`/`rejected` with
+    /// `confirmed = 0`; the verdict is that status. Returns the status and, for decided ones, the verdict.
+    pub fn from_stored(status: &str, confirmed: i64) -> Result<(Self, Option<Verdict>), CorruptState> {
+        let corrupt = || CorruptState { status: status.to_owned(), confirmed };
+        let s = match status {
+            "pending" => Self::Pending,
+            "claimed" => Self::Claimed,
+            "approved" => Self::Approved,
+            "rejected" => Self::Rejected,
+            "expired" => Self::Expired,
+            _ => return Err(corrupt()),
+        };
+        let verdict = match s {
+            Self::Approved => Some(Verdict::Approve),
+            Self::Rejected => Some(Verdict::Reject),
+            _ => None,
+        };
+        match (confirmed, verdict) {
+            (1, _) => Ok((s, verdict)),
+            (0, Some(v)) => Ok((Self::DecidedUnconfirmed, Some(v))),
+            _ => Err(corrupt()),
         }
     }
 
@@ -35,13 +75,14 @@ impl ApprovalStatus {
             "claimed" => Self::Claimed,
             "approved" => Self::Approved,
             "rejected" => Self::Rejected,
+            "decided_unconfirmed" => Self::DecidedUnconfirmed,
             "expired" => Self::Expired,
             _ => return None,
         })
     }
 
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Approved | Self::Rejected | Self::Expired)
+        matches!(self, Self::Approved | Self::Rejected | Self::DecidedUnconfirmed | Self::Expired)
     }
 
     /// What a reader should see: a pending approval past its expiry is expired even before the cron marks
@@ -131,6 +172,14 @@ impl Verdict {
         }
     }
 
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "approve" => Some(Self::Approve),
+            "reject" => Some(Self::Reject),
+            _ => None,
+        }
+    }
+
     pub fn final_status(self) -> ApprovalStatus {
         match self {
             Self::Approve => ApprovalStatus::Approved,
@@ -150,7 +199,9 @@ pub struct ApprovalState {
 /// May a decision be attempted now? Maps every non-decidable state to its 409.
 pub fn check_decidable(s: &ApprovalState, now: i64) -> Result<(), ApiError> {
     match s.status {
-        ApprovalStatus::Approved | ApprovalStatus::Rejected => Err(ApiError::AlreadyDecided(s.status.as_str().into())),
+        ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::DecidedUnconfirmed => {
+            Err(ApiError::AlreadyDecided(s.status.as_str().into()))
+        }
         ApprovalStatus::Expired => Err(ApiError::Expired),
         _ if s.expires_at <= now => Err(ApiError::Expired),
         ApprovalStatus::Claimed if s.claimed_until.is_some_and(|t| t > now) => Err(ApiError::InProgress),
@@ -295,6 +346,30 @@ mod tests {
         // With her email slot taken by … herself under another account: one person, one vote.
         let cast = [CastApproval { sub: "a2", email: Some("ALICE@example.com"), principal: &listed[1] }];
         assert_eq!(next_step(Verdict::Approve, Quorum::All, &listed, &alice, &cast), Err(ApiError::AlreadyVoted));
+    }
+
+    #[test]
+    fn stored_state_maps_to_the_domain() {
+        use ApprovalStatus::*;
+        assert_eq!(ApprovalStatus::from_stored("pending", 1), Ok((Pending, None)));
+        assert_eq!(ApprovalStatus::from_stored("approved", 1), Ok((Approved, Some(Verdict::Approve))));
+        assert_eq!(ApprovalStatus::from_stored("approved", 0), Ok((DecidedUnconfirmed, Some(Verdict::Approve))));
+        assert_eq!(ApprovalStatus::from_stored("rejected", 0), Ok((DecidedUnconfirmed, Some(Verdict::Reject))));
+        assert_eq!(ApprovalStatus::from_stored("expired", 1), Ok((Expired, None)));
+        // Only a verdict can be unconfirmed; anything else is corrupt, never a silent default.
+        assert!(ApprovalStatus::from_stored("pending", 0).is_err());
+        assert!(ApprovalStatus::from_stored("expired", 0).is_err());
+        assert!(ApprovalStatus::from_stored("approved", 2).is_err());
+        assert!(ApprovalStatus::from_stored("decided_unconfirmed", 1).is_err(), "not a stored status");
+        assert!(ApprovalStatus::from_stored("bogus", 1).is_err());
+        assert_eq!(serde_json::to_string(&DecidedUnconfirmed).unwrap(), "\"decided_unconfirmed\"");
+        assert_eq!(ApprovalStatus::parse("decided_unconfirmed"), Some(DecidedUnconfirmed));
+        assert!(DecidedUnconfirmed.is_final());
+        assert_eq!(DecidedUnconfirmed.effective(1_000, 5_000), DecidedUnconfirmed, "final: expiry does not hide it");
+        assert_eq!(
+            check_decidable(&st(DecidedUnconfirmed, None), 1),
+            Err(ApiError::AlreadyDecided("decided_unconfirmed".into()))
+        );
     }
 
     #[test]

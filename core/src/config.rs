@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 use crate::jwt::{JwtRules, TokenUse};
 use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
+use crate::storage::D1Faults;
 use crate::wire::SpaConfig;
 
 /// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
@@ -56,6 +57,18 @@ pub struct Config {
     pub retention_ms: i64,
     pub default_locale: String,
     pub version: String,
+    /// Dev/bench only (`D1_FAULTS`): makes chosen D1 calls fail. Refused unless `PUBLIC_BASE_URL` is a
+    /// loopback origin, so a production config cannot carry it.
+    pub d1_faults: D1Faults,
+}
+
+/// `http(s)://127.x.x.x`, `localhost` or `[::1]`, any port.
+pub fn is_loopback_origin(url: &str) -> bool {
+    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or("");
+    let host_port = rest.split('/').next().unwrap_or("");
+    let host =
+        if host_port.starts_with("[::1]") { "[::1]" } else { host_port.rsplit_once(':').map_or(host_port, |(h, _)| h) };
+    host == "localhost" || host == "[::1]" || (host.starts_with("127.") && host.split('.').count() == 4)
 }
 
 fn list(v: Option<String>) -> Vec<String> {
@@ -209,7 +222,20 @@ impl Config {
             Some("ja") => "ja".to_owned(),
             Some(_) => return Err(ConfigError::Invalid("DEFAULT_LOCALE", "must be en or ja".into())),
         };
+        let d1_faults = match opt("D1_FAULTS") {
+            None => D1Faults::Off,
+            Some(v) => D1Faults::parse(&v).map_err(|e| ConfigError::Invalid("D1_FAULTS", e))?,
+        };
+        if d1_faults.enabled() && !is_loopback_origin(&public_base_url) {
+            return Err(ConfigError::Invalid(
+                "D1_FAULTS",
+                "the D1 fault switch is for local development and benchmarks only: it is refused unless \
+                 PUBLIC_BASE_URL is a loopback origin (127.0.0.1, localhost, [::1])"
+                    .into(),
+            ));
+        }
         Ok(Self {
+            d1_faults,
             public_base_url,
             issuer,
             jwks_url,
@@ -294,6 +320,26 @@ mod tests {
         assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
+    }
+
+    #[test]
+    fn d1_faults_only_on_loopback() {
+        let mut local = BASE.to_vec();
+        local.push(("D1_FAULTS", "header"));
+        assert_eq!(Config::from_lookup(lookup(&local)).unwrap().d1_faults, D1Faults::Header);
+        local.push(("D1_FAULTS", "call=3"));
+        let mut prod = local.clone();
+        prod[0] = ("PUBLIC_BASE_URL", "https://ringi.example.com");
+        let err = Config::from_lookup(lookup(&prod)).unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid("D1_FAULTS", m) if m.contains("loopback")), "{err}");
+        prod[0] = ("PUBLIC_BASE_URL", "https://127.0.0.1.example.com");
+        assert!(Config::from_lookup(lookup(&prod)).is_err());
+        let mut bad = BASE.to_vec();
+        bad.push(("D1_FAULTS", "sometimes"));
+        assert!(matches!(Config::from_lookup(lookup(&bad)).unwrap_err(), ConfigError::Invalid("D1_FAULTS", _)));
+        assert!(is_loopback_origin("http://localhost:8787") && is_loopback_origin("http://[::1]:1"));
+        assert!(!is_loopback_origin("http://127.0.0.1.nip.io") && !is_loopback_origin("https://example.com"));
+        assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().d1_faults, D1Faults::Off);
     }
 
     #[test]

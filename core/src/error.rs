@@ -44,6 +44,10 @@ pub enum ApiError {
     RateLimited { retry_after: u32 },
     #[error("Step Functions is unavailable; the approval is still pending, retry later")]
     Unavailable,
+    /// D1 failed (after bounded retries for transient errors). Nothing is decided that the approval does
+    /// not show; it stays decidable (a claim taken without a callback is released or runs out its lease).
+    #[error("storage is temporarily unavailable; retry shortly")]
+    StorageUnavailable,
     #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
     UpstreamRejected,
     #[error("internal error")]
@@ -72,7 +76,7 @@ impl ApiError {
             Self::RateLimited { .. } => 429,
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
-            Self::Unavailable => 503,
+            Self::Unavailable | Self::StorageUnavailable => 503,
         }
     }
 
@@ -95,8 +99,18 @@ impl ApiError {
             Self::PayloadTooLarge(_) => "payload_too_large",
             Self::RateLimited { .. } => "rate_limited",
             Self::Unavailable => "sfn_unavailable",
+            Self::StorageUnavailable => "storage_unavailable",
             Self::UpstreamRejected => "upstream_rejected",
             Self::Internal => "internal",
+        }
+    }
+
+    /// Seconds a client should wait before retrying (`Retry-After`), for the temporary failures.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            Self::StorageUnavailable => Some(1),
+            Self::Unavailable => Some(2),
+            _ => None,
         }
     }
 
@@ -138,6 +152,8 @@ mod tests {
         assert_eq!(ApiError::RateLimited { retry_after: 7 }.status(), 429);
         assert_eq!(ApiError::UpstreamRejected.status(), 502);
         assert_eq!(ApiError::Unavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
     }
 
     #[test]

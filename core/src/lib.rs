@@ -14,6 +14,7 @@ pub mod principal;
 pub mod register;
 pub mod sfn;
 pub mod sigv4;
+pub mod storage;
 pub mod time;
 pub mod wire;
 

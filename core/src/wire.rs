@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::approval::{ApprovalStatus, Quorum};
+use crate::approval::{ApprovalStatus, Quorum, Verdict};
 use crate::form::FormField;
 use crate::jwt::TokenUse;
 use crate::principal::Principal;
@@ -39,6 +39,9 @@ pub struct RegisterResponse {
 pub struct DecisionResponse {
     pub id: String,
     pub status: ApprovalStatus,
+    /// The verdict a `decided_unconfirmed` answer stands for (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
     pub progress: Progress,
 }
 
@@ -65,6 +68,12 @@ pub struct AuditEntry {
 pub struct ApprovalView {
     pub id: String,
     pub status: ApprovalStatus,
+    /// The verdict of a decided approval (`approved`, `rejected`, `decided_unconfirmed`), else null.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// `decided_unconfirmed`: who sent the callback that may have been delivered (email, user name or sub).
+    #[serde(default)]
+    pub attempted_by: Option<String>,
     pub title: String,
     pub summary: String,
     pub details: Map<String, Value>,
@@ -92,6 +101,9 @@ pub struct ApprovalView {
 pub struct InboxItem {
     pub id: String,
     pub status: ApprovalStatus,
+    /// As in [`ApprovalView::verdict`].
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
     pub title: String,
     pub summary: String,
     pub context: Map<String, Value>,

@@ -1,44 +1,100 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
-//! expiry, stale claims, retention purge, mail retries and one reminder per approval.
+//! stale claims, expiry, retention purge, mail retries and one reminder per approval.
+//!
+//! Every step runs whatever the others did: a D1 failure in one step is logged and the next step runs
+//! (the cron returns an error naming the failed steps). Each step is safe to repeat, so a step that failed
+//! simply runs again on the next trigger.
+//!
+//! Mail is at-least-once, sent *before* it is recorded: a mail whose record write fails is sent again by a
+//! later run — at most one extra mail per recipient per run in which that write fails (request mails: at
+//! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
+//! failed send or a failed write.
 
 use ringi_core::mail::MailKind;
+use ringi_core::storage::{D1Faults, FaultSpec};
 use serde_json::json;
 use worker::Env;
 
 use crate::mailer;
 use crate::platform::{log, now_ms};
-use crate::store::Store;
+use crate::store::{D1Probe, Store};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
 /// still `pending` after this long lost its sender.
 const MAIL_SENDER_GRACE_MS: i64 = 2 * 60_000;
 
-pub async fn run(env: &Env) -> Result<(), String> {
-    let cfg = crate::config::load(env).map_err(|e| e.to_string())?;
-    let store = Store::open(env).map_err(|e| e.to_string())?;
-    let now = now_ms();
-    let e = |x: ringi_core::ApiError| x.to_string();
-    let released = store.release_stale_claims(now).await.map_err(e)?;
-    let expired = store.expire_due(now).await.map_err(e)?;
-    let purged = store.purge(now - cfg.retention_ms, now - 3_600_000).await.map_err(e)?;
-    let mut retried = 0;
-    for row in store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await.map_err(e)? {
-        mailer::send_request(&cfg, &store, &row).await.map_err(e)?;
-        retried += 1;
+/// Dev/bench only: with `D1_FAULTS=header` a cron run takes its fault spec from the trigger's cron string
+/// (`wrangler dev --test-scheduled`: `/__scheduled?cron=… d1-fault=call=3`), as requests take the header.
+fn cron_faults(faults: &D1Faults, cron: &str) -> Option<FaultSpec> {
+    match faults {
+        D1Faults::Off => None,
+        D1Faults::Always(spec) => Some(spec.clone()),
+        D1Faults::Header => cron.split_once("d1-fault=").and_then(|(_, spec)| FaultSpec::parse(spec.trim()).ok()),
     }
+}
+
+pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
+    let cfg = crate::config::load(env).map_err(|e| e.to_string())?;
+    let d1 = D1Probe::new(cron_faults(&cfg.d1_faults, cron));
+    let store = Store::open(env, d1.clone()).map_err(|e| e.to_string())?;
+    let now = now_ms();
+    let mut failed: Vec<&str> = Vec::new();
+    let mut step = |name: &'static str, r: Result<usize, ringi_core::ApiError>| -> usize {
+        r.unwrap_or_else(|e| {
+            log("error", "cron_step_failed", json!({"step": name, "error": e.to_string()}));
+            failed.push(name);
+            0
+        })
+    };
+    let released = step("release_stale_claims", store.release_stale_claims(now).await);
+    let expired = step("expire_due", store.expire_due(now).await);
+    let purged = step("purge", store.purge(now - cfg.retention_ms, now - 3_600_000).await);
+
+    let mut retried = 0;
+    let due = step_rows(
+        &mut step,
+        "mail_retries",
+        store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
+    );
+    for row in due {
+        // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
+        retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
+    }
+
     let mut reminded = 0;
-    for row in store.reminders_due(now, cfg.reminder_window_ms).await.map_err(e)? {
-        // Marked first: a reminder is a courtesy, sending it twice is worse than not at all.
-        store.mark_reminded(&row.id, now).await.map_err(e)?;
-        if mailer::send(&cfg, &row, MailKind::Reminder).await.is_ok() {
-            reminded += 1;
+    for row in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await) {
+        // Sent first, marked after: a failed send is retried by the next run, a failed mark costs at most
+        // one more reminder (never a lost one).
+        match mailer::send(&cfg, &row, MailKind::Reminder).await {
+            Ok(_) => reminded += step("mark_reminded", store.mark_reminded(&row.id, now).await.map(|_| 1)),
+            Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id, "error": e})),
         }
     }
     log(
         "info",
         "cron",
-        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried, "reminded": reminded}),
+        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
+               "reminded": reminded, "failedSteps": failed, "d1Calls": d1.calls()}),
     );
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("cron steps failed: {}", failed.join(", ")))
+    }
+}
+
+/// The rows a step read, or none if that read failed (logged through `step`).
+fn step_rows<T>(
+    step: &mut impl FnMut(&'static str, Result<usize, ringi_core::ApiError>) -> usize,
+    name: &'static str,
+    r: Result<Vec<T>, ringi_core::ApiError>,
+) -> Vec<T> {
+    match r {
+        Ok(rows) => rows,
+        Err(e) => {
+            step(name, Err(e));
+            Vec::new()
+        }
+    }
 }

@@ -22,6 +22,9 @@ pub fn error_response(e: &ApiError) -> Response {
         }
         _ => {}
     }
+    if let Some(secs) = e.retry_after() {
+        let _ = resp.headers_mut().set("retry-after", &secs.to_string());
+    }
     resp
 }
 

@@ -13,12 +13,30 @@ mod store;
 
 use std::cell::OnceCell;
 
+use ringi_core::config::Config;
+use ringi_core::storage::{D1Faults, FaultSpec};
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
 use crate::error::error_response;
 use crate::platform::log;
+use crate::store::D1Probe;
+
+/// Dev/bench only: the per-request D1 fault spec, honoured when `D1_FAULTS=header`.
+const FAULT_HEADER: &str = "x-ringi-d1-fault";
+
+/// The faults this request runs with: none in production (the config refuses the switch there).
+fn request_faults(cfg: &Config, req: &Request) -> Result<Option<FaultSpec>, ApiError> {
+    match &cfg.d1_faults {
+        D1Faults::Off => Ok(None),
+        D1Faults::Always(spec) => Ok(Some(spec.clone())),
+        D1Faults::Header => match req.headers().get(FAULT_HEADER).ok().flatten() {
+            None => Ok(None),
+            Some(h) => FaultSpec::parse(&h).map(Some).map_err(|e| ApiError::invalid(FAULT_HEADER, e)),
+        },
+    }
+}
 
 /// Sent with every response, with [`csp`]; the SPA is built to run under that CSP (no inline script or style).
 const SECURITY_HEADERS: &[(&str, &str)] = &[
@@ -73,8 +91,16 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     let csp = csp(&env);
     let path = req.path();
     let resp = if routes::is_api(&path) {
+        let mut probe = None;
         let outcome = match config::load(&env) {
-            Ok(cfg) => routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx }).await,
+            Ok(cfg) => match request_faults(&cfg, &req) {
+                Ok(faults) => {
+                    let d1 = D1Probe::new(faults);
+                    probe = Some((d1.clone(), cfg.d1_faults.enabled()));
+                    routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx, d1 }).await
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => {
                 log("error", "config_invalid", json!({"error": e.to_string()}));
                 Err(ApiError::Internal)
@@ -82,6 +108,13 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
         };
         let mut resp = outcome.unwrap_or_else(|e| error_response(&e));
         let _ = resp.headers_mut().set("cache-control", "no-store");
+        if let Some((d1, switch_on)) = probe.filter(|(d1, _)| d1.calls() > 0) {
+            log("debug", "d1_calls", json!({"path": path, "calls": d1.calls(), "tries": d1.tries()}));
+            if switch_on {
+                // Dev/bench only: lets a fault test aim at every D1 call of a request.
+                let _ = resp.headers_mut().set("x-ringi-d1-calls", &d1.calls().to_string());
+            }
+        }
         resp
     } else {
         env.assets("ASSETS")?.fetch_request(req).await?
@@ -107,9 +140,9 @@ fn with_security_headers(resp: Response, csp: &str) -> Result<Response> {
 }
 
 #[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     console_error_panic_hook::set_once();
-    if let Err(e) = cron::run(&env).await {
+    if let Err(e) = cron::run(&env, &event.cron()).await {
         log("error", "cron_failed", json!({"error": e}));
     }
 }

@@ -93,9 +93,14 @@ pub async fn send_request(
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
 /// answer, so failures are logged (and the `mail_state` left for the cron).
-pub async fn send_request_of(cfg: &Config, env: &worker::Env, id: &ringi_core::ApprovalId) {
+pub async fn send_request_of(
+    cfg: &Config,
+    env: &worker::Env,
+    d1: std::rc::Rc<crate::store::D1Probe>,
+    id: &ringi_core::ApprovalId,
+) {
     let outcome = async {
-        let store = crate::store::Store::open(env)?;
+        let store = crate::store::Store::open(env, d1)?;
         match store.mail_row(id).await? {
             Some(row) => send_request(cfg, &store, &row).await,
             None => Ok(()),

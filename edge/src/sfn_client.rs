@@ -9,19 +9,25 @@ use serde_json::json;
 use worker::Delay;
 
 use crate::aws::signed_post;
-use crate::platform::{log, now_ms, random_unit};
+use crate::platform::{log, random_unit};
 
-/// Delivers `cb`. `expires_at` is the approval's expiry (≈ the task's TimeoutSeconds), used to read a
-/// `TaskTimedOut` after an attempt whose fate is unknown.
-pub async fn deliver(
-    cfg: &Config,
-    id: &ApprovalId,
-    cb: &SfnCallback,
-    token: &TaskToken,
-    expires_at: i64,
-) -> CallbackOutcome {
+/// What came of delivering a callback: the last answer, and whether any try may have reached Step
+/// Functions although it did not say 200 (a timeout, a reset connection, a 5xx: the request may have been
+/// processed). Throttling and refusals are answers to a request Step Functions did not act on.
+#[derive(Debug)]
+pub struct Delivery {
+    pub outcome: CallbackOutcome,
+    pub maybe_delivered: bool,
+}
+
+/// Delivers `cb` with bounded, jittered retries. It never presumes anything: "task closed" after an
+/// ambiguous try is reported as such, with `maybe_delivered`, and the caller records it as unconfirmed.
+pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> Delivery {
     if cfg.aws_credentials.is_none() {
-        return CallbackOutcome::Refused("NoCredentialsConfigured".into());
+        return Delivery {
+            outcome: CallbackOutcome::Refused("NoCredentialsConfigured".into()),
+            maybe_delivered: false,
+        };
     }
     // The same policy sets the floor of CLAIM_LEASE_SECONDS (config::min_claim_lease_secs): a stalled endpoint
     // cannot hold the claim past its lease.
@@ -31,7 +37,6 @@ pub async fn deliver(
     let body = cb.body(token);
     let headers = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", cb.target())];
     let mut attempt = 1;
-    // An attempt that timed out or got a 5xx may still have reached Step Functions.
     let mut maybe_delivered = false;
     loop {
         let outcome = match signed_post(cfg, &url, "states", &headers, &body, attempt_timeout).await {
@@ -44,18 +49,16 @@ pub async fn deliver(
             json!({"approvalId": id.as_str(), "target": cb.target(), "attempt": attempt, "outcome": format!("{outcome:?}")}),
         );
         match outcome {
-            // We hold the claim, so nobody else answered this task: if an earlier attempt of ours may have
-            // gone through and the task is not due to time out, "closed" means that attempt was delivered.
-            CallbackOutcome::TaskClosed(code) if maybe_delivered && now_ms() < expires_at - 5_000 => {
-                log("warn", "sfn_callback_presumed_delivered", json!({"approvalId": id.as_str(), "code": code}));
-                return CallbackOutcome::Delivered;
-            }
             CallbackOutcome::Retryable(code) if attempt < policy.max_attempts => {
                 maybe_delivered |= !code.contains("Throttl");
                 Delay::from(Duration::from_millis(policy.backoff_ms(attempt, random_unit()))).await;
                 attempt += 1;
             }
-            other => return other,
+            CallbackOutcome::Retryable(code) => {
+                maybe_delivered |= !code.contains("Throttl");
+                return Delivery { outcome: CallbackOutcome::Retryable(code), maybe_delivered };
+            }
+            other => return Delivery { outcome: other, maybe_delivered },
         }
     }
 }

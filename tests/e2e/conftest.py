@@ -70,20 +70,21 @@ class Api:
         self.stack = stack
         self.base = base_url or stack.base_url
 
-    def register(self, token: str, approvers=None, **fields):
+    def register(self, token: str, approvers=None, headers=None, **fields):
         body = {"taskToken": token, "approvers": approvers or [{"sub": "alice"}], "title": "Deploy v2 to production",
                 "timeoutSeconds": 600, **fields}
         r = requests.post(f"{self.base}/api/v1/approvals", json=body,
-                          headers={"authorization": f"Bearer {self.stack.api_key}"}, timeout=30)
+                          headers={"authorization": f"Bearer {self.stack.api_key}", **(headers or {})}, timeout=30)
         return r
 
-    def get(self, approval_id: str, as_user="alice", **claims):
-        return requests.get(f"{self.base}/api/v1/approvals/{approval_id}", headers=self.auth(as_user, **claims), timeout=30)
+    def get(self, approval_id: str, as_user="alice", headers=None, **claims):
+        return requests.get(f"{self.base}/api/v1/approvals/{approval_id}",
+                            headers={**self.auth(as_user, **claims), **(headers or {})}, timeout=30)
 
-    def decide(self, approval_id: str, decision="approve", as_user="alice", body=None, **claims):
+    def decide(self, approval_id: str, decision="approve", as_user="alice", body=None, headers=None, **claims):
         payload = body if body is not None else {"decision": decision}
         return requests.post(f"{self.base}/api/v1/approvals/{approval_id}/decision", json=payload,
-                             headers=self.auth(as_user, **claims), timeout=60)
+                             headers={**self.auth(as_user, **claims), **(headers or {})}, timeout=60)
 
     def auth(self, user, **claims):
         return {"authorization": f"Bearer {self.stack.mint(user, **claims)}"}

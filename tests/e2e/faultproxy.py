@@ -1,7 +1,9 @@
 """A small HTTP proxy on 127.0.0.1 between the worker and AWS (moto) that injects faults: HTTP 500,
 ThrottlingException, connection reset, or a 5 s stall — none of them forwarded, so each fault is a callback
 that did not happen. It counts what it forwarded per task token (duplicate detection). Mode "slow" forwards
-everything, each request `slow_seconds` late (a slow, not a broken, endpoint)."""
+everything, each request `slow_seconds` late (a slow, not a broken, endpoint); "lost" forwards the request
+and then resets the worker's connection (delivered, but the answer never arrives). `script`: modes for the
+next requests, one each, before `mode` applies again."""
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +22,8 @@ class FaultProxy:
         self.upstream_port = upstream_port
         self.rng = random.Random(seed)
         self.weights = weights
-        self.mode = "mix"  # "mix" (weighted random), one of FAULTS, "hold" (never answer) or "slow"
+        self.mode = "mix"  # "mix" (weighted random), one of FAULTS, "hold" (never answer), "slow" or "lost"
+        self.script: list[str] = []
         self.slow_seconds = 10.0
         self.forwarded: Counter = Counter()  # task token -> callbacks that reached Step Functions
         self.injected: Counter = Counter()
@@ -55,6 +58,8 @@ class FaultProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
 
     def _pick(self) -> str:
+        if self.script:
+            return self.script.pop(0)
         if self.mode == "mix":
             return self.rng.choices(FAULTS, weights=self.weights)[0]
         return self.mode
@@ -75,6 +80,12 @@ class FaultProxy:
             elif fault == "slow":
                 await asyncio.sleep(self.slow_seconds)
                 await self._forward(head, body, writer)
+            elif fault == "lost":
+                await self._forward(head, body, None)
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                writer.transport.abort()
+                return
             elif fault == "500":
                 await self._reply(writer, 500, b"upstream exploded")
             elif fault == "throttle":
@@ -120,5 +131,6 @@ class FaultProxy:
         elif token:
             self.forwarded[token] += 0
             self.injected["upstream-error"] += 1
-        writer.write(response)
-        await writer.drain()
+        if writer is not None:
+            writer.write(response)
+            await writer.drain()

@@ -303,6 +303,42 @@ def test_expired_approval_shows_expired_and_cannot_be_decided(stack, workflows, 
     page.screenshot(path=str(ARTIFACTS / "spa-expired-mobile.png"), full_page=True)
 
 
+def test_decided_unconfirmed_shows_the_verdict_and_cannot_be_decided(stack, workflows, api, browser):
+    """A callback that may have been delivered, then the task closed: the verdict, marked unconfirmed, with who
+    sent it (set up in D1 as the worker stores it: status + confirmed = 0 + the attempt record)."""
+    from test_decision import d1
+
+    approval_id, _, _ = register(workflows, api, title="Unconfirmed decision")
+    now = int(time.time() * 1000)
+    d1(stack, f"UPDATE approvals SET status = 'rejected', decision = 'rejected', confirmed = 0, task_token = NULL, "
+              f"decided_at = {now}, attempt_id = 'c1', attempt_verdict = 'reject', attempt_sub = 'bob-sub', "
+              f"attempt_by = 'bob@example.com', attempt_at = {now} WHERE id = '{approval_id}'; "
+              f"UPDATE approval_principals SET open = 0, sort_at = {now} WHERE approval_id = '{approval_id}'")
+    t = Tab(browser, locale="en-US")
+    try:
+        page = open_signed_in(t, stack, f"/a/{approval_id}")
+        status = page.get_by_test_id("status")
+        expect(status).to_have_attribute("data-status", "decided_unconfirmed")
+        expect(status).to_have_attribute("data-verdict", "reject")
+        expect(status).to_have_text("Rejected, unconfirmed")
+        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("bob@example.com")
+        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("did not confirm")
+        assert page.locator("[data-testid=approve]:enabled, [data-testid=reject]:enabled").count() == 0
+        assert page.get_by_test_id("decision-form").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "spa-unconfirmed-mobile.png"), full_page=True)
+        page.get_by_test_id("language-switch").click()
+        expect(status).to_have_text("却下（未確認）")
+        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("確認がありませんでした")
+        page.get_by_test_id("language-switch").click()
+        # The inbox's decided tab shows it the same way.
+        page.goto(f"{stack.base_url}/?tab=decided")
+        item = page.locator(f"[data-testid=inbox-item][data-id='{approval_id}']")
+        expect(item.get_by_test_id("status")).to_have_text("Rejected, unconfirmed")
+        expect(item.get_by_test_id("status")).to_have_attribute("data-verdict", "reject")
+    finally:
+        t.close()
+
+
 def test_someone_elses_link_is_not_found(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, approvers=[{"sub": sub("bob")}], title="Bob only")
     page = open_signed_in(tab, stack, f"/a/{approval_id}", user="alice")

@@ -15,9 +15,9 @@ use crate::store::{ApprovalRow, DecisionRow, Loaded, Store};
 pub async fn get(req: &Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
     let id = ApprovalId::parse(id).map_err(|_| ApiError::NotFound)?;
-    let store = Store::open(&ctx.env)?;
+    let store = ctx.store()?;
     let Loaded { row, principals, decisions } = load_for(&store, &id, &who).await?;
-    super::json(200, &view(&row, principals, &decisions, &who, now_ms()))
+    super::json(200, &view(&row, principals, &decisions, &who, now_ms())?)
 }
 
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
@@ -52,11 +52,15 @@ fn view(
     decisions: &[DecisionRow],
     who: &Identity,
     now: i64,
-) -> ApprovalView {
-    let status: ApprovalStatus = row.status().effective(row.expires_at as i64, now);
-    ApprovalView {
+) -> Result<ApprovalView, ApiError> {
+    let (stored, verdict) = row.status()?;
+    let status: ApprovalStatus = stored.effective(row.expires_at as i64, now);
+    let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
+    Ok(ApprovalView {
         id: row.id.clone(),
         status,
+        verdict,
+        attempted_by: if unconfirmed { row.attempt_by.clone().or_else(|| row.attempt_sub.clone()) } else { None },
         title: row.title.clone(),
         summary: row.summary.clone(),
         details: row.details(),
@@ -72,5 +76,5 @@ fn view(
         locale: row.locale.clone(),
         my_decision: decisions.iter().find(|d| d.sub == who.sub).map(audit_entry),
         decisions: decisions.iter().map(audit_entry).collect(),
-    }
+    })
 }

@@ -12,7 +12,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::{api_key_label, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
-use crate::store::{Inserted, Registrant, Store};
+use crate::store::{Inserted, Registrant};
 
 fn refused(reason: &str) -> ApiError {
     log("info", "auth_refused", json!({"reason": reason, "route": "register"}));
@@ -54,7 +54,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let now = now_ms();
     let new = parse_registration(&body, now, &ctx.cfg.mail_allowed_domains)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
-    let store = Store::open(&ctx.env)?;
+    let store = ctx.store()?;
     let registrant = Registrant { label: &caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;
     let created = match inserted {
@@ -84,8 +84,8 @@ pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
         // Answer first, mail after the response: an EventBridge API destination gives up after 5 s and
         // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
         // the cron retries failures and mails whose sender vanished.
-        let (cfg, env, id) = (ctx.cfg.clone(), ctx.env.clone(), id.clone());
-        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, &id).await });
+        let (cfg, env, d1, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.d1.clone(), id.clone());
+        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, d1, &id).await });
     }
     super::json(
         status,

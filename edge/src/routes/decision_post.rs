@@ -1,4 +1,5 @@
-//! `POST /api/v1/approvals/{id}/decision`: verify → approver? → validate → claim → callback (design.md §4).
+//! `POST /api/v1/approvals/{id}/decision`: verify → approver? → validate → claim (records the attempt) →
+//! callback → final write (design.md §4, §8 "Failure semantics").
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::approval::{check_decidable, next_step, ApprovalStatus, CastApproval, Step, Verdict};
@@ -14,19 +15,19 @@ use super::approval_get::load_for;
 use super::Ctx;
 use crate::auth::authenticate;
 use crate::platform::{log, now_ms, random_bytes};
-use crate::sfn_client::deliver;
+use crate::sfn_client::{deliver, Delivery};
 use crate::store::{pkey, ApprovalRow, DecisionRow, Loaded, Store, Vote};
 
 pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
     let body = super::body_bytes(req).await?;
     let id = ApprovalId::parse(id).map_err(|_| ApiError::NotFound)?;
-    let store = Store::open(&ctx.env)?;
+    let store = ctx.store()?;
     let Loaded { row, principals, decisions } = load_for(&store, &id, &who).await?;
     let request = DecisionRequest::parse(&body)?;
     request.validate_against(&row.form())?;
     let now = now_ms();
-    check_decidable(&row.state(), now)?;
+    check_decidable(&row.state()?, now)?;
 
     let mine = decisions.iter().find(|d| d.sub == who.sub);
     if mine.is_some_and(|d| d.decision != request.decision.as_str()) {
@@ -70,7 +71,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx, id: &str) -> Result<Response, Ap
             }
             let approvals = cast_approvals(&now_decisions).len() as u32;
             if approvals < required {
-                return respond(&id, ApprovalStatus::Pending, Progress { approvals, required });
+                return respond(&id, ApprovalStatus::Pending, None, Progress { approvals, required });
             }
             raced_to_quorum = true;
             Verdict::Approve
@@ -109,39 +110,93 @@ async fn complete(
 ) -> Result<Response, ApiError> {
     let claim_id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
     let now = now_ms();
-    if !store.claim(id, &claim_id, now, now + ctx.cfg.claim_lease_ms).await? {
+    let by = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
+    let claimed = match store.claim(id, &claim_id, now, now + ctx.cfg.claim_lease_ms, verdict, &who.sub, &by).await {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing was sent. The claim may have been taken all the same (its answer lost): release it and
+            // forget its attempt, or, if storage is still failing, its lease frees it.
+            let _ = store.release(id, &claim_id, true).await;
+            return Err(e);
+        }
+    };
+    let Some(attempt) = claimed else {
         if raced_to_quorum {
             // Our vote is recorded; the approver who won the claim is delivering the decision.
-            return respond(id, ApprovalStatus::Pending, Progress { approvals: required, required });
+            return respond(id, ApprovalStatus::Pending, None, Progress { approvals: required, required });
         }
         let current = store.get(id).await?.ok_or(ApiError::NotFound)?;
-        check_decidable(&current.state(), now_ms())?;
+        check_decidable(&current.state()?, now_ms())?;
         return Err(ApiError::InProgress);
-    }
+    };
     let Some(token) = row.token() else {
-        store.release(id, &claim_id).await?;
+        store.release(id, &claim_id, true).await?;
         return Err(ApiError::Expired);
     };
-    match deliver(&ctx.cfg, id, &callback, &token, row.expires_at as i64).await {
+    let ours = attempt.attempt_id.as_deref() == Some(claim_id.as_str());
+    let Delivery { outcome, maybe_delivered } = deliver(&ctx.cfg, id, &callback, &token).await;
+    match outcome {
         CallbackOutcome::Delivered => {
             let status = verdict.final_status();
-            store.finish(id, &claim_id, status, vote).await?;
+            if let Err(e) = store.finish(id, &claim_id, status, vote).await {
+                // Step Functions took the decision; only our record of it is missing. One more go, then
+                // leave it: the approval stays claimed with an attempt on record, and the next decision
+                // (after the lease) learns from Step Functions that the task is closed and shows the
+                // recorded verdict as unconfirmed.
+                if store.finish(id, &claim_id, status, vote).await.is_err() {
+                    log(
+                        "error",
+                        "decision_not_recorded",
+                        json!({"approvalId": id.as_str(), "status": status.as_str(), "error": e.to_string()}),
+                    );
+                }
+            }
             log("info", "decided", json!({"approvalId": id.as_str(), "status": status.as_str(), "sub": who.sub}));
             let approvals = if verdict == Verdict::Approve { required } else { 0 };
-            respond(id, status, Progress { approvals, required })
+            respond(id, status, None, Progress { approvals, required })
         }
         CallbackOutcome::TaskClosed(code) => {
-            store.expire(id, &claim_id, now_ms()).await?;
+            let now = now_ms();
+            if !ours || maybe_delivered {
+                // An attempt that may have been delivered is on record (an earlier request's, or one of our
+                // own tries that timed out / was reset / got a 5xx): the task most likely closed because of
+                // it. Its verdict, unconfirmed — never "expired", never a confident decision.
+                let recorded = attempt.verdict().unwrap_or(verdict);
+                // The caller's own attempt (this request's, or an earlier one of theirs with this verdict).
+                let mine = ours || (attempt.attempt_sub.as_deref() == Some(who.sub.as_str()) && recorded == verdict);
+                store.unconfirmed(id, &claim_id, now, mine.then_some(vote)).await?;
+                log(
+                    "warn",
+                    "decided_unconfirmed",
+                    json!({"approvalId": id.as_str(), "code": code, "verdict": recorded.as_str(), "attemptBy": attempt.attempt_sub}),
+                );
+                if mine {
+                    let approvals = if recorded == Verdict::Approve { required } else { 0 };
+                    return respond(
+                        id,
+                        ApprovalStatus::DecidedUnconfirmed,
+                        Some(recorded),
+                        Progress { approvals, required },
+                    );
+                }
+                return Err(ApiError::AlreadyDecided(ApprovalStatus::DecidedUnconfirmed.as_str().into()));
+            }
+            store.expire(id, &claim_id, now).await?;
             log("info", "task_closed", json!({"approvalId": id.as_str(), "code": code}));
             Err(ApiError::Expired)
         }
         CallbackOutcome::Retryable(code) => {
-            store.release(id, &claim_id).await?;
-            log("warn", "sfn_unavailable", json!({"approvalId": id.as_str(), "code": code}));
+            // Released either way; the attempt record stays if a try may have gone through.
+            let _ = store.release(id, &claim_id, !maybe_delivered).await;
+            log(
+                "warn",
+                "sfn_unavailable",
+                json!({"approvalId": id.as_str(), "code": code, "maybeDelivered": maybe_delivered}),
+            );
             Err(ApiError::Unavailable)
         }
         CallbackOutcome::Refused(code) | CallbackOutcome::Invalid(code) => {
-            store.release(id, &claim_id).await?;
+            let _ = store.release(id, &claim_id, !maybe_delivered).await;
             log(
                 "error",
                 "sfn_refused",
@@ -165,6 +220,11 @@ fn cast_approvals(decisions: &[DecisionRow]) -> Vec<(&DecisionRow, Principal)> {
         .collect()
 }
 
-fn respond(id: &ApprovalId, status: ApprovalStatus, progress: Progress) -> Result<Response, ApiError> {
-    super::json(200, &DecisionResponse { id: id.to_string(), status, progress })
+fn respond(
+    id: &ApprovalId,
+    status: ApprovalStatus,
+    verdict: Option<Verdict>,
+    progress: Progress,
+) -> Result<Response, ApiError> {
+    super::json(200, &DecisionResponse { id: id.to_string(), status, verdict, progress })
 }

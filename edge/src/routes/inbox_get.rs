@@ -1,7 +1,7 @@
 //! `GET /api/v1/approvals?status=pending|decided&cursor=…`: the caller's inbox through its sub, verified
 //! email and groups, index-backed and cursor-paginated.
 
-use ringi_core::approval::{ApprovalStatus, Quorum};
+use ringi_core::approval::Quorum;
 use ringi_core::inbox::{Cursor, InboxFilter, PAGE_SIZE};
 use ringi_core::time::format_rfc3339;
 use ringi_core::wire::{InboxItem, InboxPage, Progress};
@@ -11,7 +11,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::authenticate;
 use crate::platform::now_ms;
-use crate::store::{pkey, Store};
+use crate::store::{pkey, stored_status};
 
 pub async fn get(req: &Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let who = authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?;
@@ -23,17 +23,15 @@ pub async fn get(req: &Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let keys: Vec<String> = who.principals().iter().map(pkey).take(90).collect();
     let pending = filter == InboxFilter::Pending;
     let now = now_ms();
-    let rows =
-        Store::open(&ctx.env)?.inbox(&keys, pending, now, cursor.map(|c| (c.sort_at, c.id)), PAGE_SIZE + 1).await?;
+    let rows = ctx.store()?.inbox(&keys, pending, now, cursor.map(|c| (c.sort_at, c.id)), PAGE_SIZE + 1).await?;
     let more = rows.len() > PAGE_SIZE;
-    let items: Vec<InboxItem> = rows
-        .iter()
-        .take(PAGE_SIZE)
-        .map(|r| InboxItem {
+    let mut items: Vec<InboxItem> = Vec::with_capacity(rows.len().min(PAGE_SIZE));
+    for r in rows.iter().take(PAGE_SIZE) {
+        let (status, verdict) = stored_status(&r.id, &r.status, r.confirmed)?;
+        items.push(InboxItem {
             id: r.id.clone(),
-            status: ApprovalStatus::parse(&r.status)
-                .unwrap_or(ApprovalStatus::Expired)
-                .effective(r.expires_at as i64, now),
+            status: status.effective(r.expires_at as i64, now),
+            verdict,
             title: r.title.clone(),
             summary: r.summary.chars().take(280).collect(),
             context: serde_json::from_str(&r.context_json).unwrap_or_default(),
@@ -44,8 +42,8 @@ pub async fn get(req: &Request, ctx: &Ctx) -> Result<Response, ApiError> {
             created_at: format_rfc3339(r.created_at as i64),
             expires_at: format_rfc3339(r.expires_at as i64),
             decided_at: r.decided_at.map(|t| format_rfc3339(t as i64)),
-        })
-        .collect();
+        });
+    }
     let next_cursor = more
         .then(|| rows.get(PAGE_SIZE - 1))
         .flatten()

@@ -19,6 +19,14 @@ pub struct Ctx {
     pub env: Env,
     pub cfg: Rc<Config>,
     pub worker: worker::Context,
+    /// This request's D1 call counter and injected faults (dev/bench: `D1_FAULTS`).
+    pub d1: Rc<crate::store::D1Probe>,
+}
+
+impl Ctx {
+    pub fn store(&self) -> Result<crate::store::Store, ApiError> {
+        crate::store::Store::open(&self.env, self.d1.clone())
+    }
 }
 
 /// Paths the worker answers itself; everything else is a static asset of the SPA.
