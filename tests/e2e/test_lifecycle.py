@@ -217,6 +217,7 @@ def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack,
     r = api.register(token, approvers=[{"email": who}])
     took = time.monotonic() - t0
     assert r.status_code == 201, r.text
+    print(f"registration answered in {took * 1000:.0f} ms with SES {slow_ses.slow_seconds:.0f} s late")
     assert took < 1.0, f"registration took {took:.2f}s"
     approval_id = r.json()["id"]
     assert mails_to(stack, who) == [], "SES has not answered yet"
