@@ -1,4 +1,7 @@
 """Issue 2: the worker serves the SPA shell, health and runtime config, and JSON errors for unknown API paths."""
+import json
+import re
+
 import requests
 from playwright.sync_api import sync_playwright
 
@@ -91,5 +94,45 @@ def test_spa_renders_from_wasm_in_chromium(stack):
             page.wait_for_selector("input[name=username]", timeout=10_000)
             assert not [p for p in problems if "Content Security Policy" in p or "Refused" in p], problems
             assert not [p for p in problems if "Permissions-Policy" in p or "Permissions Policy" in p], problems
+        finally:
+            browser.close()
+
+
+def test_spa_html_carries_the_runtime_config(stack):
+    """The worker embeds what /config.json returns into the HTML as a non-executed JSON block, so the SPA needs no
+    request before it can route; the HTML itself is never cached without revalidation."""
+    for path in ["/", "/a/abcdefghijklmnop1234", "/auth/callback"]:
+        r = requests.get(f"{stack.base_url}{path}", timeout=10)
+        assert r.status_code == 200 and r.headers["cache-control"] == "no-cache", path
+        assert "etag" not in r.headers, "the HTML is not the stored file: none of the file's validators"
+        blocks = re.findall(r'<script type="application/json" id="ringi-config">(.*?)</script>', r.text, re.S)
+        assert len(blocks) == 1, r.text
+        assert "<" not in blocks[0] and ">" not in blocks[0], blocks[0]
+        assert json.loads(blocks[0]) == requests.get(f"{stack.base_url}/config.json", timeout=10).json()
+        assert r.text.index('id="ringi-config"') < r.text.index("</head>")
+    # Revalidation of the HTML always gets the page (never a 304 of the stored file without the config).
+    r = requests.get(f"{stack.base_url}/", headers={"If-None-Match": "*", "If-Modified-Since":
+                                                    "Sat, 01 Jan 2000 00:00:00 GMT"}, timeout=10)
+    assert r.status_code == 200 and 'id="ringi-config"' in r.text
+
+
+def test_spa_boots_from_the_embedded_config_under_the_strict_csp(stack):
+    """The app reads the embedded config (no /config.json request), compiles the wasm while it streams (served as
+    application/wasm, else wasm-bindgen warns and falls back) and nothing is refused by the CSP."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            messages, requested = [], []
+            page.on("console", lambda m: messages.append((m.type, m.text)))
+            page.on("pageerror", lambda e: messages.append(("pageerror", str(e))))
+            page.on("request", lambda r: requested.append(r.url))
+            page.goto(f"{stack.base_url}/", wait_until="load")
+            page.wait_for_selector("[data-testid=app-ready]", timeout=30_000)
+            page.wait_for_selector("text=0.1.0", timeout=10_000)
+            assert not [u for u in requested if u.endswith("/config.json")], requested
+            assert not [m for m in messages if m[0] in ("error", "pageerror")], messages
+            assert not [m for m in messages if "Content Security Policy" in m[1] or "Refused" in m[1]], messages
+            assert not [m for m in messages if "instantiateStreaming" in m[1] or "MIME" in m[1]], messages
         finally:
             browser.close()
