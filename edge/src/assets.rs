@@ -1,9 +1,13 @@
-//! The SPA's files from the `ASSETS` binding, the HTML with the runtime configuration embedded (the SPA then
-//! needs no `/config.json` request before it can route).
+//! The SPA's files from the `ASSETS` binding: the HTML with the runtime configuration embedded (the SPA then
+//! needs no `/config.json` request before it can route), and the content-hashed wasm/JS/CSS precompressed
+//! (`.br` / `.gz` beside each, written at build time by `scripts/precompress.mjs`) with an immutable
+//! year-long cache; everything else as stored.
 
-use ringi_core::assets::embed_config;
+use ringi_core::assets::{accepted_encodings, embed_config, hashed_asset_type, IMMUTABLE};
 use serde_json::json;
-use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, ResponseBuilder, Result};
+use worker::{
+    EncodeBody, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, ResponseBuilder, Result,
+};
 
 use crate::config;
 use crate::platform::log;
@@ -11,7 +15,49 @@ use crate::platform::log;
 pub async fn serve(req: Request, env: &Env) -> Result<Response> {
     let assets = env.assets("ASSETS")?;
     let method = req.method();
-    if !is_page(&req.path()) {
+    let path = req.path();
+    if let Some(content_type) = hashed_asset_type(&path) {
+        if method == Method::Get && req.headers().get("range")?.is_none() {
+            let accept = req.headers().get("accept-encoding")?.unwrap_or_default();
+            let url = req.url()?;
+            for encoding in accepted_encodings(&accept) {
+                let mut file = url.clone();
+                file.set_path(&format!("{path}{}", encoding.suffix()));
+                file.set_query(None);
+                let resp = assets.fetch(file.to_string(), None).await?;
+                if !is_file(&resp)? {
+                    continue;
+                }
+                let headers = Headers::new();
+                headers.set("content-type", content_type)?;
+                headers.set("content-encoding", encoding.token())?;
+                headers.set("vary", "accept-encoding")?;
+                headers.set("cache-control", IMMUTABLE)?;
+                if let Some(etag) = resp.headers().get("etag")? {
+                    headers.set("etag", &etag)?;
+                }
+                let (_, body) = resp.into_parts();
+                // Manual: the body is already encoded; the runtime must send it as is, not compress it again.
+                return Ok(ResponseBuilder::new()
+                    .with_status(200)
+                    .with_headers(headers)
+                    .with_encode_body(EncodeBody::Manual)
+                    .body(body));
+            }
+        }
+        let resp = assets.fetch_request(req).await?;
+        if !is_file(&resp)? {
+            return Ok(resp);
+        }
+        // Asset responses carry immutable headers: a copy.
+        let headers = copy_headers(&resp, &[])?;
+        headers.set("content-type", content_type)?;
+        headers.set("vary", "accept-encoding")?;
+        headers.set("cache-control", IMMUTABLE)?;
+        return Ok(resp.with_headers(headers));
+    }
+
+    if !is_page(&path) {
         return assets.fetch_request(req).await;
     }
     // A page (the SPA's HTML): conditional headers are dropped, because the HTML below is not the stored file
@@ -52,6 +98,11 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
 fn is_page(path: &str) -> bool {
     let last = path.rsplit('/').next().unwrap_or_default();
     !last.contains('.') || last.ends_with(".html")
+}
+
+/// A stored file, not the SPA fallback (`index.html` answers any unknown path with 200).
+fn is_file(resp: &Response) -> Result<bool> {
+    Ok(resp.status_code() == 200 && !resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html")))
 }
 
 fn copy_headers(resp: &Response, except: &[&str]) -> Result<Headers> {
