@@ -688,7 +688,7 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
     # Requests that happen one after another: a request starts a new wave when it starts after every request of
     # the previous wave has ended (DevTools throttling adds the latency once per request).
     waves, wave_end = 1, stats["html"]["end"] or 0
-    for r in sorted(reqs, key=lambda r: r["start"]):
+    for r in sorted((r for r in reqs if r["transfer"]), key=lambda r: r["start"]):  # not the ones from the HTTP cache
         if r["start"] >= wave_end - 1:
             waves += 1
         wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
