@@ -1,5 +1,5 @@
-//! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §7: `COGNITO_DOMAIN`,
-//! `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
+//! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §7:
+//! `COGNITO_DOMAIN`, `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
 //! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
 
 use gloo_net::http::Request;

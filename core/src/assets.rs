@@ -68,7 +68,7 @@ impl Encoding {
 /// The precompressed encodings an `Accept-Encoding` allows, best first (brotli, then gzip). A coding with
 /// `q=0` is refused; `*` allows both unless they are refused by name.
 pub fn accepted_encodings(accept_encoding: &str) -> Vec<Encoding> {
-    let mut named = |name: &str| -> Option<bool> {
+    let named = |name: &str| -> Option<bool> {
         let mut wildcard = None;
         let mut found = None;
         for item in accept_encoding.split(',') {
