@@ -3,6 +3,7 @@
 
     cd /work/main && . scripts/env.sh && python scripts/bench/run.py            # everything but opt levels
     BENCH_OPT_LEVELS=1 python scripts/bench/run.py                              # + opt-level "s" builds (~6+ min)
+    BENCH_TWIGGY=1 python scripts/bench/run.py                                  # + what the SPA wasm is made of
     python scripts/bench/run.py --quick --no-write                              # small counts, smoke run
     python scripts/bench/run.py --only spa                                      # SPA sizes + first load (`make
                                                                                 # bench BENCH_ONLY=spa`), ~2 min
@@ -1291,6 +1292,15 @@ def report(r: dict) -> tuple[str, str]:
     else:
         L("## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n")
     L(OPT_END)
+    L(TWIGGY_BEGIN)
+    if r.get("twiggy"):
+        L(twiggy_section(r["twiggy"], r["date"]))
+    elif r.get("previous_twiggy_section"):
+        L(r["previous_twiggy_section"])
+    else:
+        L("## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
+          "(needs `cargo install twiggy --locked --root ~/.cache/ringi/cargo`).\n")
+    L(TWIGGY_END)
     return term, "\n".join(lines) + "\n"
 
 
@@ -1341,6 +1351,112 @@ def previous_opt_section() -> str | None:
     return None
 
 
+# ============================================================================================ 8. what the SPA wasm is made of
+TWIGGY_BEGIN = "<!-- twiggy:begin (kept across runs without BENCH_TWIGGY=1) -->"
+TWIGGY_END = "<!-- twiggy:end -->"
+
+
+def twiggy_bin() -> Path:
+    return Path(os.environ.get("RINGI_HOME", Path.home() / ".cache" / "ringi")) / "cargo" / "bin" / "twiggy"
+
+
+def build_named_spa_wasm() -> tuple[Path, dict]:
+    """The SPA wasm as shipped (same sources, release profile, wasm-bindgen, wasm-opt -Oz with index.html's feature
+    flags) but with its name section kept (`strip = false`, `wasm-opt -g`), so that twiggy can name the code.
+    Own target dir (target/twiggy): dist/ and the shared target/ are not touched."""
+    base = ROOT / "target" / "twiggy"
+    env = dict(os.environ, CARGO_TARGET_DIR=str(base), CARGO_PROFILE_RELEASE_STRIP="false")
+    times = {}
+    t0 = time.monotonic()
+    cmd = ["scripts/wasm-env.sh", "cargo", "build", "--release", "--target", "wasm32-unknown-unknown", "-p", "ringi-app",
+           "--bin", "ringi-app"]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+    times["cargo"] = time.monotonic() - t0
+    raw = base / "wasm32-unknown-unknown" / "release" / "ringi-app.wasm"
+    out = base / "bindgen"
+    subprocess.run([os.environ.get("WASM_BINDGEN_BIN", "wasm-bindgen"), "--target", "web", "--out-dir", str(out),
+                    str(raw)], check=True, capture_output=True)
+    params = re.search(r'data-wasm-opt-params="([^"]*)"', (ROOT / "index.html").read_text()).group(1).split()
+    named = out / "ringi-app_bg.named.wasm"
+    subprocess.run([os.environ.get("WASM_OPT_BIN", "wasm-opt"), "-Oz", "-g", *params, str(out / "ringi-app_bg.wasm"),
+                    "-o", str(named)], check=True, capture_output=True)
+    times["total"] = time.monotonic() - t0
+    return named, times
+
+
+def crate_of(name: str) -> str:
+    """The crate a twiggy item belongs to, from its demangled name (`url::host::…`, `core[…]::fmt::…`,
+    `<T as tachys::view::Render>::build` → the trait's crate when the type is a bare generic or primitive)."""
+    if name.startswith("data segment"):
+        return "(data segments: strings, tables)"
+    if name.startswith(("code[", "type[", "import ", "export ", "table[", "elem[", "global[", "memory[", "func[")):
+        return "(unnamed: " + re.split(r"[\[ ]", name, maxsplit=1)[0] + ")"
+    m = re.match(r"<(&?(?:mut |dyn )?)([A-Za-z_][\w\[\]]*)(?: as ([^>]+))?>", name)
+    if m:
+        own, trait = m.group(2), m.group(3)
+        path = trait if (trait and "::" not in own and not re.search(r"\[[0-9a-f]+\]", own)) else own
+        if own in ("str", "char", "f32", "f64", "u8", "u16", "u32", "u64", "usize", "i32", "i64", "bool") and not trait:
+            return "core"
+        name = path
+    m = re.match(r"([A-Za-z_]\w*)(?:\[[0-9a-f]+\])?::", name.lstrip("<&* "))
+    return m.group(1) if m else "(other)"
+
+
+def twiggy(wasm_bytes: int) -> dict:
+    tw = twiggy_bin()
+    if not tw.exists():
+        raise RuntimeError(f"twiggy is not installed at {tw}: cargo install twiggy --locked --root {tw.parents[1]}")
+    named, times = build_named_spa_wasm()
+    run = lambda *a: json.loads(subprocess.run([str(tw), *a, str(named), "-f", "json"], check=True,  # noqa: E731
+                                               capture_output=True, text=True).stdout)
+    # The name section itself is not shipped (strip = true): only code and data count.
+    top = [i for i in run("top", "-n", "1000000") if "subsection" not in i["name"] and "custom section" not in i["name"]
+           and not i["name"].startswith('"')]
+    crates: dict[str, int] = {}
+    for item in top:
+        crates[crate_of(item["name"])] = crates.get(crate_of(item["name"]), 0) + item["shallow_size"]
+    total = sum(crates.values())
+    version = subprocess.run([str(tw), "--version"], capture_output=True, text=True).stdout.strip()
+    return {"version": version, "times": times, "named_bytes": named.stat().st_size, "shipped_bytes": wasm_bytes,
+            "top": top[:25], "crates": sorted(crates.items(), key=lambda kv: -kv[1])[:30], "total": total}
+
+
+def twiggy_section(t: dict, date: str) -> str:
+    out = ["## 7. What the SPA wasm is made of (twiggy)", "",
+           f"Measured {date} with `BENCH_TWIGGY=1` ({t['version']}; this section is kept as is by runs without it). "
+           "twiggy needs the function names, which the shipped wasm does not carry (`strip = true`), so the benchmark "
+           "builds the same SPA once more into `target/twiggy` with `CARGO_PROFILE_RELEASE_STRIP=false`, runs "
+           "wasm-bindgen and `wasm-opt -Oz -g` (names kept) with the feature flags of `index.html` "
+           f"({t['times']['total']:.0f} s). The items are those of the shipped file up to what `-g` keeps wasm-opt "
+           f"from doing ({t['shipped_bytes']:,} B shipped, {t['named_bytes']:,} B with the name section, of which "
+           f"{t['total']:,} B code and data: the shares below are of that); sizes are raw bytes before compression.", "",
+           "By crate (sum of shallow sizes, from the demangled names; generic code counts for the crate that "
+           "names it — e.g. Leptos views instantiated for ringi's components appear under `tachys`, serde code for "
+           "ringi's types under `serde_core`/`serde_json` or `ringi_app`):", "",
+           "| crate | bytes | share |", "|---|---|---|"]
+    for name, n in t["crates"]:
+        out.append(f"| `{name}` | {n:,} | {100 * n / t['total']:.1f} % |")
+    out += ["", "Largest items (`twiggy top`):", "", "| item | shallow bytes | share |", "|---|---|---|"]
+    for item in t["top"]:
+        name = item["name"].replace("|", "\\|")
+        name = name if len(name) <= 110 else name[:107] + "…"
+        out.append(f"| `{name}` | {item['shallow_size']:,} | {100 * item['shallow_size'] / t['total']:.2f} % |")
+    out.append("")
+    return "\n".join(out)
+
+
+def previous_twiggy_section() -> str | None:
+    if not DOC.exists():
+        return None
+    text = DOC.read_text()
+    if TWIGGY_BEGIN in text and TWIGGY_END in text:
+        body = text.split(TWIGGY_BEGIN, 1)[1].split(TWIGGY_END, 1)[0].strip("\n")
+        return body if "Not measured yet" not in body else None
+    return None
+
+
 # ============================================================================================ main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1349,6 +1465,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated sections: sizes,cold,decision,types,throughput,inbox,"
                                                "spa,opt")
     ap.add_argument("--opt-levels", action="store_true", default=os.environ.get("BENCH_OPT_LEVELS") == "1")
+    ap.add_argument("--twiggy", action="store_true", default=os.environ.get("BENCH_TWIGGY") == "1",
+                    help="what the SPA wasm is made of (an extra names-kept build into target/twiggy; needs twiggy)")
     args = ap.parse_args()
     # `make` or a CI runner stopping us with SIGTERM must still run the `finally` that stops the stack.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -1366,12 +1484,19 @@ def main() -> None:
     command = " ".join(shlex.quote(a) for a in ["python", "scripts/bench/run.py", *sys.argv[1:]])
     if args.opt_levels:
         command = "BENCH_OPT_LEVELS=1 " + command
+    if args.twiggy:
+        command = "BENCH_TWIGGY=1 " + command
     r = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
          "versions": versions(), "params": params, "command": command}
     log(f"machine: {r['machine']}")
     if "inbox" in sections:
         log("inbox SQL: cargo run -q -p ringi-core --example inbox_sql -- 2 pending")
         sql = inbox_sql(2)  # before the stack: cargo may wait for another build's lock on target/
+    if args.twiggy:
+        log("twiggy: building the SPA wasm with names into target/twiggy …")
+        html = (ROOT / "dist" / "index.html").read_text()
+        shipped = ROOT / "dist" / re.search(r'name="ringi-wasm" content="/([^"]+)"', html).group(1)
+        r["twiggy"] = twiggy(shipped.stat().st_size)
     if "opt" in sections:
         log("building both wasm artefacts at opt-level z and s into target/opt-{z,s}, before the stack starts …")
         opt_build = build_opt_levels()
@@ -1435,6 +1560,7 @@ def main() -> None:
     r["duration_s"] = time.monotonic() - T0
     r["loadavg_at_end"] = os.getloadavg()
     r["previous_opt_section"] = previous_opt_section()
+    r["previous_twiggy_section"] = previous_twiggy_section()
     out_dir = STATE
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(r, indent=1, default=str))
