@@ -16,6 +16,31 @@ function showFailure(error) {
   }
 }
 
+// A short link opened with a session in this tab: ask for the approval now, while the wasm downloads, instead
+// of after the app has started. The app takes this response (app/src/api.rs `take_prefetched`) when it asks
+// for the same URL; anything unexpected here just means the app asks itself. The session's shape and expiry
+// margin are those of app/src/auth.rs.
+function prefetchApproval() {
+  const match = /^\/a\/([^/]+)$/.exec(location.pathname);
+  if (!match) return;
+  const session = JSON.parse(sessionStorage.getItem("ringi.session") || "null");
+  if (typeof session?.bearer !== "string" || !(session.expiresAt - 30_000 > Date.now())) return;
+  const url = `/api/v1/approvals/${encodeURIComponent(decodeURIComponent(match[1]))}`;
+  const response = fetch(url, {
+    headers: { Authorization: `Bearer ${session.bearer}`, Accept: "application/json" },
+    cache: "no-store",
+    credentials: "same-origin",
+  });
+  response.catch(() => {});
+  globalThis.ringiPrefetch = { url, response };
+}
+
+try {
+  prefetchApproval();
+} catch {
+  // Not worth a failure: the app asks for the approval itself.
+}
+
 try {
   const js = meta("ringi-js");
   const wasm = meta("ringi-wasm");

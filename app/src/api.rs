@@ -6,6 +6,8 @@ use ringi_core::decision::DecisionRequest;
 use ringi_core::wire::{ApprovalView, DecisionResponse, InboxPage};
 use ringi_core::ErrorBody;
 use serde::de::DeserializeOwned;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 use web_sys::RequestCache;
 
 use crate::auth;
@@ -76,9 +78,32 @@ pub async fn inbox(decided: bool, cursor: Option<&str>) -> Result<InboxPage, Api
     send(request).await
 }
 
+/// The request `app/boot.js` already sent for this URL while the wasm was downloading
+/// (`globalThis.ringiPrefetch = {url, response}`), taken at most once.
+fn take_prefetched(url: &str) -> Option<js_sys::Promise> {
+    let global = js_sys::global();
+    let key = JsValue::from_str("ringiPrefetch");
+    let prefetch = js_sys::Reflect::get(&global, &key).ok().filter(|p| p.is_object())?;
+    let _ = js_sys::Reflect::delete_property(&global, &key);
+    let for_url = js_sys::Reflect::get(&prefetch, &JsValue::from_str("url")).ok()?.as_string()?;
+    if for_url != url {
+        return None;
+    }
+    js_sys::Reflect::get(&prefetch, &JsValue::from_str("response")).ok()?.dyn_into().ok()
+}
+
 /// `GET /api/v1/approvals/{id}`
 pub async fn approval(id: &str) -> Result<ApprovalView, ApiError> {
     let url = format!("/api/v1/approvals/{}", encode(id));
+    if auth::bearer().is_none() {
+        return Err(ApiError::Unauthorized);
+    }
+    if let Some(pending) = take_prefetched(&url) {
+        // A network failure of the early request: ask again below.
+        if let Ok(raw) = JsFuture::from(pending).await.and_then(|r| r.dyn_into::<web_sys::Response>()) {
+            return read(Response::from(raw)).await;
+        }
+    }
     let request = with_auth(Request::get(&url))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
     send(request).await
 }

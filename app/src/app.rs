@@ -46,7 +46,8 @@ impl ConfigState {
 /// What the pages read from context.
 #[derive(Clone, Copy)]
 pub struct AppContext {
-    /// `Some` once `/config.json` has been loaded (the routes only render then).
+    /// `Some` once the configuration is known (embedded in the page, else `/config.json`; the routes only
+    /// render then).
     pub config: Memo<Option<SpaConfig>>,
     pub locale: RwSignal<Locale>,
     /// The signed-in user's name (display only), `None` when signed out.
@@ -123,11 +124,14 @@ pub fn focus_id(id: &str) {
 
 #[component]
 pub fn App() -> impl IntoView {
-    let state = RwSignal::new(ConfigState::Loading);
-    let fetching = RwSignal::new(false);
+    // The configuration embedded in the page by the worker; `/config.json` only if it is missing.
+    let embedded = config::embedded();
     // The language: the one chosen in the header earlier, else the browser's, else the configured default.
     let chosen = Locale::saved().or_else(Locale::from_browser);
-    let locale = RwSignal::new(chosen.unwrap_or_default());
+    let locale = RwSignal::new(chosen.or_else(|| embedded.as_ref().map(config::default_locale)).unwrap_or_default());
+    let has_embedded = embedded.is_some();
+    let state = RwSignal::new(embedded.map_or(ConfigState::Loading, ConfigState::Ready));
+    let fetching = RwSignal::new(false);
 
     let phase = Memo::new(move |_| state.with(ConfigState::phase));
     let config = Memo::new(move |_| match &*state.read() {
@@ -166,7 +170,9 @@ pub fn App() -> impl IntoView {
             });
         });
     };
-    load();
+    if !has_embedded {
+        load();
+    }
 
     // <html lang> follows the UI language (screen readers pick their voice from it).
     Effect::new(move |_| {

@@ -1,5 +1,5 @@
-//! The runtime configuration the worker serves at `/config.json` (design §7: `COGNITO_DOMAIN`,
-//! `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
+//! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §7:
+//! `COGNITO_DOMAIN`, `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
 //! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
 
 use gloo_net::http::Request;
@@ -90,6 +90,20 @@ impl std::fmt::Display for ConfigError {
             ConfigError::Network(e) => write!(f, "{CONFIG_URL}: network error: {e}"),
             ConfigError::Status(code) => write!(f, "{CONFIG_URL}: HTTP {code}"),
             ConfigError::Invalid(e) => write!(f, "{CONFIG_URL}: invalid configuration: {e}"),
+        }
+    }
+}
+
+/// The configuration the worker embedded in the page (`<script type="application/json" id="ringi-config">`,
+/// never executed): no request before the app can route. `None` when the page has none (then [`load`]).
+pub fn embedded() -> Option<SpaConfig> {
+    let element = leptos::prelude::document().get_element_by_id(ringi_core::assets::CONFIG_ELEMENT_ID)?;
+    let text = element.text_content()?;
+    match serde_json::from_str(&text) {
+        Ok(cfg) => Some(cfg),
+        Err(e) => {
+            leptos::logging::warn!("ringi: embedded configuration: {e}; asking {CONFIG_URL}");
+            None
         }
     }
 }

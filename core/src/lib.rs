@@ -2,6 +2,7 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 
 pub mod approval;
+pub mod assets;
 pub mod config;
 pub mod decision;
 pub mod error;

@@ -1,5 +1,6 @@
 //! ringi edge worker: the API of design.md §3 plus the SPA's static assets, on Cloudflare Workers.
 
+mod assets;
 mod auth;
 mod aws;
 mod config;
@@ -117,7 +118,7 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
         }
         resp
     } else {
-        env.assets("ASSETS")?.fetch_request(req).await?
+        assets::serve(req, &env).await?
     };
     with_security_headers(resp, &csp)
 }

@@ -73,6 +73,18 @@ def gz(data: bytes) -> int:
     return len(gzip.compress(data, compresslevel=9, mtime=0))
 
 
+def br_sizes(blobs: list[bytes]) -> list[int]:
+    """Sizes after brotli quality 11 (Node's built-in zlib brotli, the encoder of scripts/precompress.mjs)."""
+    import base64
+    script = ("const z=require('zlib');let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
+              "const out=JSON.parse(s).map(b=>{const buf=Buffer.from(b,'base64');return z.brotliCompressSync(buf,"
+              "{params:{[z.constants.BROTLI_PARAM_QUALITY]:11,[z.constants.BROTLI_PARAM_SIZE_HINT]:buf.length}})"
+              ".length});process.stdout.write(JSON.stringify(out));});")
+    done = subprocess.run(["node", "-e", script], input=json.dumps([base64.b64encode(b).decode() for b in blobs]),
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
 # --------------------------------------------------------------------------------------------- /proc
 def _stat(pid: int) -> tuple[str, list[str]] | None:
     try:

@@ -1,8 +1,14 @@
 """Issue 2: the worker serves the SPA shell, health and runtime config, and JSON errors for unknown API paths."""
+import gzip
+import http.client
+import json
+import re
+from urllib.parse import urlsplit
+
 import requests
 from playwright.sync_api import sync_playwright
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, ROOT
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -93,3 +99,90 @@ def test_spa_renders_from_wasm_in_chromium(stack):
             assert not [p for p in problems if "Permissions-Policy" in p or "Permissions Policy" in p], problems
         finally:
             browser.close()
+
+
+def test_spa_html_carries_the_runtime_config(stack):
+    """The worker embeds what /config.json returns into the HTML as a non-executed JSON block, so the SPA needs no
+    request before it can route; the HTML itself is never cached without revalidation."""
+    for path in ["/", "/a/abcdefghijklmnop1234", "/auth/callback"]:
+        r = requests.get(f"{stack.base_url}{path}", timeout=10)
+        assert r.status_code == 200 and r.headers["cache-control"] == "no-cache", path
+        assert "etag" not in r.headers, "the HTML is not the stored file: none of the file's validators"
+        blocks = re.findall(r'<script type="application/json" id="ringi-config">(.*?)</script>', r.text, re.S)
+        assert len(blocks) == 1, r.text
+        assert "<" not in blocks[0] and ">" not in blocks[0], blocks[0]
+        assert json.loads(blocks[0]) == requests.get(f"{stack.base_url}/config.json", timeout=10).json()
+        assert r.text.index('id="ringi-config"') < r.text.index("</head>")
+    # Revalidation of the HTML always gets the page (never a 304 of the stored file without the config).
+    r = requests.get(f"{stack.base_url}/", headers={"If-None-Match": "*", "If-Modified-Since":
+                                                    "Sat, 01 Jan 2000 00:00:00 GMT"}, timeout=10)
+    assert r.status_code == 200 and 'id="ringi-config"' in r.text
+
+
+def test_spa_boots_from_the_embedded_config_under_the_strict_csp(stack):
+    """The app reads the embedded config (no /config.json request), compiles the wasm while it streams (served as
+    application/wasm, else wasm-bindgen warns and falls back) and nothing is refused by the CSP."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            messages, requested = [], []
+            page.on("console", lambda m: messages.append((m.type, m.text)))
+            page.on("pageerror", lambda e: messages.append(("pageerror", str(e))))
+            page.on("request", lambda r: requested.append(r.url))
+            page.goto(f"{stack.base_url}/", wait_until="load")
+            page.wait_for_selector("[data-testid=app-ready]", timeout=30_000)
+            page.wait_for_selector("text=0.1.0", timeout=10_000)
+            assert not [u for u in requested if u.endswith("/config.json")], requested
+            assert not [m for m in messages if m[0] in ("error", "pageerror")], messages
+            assert not [m for m in messages if "Content Security Policy" in m[1] or "Refused" in m[1]], messages
+            assert not [m for m in messages if "instantiateStreaming" in m[1] or "MIME" in m[1]], messages
+        finally:
+            browser.close()
+
+
+def _raw_get(stack, path, accept_encoding=None):
+    """(status, lower-cased headers, body as sent): http.client, so that nothing is decoded on the way."""
+    u = urlsplit(stack.base_url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Accept-Encoding": accept_encoding} if accept_encoding else {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_hashed_assets_are_served_precompressed_and_immutable(stack):
+    """The build's brotli/gzip of each content-hashed file, as is, with the encoding the browser accepts (Chrome
+    sends `br` only over HTTPS: plain-HTTP pages get gzip), the right type (application/wasm: streaming
+    compilation) and a year-long immutable cache; stable names and the HTML are revalidated."""
+    html = requests.get(f"{stack.base_url}/", timeout=10).text
+    names = sorted(set(re.findall(r'(?:src|href|content)="/([^"/]+-[0-9a-f]{8,16}(?:_bg\.wasm|\.js|\.css))"', html)))
+    types = {"wasm": "application/wasm", "js": "text/javascript", "css": "text/css"}
+    assert {n.rsplit(".", 1)[1] for n in names} == set(types), names
+    for name in names:
+        raw = (ROOT / "dist" / name).read_bytes()
+        # Local workerd (Miniflare) answers with the first coding the client lists, re-encoding if needed (so the gzip
+        # bytes here are its own): the brotli cases list br first. Chrome over plain HTTP sends "gzip, deflate".
+        for accept, encoding in [("br", "br"), ("br, gzip", "br"), ("gzip, deflate", "gzip"), ("br;q=0, gzip", "gzip"),
+                                 (None, None)]:
+            status, h, body = _raw_get(stack, f"/{name}", accept)
+            assert status == 200, (name, accept, status)
+            assert h["content-type"].startswith(types[name.rsplit(".", 1)[1]]), (name, h["content-type"])
+            assert h["cache-control"] == "public, max-age=31536000, immutable", (name, h)
+            assert "accept-encoding" in h.get("vary", "").lower(), (name, h)
+            assert h["x-content-type-options"] == "nosniff" and "'unsafe-inline'" not in h["content-security-policy"]
+            assert h.get("content-encoding") == encoding, (name, accept, h.get("content-encoding"))
+            if encoding == "br":
+                assert body == (ROOT / "dist" / f"{name}.br").read_bytes(), f"{name}: the build's brotli, as is"
+                assert len(body) < len(raw)
+            elif encoding == "gzip":
+                assert gzip.decompress(body) == raw, name
+            else:
+                assert body == raw, name
+    for path in ["/", "/a/abcdefghijklmnop1234", "/favicon.svg", "/manifest.webmanifest",
+                 "/boot-0123456789abcdef.js"]:  # the last: a hashed-looking name that does not exist
+        h = requests.get(f"{stack.base_url}{path}", timeout=10).headers
+        assert "immutable" not in h.get("cache-control", ""), (path, h.get("cache-control"))
+        assert "content-encoding" not in h or h["content-encoding"] != "br", path

@@ -1,0 +1,116 @@
+//! The SPA's files from the `ASSETS` binding: the HTML with the runtime configuration embedded (the SPA then
+//! needs no `/config.json` request before it can route), and the content-hashed wasm/JS/CSS precompressed
+//! (`.br` / `.gz` beside each, written at build time by `scripts/precompress.mjs`) with an immutable
+//! year-long cache; everything else as stored.
+
+use ringi_core::assets::{accepted_encodings, embed_config, hashed_asset_type, IMMUTABLE};
+use serde_json::json;
+use worker::{
+    EncodeBody, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, ResponseBuilder, Result,
+};
+
+use crate::config;
+use crate::platform::log;
+
+pub async fn serve(req: Request, env: &Env) -> Result<Response> {
+    let assets = env.assets("ASSETS")?;
+    let method = req.method();
+    let path = req.path();
+    if let Some(content_type) = hashed_asset_type(&path) {
+        if method == Method::Get && req.headers().get("range")?.is_none() {
+            let accept = req.headers().get("accept-encoding")?.unwrap_or_default();
+            let url = req.url()?;
+            for encoding in accepted_encodings(&accept) {
+                let mut file = url.clone();
+                file.set_path(&format!("{path}{}", encoding.suffix()));
+                file.set_query(None);
+                let resp = assets.fetch(file.to_string(), None).await?;
+                if !is_file(&resp)? {
+                    continue;
+                }
+                let headers = Headers::new();
+                headers.set("content-type", content_type)?;
+                headers.set("content-encoding", encoding.token())?;
+                headers.set("vary", "accept-encoding")?;
+                headers.set("cache-control", IMMUTABLE)?;
+                if let Some(etag) = resp.headers().get("etag")? {
+                    headers.set("etag", &etag)?;
+                }
+                let (_, body) = resp.into_parts();
+                // Manual: the body is already encoded; the runtime must send it as is, not compress it again.
+                return Ok(ResponseBuilder::new()
+                    .with_status(200)
+                    .with_headers(headers)
+                    .with_encode_body(EncodeBody::Manual)
+                    .body(body));
+            }
+        }
+        let resp = assets.fetch_request(req).await?;
+        if !is_file(&resp)? {
+            return Ok(resp);
+        }
+        // Asset responses carry immutable headers: a copy.
+        let headers = copy_headers(&resp, &[])?;
+        headers.set("content-type", content_type)?;
+        headers.set("vary", "accept-encoding")?;
+        headers.set("cache-control", IMMUTABLE)?;
+        return Ok(resp.with_headers(headers));
+    }
+
+    if !is_page(&path) {
+        return assets.fetch_request(req).await;
+    }
+    // A page (the SPA's HTML): conditional headers are dropped, because the HTML below is not the stored file
+    // (configuration added), so the file's validators do not apply to it — and the asset store must not answer
+    // 304 without the body.
+    let headers = Headers::new();
+    for (k, v) in req.headers().entries() {
+        if !matches!(k.as_str(), "if-none-match" | "if-modified-since" | "if-match" | "if-unmodified-since") {
+            headers.set(&k, &v)?;
+        }
+    }
+    let mut init = RequestInit::new();
+    init.with_method(method.clone()).with_headers(headers).with_redirect(RequestRedirect::Manual);
+    let forwarded = Request::new_with_init(req.url()?.as_str(), &init)?;
+    let mut resp = assets.fetch_request(forwarded).await?;
+    let html = resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html"));
+    if !html || resp.status_code() != 200 {
+        return Ok(resp);
+    }
+    let headers = copy_headers(&resp, &["etag", "last-modified", "content-length"])?;
+    if method == Method::Head {
+        return Ok(ResponseBuilder::new().with_status(200).with_headers(headers).empty());
+    }
+    let page = resp.text().await?;
+    // Without a valid configuration the page goes out as built and the SPA asks /config.json (which explains).
+    let page = match config::load(env).map(|cfg| serde_json::to_string(&cfg.spa_config())) {
+        Ok(Ok(cfg_json)) => embed_config(&page, &cfg_json).unwrap_or_else(|| {
+            log("warn", "config_not_embedded", json!({"reason": "no </head> in the HTML"}));
+            page.clone()
+        }),
+        _ => page,
+    };
+    Ok(ResponseBuilder::new().with_status(200).with_headers(headers).fixed(page.into_bytes()))
+}
+
+/// An app path (`/`, `/a/{id}`, `/auth/callback` …) or an `.html` file: answered with the SPA's HTML. Paths
+/// naming another file (`/favicon.svg`, the hashed wasm …) are served as stored.
+fn is_page(path: &str) -> bool {
+    let last = path.rsplit('/').next().unwrap_or_default();
+    !last.contains('.') || last.ends_with(".html")
+}
+
+/// A stored file, not the SPA fallback (`index.html` answers any unknown path with 200).
+fn is_file(resp: &Response) -> Result<bool> {
+    Ok(resp.status_code() == 200 && !resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html")))
+}
+
+fn copy_headers(resp: &Response, except: &[&str]) -> Result<Headers> {
+    let headers = Headers::new();
+    for (k, v) in resp.headers().entries() {
+        if !except.contains(&k.as_str()) {
+            headers.set(&k, &v)?;
+        }
+    }
+    Ok(headers)
+}
