@@ -1343,12 +1343,13 @@ def opt_section(o: dict, date: str) -> str:
     return "\n".join(out)
 
 
-def previous_opt_section() -> str | None:
+def previous_section(begin: str, end: str) -> str | None:
+    """A section of the current docs/benchmarks.md between its markers, kept when this run did not measure it."""
     if not DOC.exists():
         return None
     text = DOC.read_text()
-    if OPT_BEGIN in text and OPT_END in text:
-        body = text.split(OPT_BEGIN, 1)[1].split(OPT_END, 1)[0].strip("\n")
+    if begin in text and end in text:
+        body = text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
         return body if "Not measured yet" not in body else None
     return None
 
@@ -1447,16 +1448,6 @@ def twiggy_section(t: dict, date: str) -> str:
         out.append(f"| `{name}` | {item['shallow_size']:,} | {100 * item['shallow_size'] / t['total']:.2f} % |")
     out.append("")
     return "\n".join(out)
-
-
-def previous_twiggy_section() -> str | None:
-    if not DOC.exists():
-        return None
-    text = DOC.read_text()
-    if TWIGGY_BEGIN in text and TWIGGY_END in text:
-        body = text.split(TWIGGY_BEGIN, 1)[1].split(TWIGGY_END, 1)[0].strip("\n")
-        return body if "Not measured yet" not in body else None
-    return None
 
 
 # ============================================================================================ main
@@ -1564,8 +1555,8 @@ def main() -> None:
         stack.stop()
     r["duration_s"] = time.monotonic() - T0
     r["loadavg_at_end"] = os.getloadavg()
-    r["previous_opt_section"] = previous_opt_section()
-    r["previous_twiggy_section"] = previous_twiggy_section()
+    r["previous_opt_section"] = previous_section(OPT_BEGIN, OPT_END)
+    r["previous_twiggy_section"] = previous_section(TWIGGY_BEGIN, TWIGGY_END)
     out_dir = STATE
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps(r, indent=1, default=str))
