@@ -1286,23 +1286,19 @@ def report(r: dict) -> tuple[str, str]:
           f"{tp['verifications_per_cpu_second']:.0f} per runtime-CPU-second) and the Python client sharing the "
           "two cores.")
         L("")
-    L(OPT_BEGIN)
-    if r.get("opt_levels"):
-        L(opt_section(r["opt_levels"], r["date"]))
-    elif r.get("previous_opt_section"):
-        L(r["previous_opt_section"])
-    else:
-        L("## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n")
-    L(OPT_END)
-    L(TWIGGY_BEGIN)
-    if r.get("twiggy"):
-        L(twiggy_section(r["twiggy"], r["date"]))
-    elif r.get("previous_twiggy_section"):
-        L(r["previous_twiggy_section"])
-    else:
-        L("## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
-          "(needs `cargo install twiggy --locked --root ~/.cache/ringi/cargo`).\n")
-    L(TWIGGY_END)
+    # Sections measured only on request: this run's numbers, else the previous document's, else how to get them.
+    for begin, end, fresh, previous, placeholder in (
+        (OPT_BEGIN, OPT_END, r.get("opt_levels") and opt_section(r["opt_levels"], r["date"]),
+         r.get("previous_opt_section"),
+         "## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n"),
+        (TWIGGY_BEGIN, TWIGGY_END, r.get("twiggy") and twiggy_section(r["twiggy"], r["date"]),
+         r.get("previous_twiggy_section"),
+         "## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
+         "(needs `cargo install twiggy --locked --root ~/.cache/ringi/cargo`).\n"),
+    ):
+        L(begin)
+        L(fresh or previous or placeholder)
+        L(end)
     return term, "\n".join(lines) + "\n"
 
 
