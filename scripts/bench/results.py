@@ -35,12 +35,12 @@ class Latency:
 @dataclass
 class Params:
     """The counts of one run (`--quick`: small ones, a smoke run of the benchmark itself)."""
+    inbox_sizes: list[int] = field(default_factory=lambda: [1000, 10000, 100000])  # pending approvals of one user
     decisions: int = 200
     warmup: int = 10
     requests: int = 200
     rounds: int = 3
     cold_runs: int = 3
-    inbox_sizes: list[int] = field(default_factory=lambda: [1000, 10000, 100000])
     tti_runs: int = 5
     concurrency: int = 8
     throughput_requests: int = 4000
