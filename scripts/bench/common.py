@@ -1,15 +1,13 @@
-"""Helpers of `make bench`: a keep-alive HTTP client, statistics, per-process CPU time from /proc, the
+"""Helpers of `make bench`: a keep-alive HTTP client, compressed sizes, per-process CPU time from /proc, the
 machine and tool versions."""
 from __future__ import annotations
 
 import gzip
 import http.client
 import json
-import math
 import os
 import platform
 import re
-import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -55,19 +53,7 @@ class Client:
             self.conn = None
 
 
-# --------------------------------------------------------------------------------------------- statistics
-def pct(values, p: float) -> float:
-    """Nearest-rank percentile."""
-    s = sorted(values)
-    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
-
-
-def summary(seconds: list[float]) -> dict:
-    ms = [v * 1000 for v in seconds]
-    return {"n": len(ms), "median_ms": statistics.median(ms), "p99_ms": pct(ms, 99), "mean_ms": statistics.fmean(ms),
-            "min_ms": min(ms), "max_ms": max(ms)}
-
-
+# --------------------------------------------------------------------------------------------- sizes
 def gz(data: bytes) -> int:
     """Size after gzip -9 (gzip.compress at level 9 writes the same deflate stream and header size)."""
     return len(gzip.compress(data, compresslevel=9, mtime=0))

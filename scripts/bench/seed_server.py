@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The seed design (article 000) behind HTTP, for the side-by-side benchmark of `make bench`.
+"""The reference design ringi improves on (API Gateway + Lambda + DynamoDB, from the article that describes it)
+behind HTTP, for the side-by-side benchmark of `make bench`.
 
     python scripts/bench/seed_server.py --port 8890 --issuer http://127.0.0.1:9410/local_RingiPool1 \
-        --client-id ringi-local-client --seed-dir /work/shared/bench
+        --client-id ringi-local-client --seed-dir ../shared/bench
 
 What API Gateway (HTTP API, JWT authorizer) + Lambda would do, in one stdlib threaded HTTP server:
   POST /approvals/{approvalId}/decision   verify the bearer JWT (RS256 against the issuer's JWKS, `iss`, `exp`,
@@ -13,8 +14,8 @@ What API Gateway (HTTP API, JWT authorizer) + Lambda would do, in one stdlib thr
                                           state machine would invoke; body {approvalId, approverUserId, taskToken}
   GET  /healthz                           liveness
 
-The two seed handlers are loaded with importlib from --seed-dir at start: they are never copied into this
-project. Their boto3 reads endpoint, region and credentials from the environment (AWS_ENDPOINT_URL,
+The reference design's two handlers (seed_*.py) are loaded with importlib from --seed-dir at start: they are
+never copied into this project. Their boto3 reads endpoint, region and credentials from the environment (AWS_ENDPOINT_URL,
 AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and the table from TABLE_NAME, as in Lambda.
 Listens on 127.0.0.1 only; stops on SIGTERM/SIGINT.
 """
@@ -66,7 +67,7 @@ def make_handler(authorizer: Authorizer, approve, save):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, like the worker
         # Headers and body go out in two writes: without TCP_NODELAY, Nagle + the client's delayed ACK would add
-        # ~40 ms to every response (a server artefact, not the seed design's cost).
+        # ~40 ms to every response (a server artefact, not the reference design's cost).
         disable_nagle_algorithm = True
 
         def log_message(self, *args):

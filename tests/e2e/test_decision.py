@@ -1,20 +1,11 @@
-"""Issue 3: the decision path against workerd + moto executing real state machines (IAM auth on)."""
+"""The decision path against workerd + moto executing real state machines (IAM auth on)."""
 import json
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
-from conftest import ROOT, Api
-
-
-def d1(stack, sql: str, persist=None) -> list:
-    """Reads the worker's local D1 directly, as an operator would."""
-    out = subprocess.run(["wrangler", "d1", "execute", "DB", "--local", "--persist-to",
-                          str(persist or stack.d1_dir), "--json", "--command", sql],
-                         cwd=ROOT / "edge", capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)[0]["results"]
+from support.api import Api, d1
 
 
 def test_approve_resumes_the_execution_with_the_decision(stack, api, paused, workflows):

@@ -1,22 +1,20 @@
-"""Issues 4 (EventBridge path) and 6: the documented workflow (docs/workflow/approval.jsonpath.asl.json) runs
+"""The EventBridge path and the `make dev` demo: the documented workflow (docs/workflow/approval.jsonpath.asl.json) runs
 end to end in moto — putEvents.waitForTaskToken → rule → SQS → scripts/relay.py → POST /api/v1/approvals →
 mail (mailbox page) → decision → the execution resumes on the right branch with its input kept."""
 import json
 import re
 import secrets
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
 import requests
 from playwright.sync_api import sync_playwright
 
-from conftest import ROOT
-from test_smoke import CHROMIUM_ARGS
+from support import ROOT
+from support.api import wait_execution_done
 
-sys.path.insert(0, str(ROOT / "scripts"))
+import chromium  # noqa: E402  (scripts/)
 import relay  # noqa: E402
 from ringi_stack import EVENT_DETAIL_TYPE, EVENT_SOURCE, demo_input  # noqa: E402
 
@@ -42,14 +40,7 @@ def registered(stack, execution_arn, timeout=20.0) -> dict:
 
 
 def wait_done(stack, arn, timeout=20.0) -> dict:
-    sfn = stack.aws("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        d = sfn.describe_execution(executionArn=arn)
-        if d["status"] != "RUNNING":
-            return d
-        time.sleep(0.2)
-    raise AssertionError(f"{arn} still RUNNING after {timeout}s")
+    return wait_execution_done(stack.aws("stepfunctions"), arn, timeout)
 
 
 def states_entered(stack, arn) -> list:
@@ -282,7 +273,7 @@ def test_mailbox_renders_the_mail_body_in_a_sandbox_without_running_it(stack):
             f"<img src=x onerror=\"parent.document.title='pwned'\"><a href=\"{link}\">open</a>"
             f"<a href=\"javascript:alert(1)\">js</a>")}}}})
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = chromium.launch(p)
         try:
             page = browser.new_page()
             dialogs = []

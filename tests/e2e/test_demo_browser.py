@@ -1,4 +1,4 @@
-"""Issue 6: the `make dev` demo, end to end as a newcomer would do it: the demo workflow pauses on
+"""The `make dev` demo, end to end as a newcomer would do it: the demo workflow pauses on
 events:putEvents.waitForTaskToken, the relay (API destination stand-in) registers it, the mail lands in the
 mailbox page, alice opens the short link from there, signs in at the Hosted UI stand-in and approves."""
 import json
@@ -8,7 +8,7 @@ import time
 import requests
 from playwright.sync_api import expect
 
-from test_spa import Tab, browser, sign_in_at_idp  # noqa: F401  (browser is a fixture)
+from support.pages import Tab
 
 
 def short_link_in_mailbox(stack, execution_arn, timeout=30):
@@ -25,23 +25,18 @@ def short_link_in_mailbox(stack, execution_arn, timeout=30):
     raise AssertionError("no mail for the demo execution in the mailbox")
 
 
-def test_demo_workflow_approved_in_the_browser(stack, workflows, browser):  # noqa: F811
+def test_demo_workflow_approved_in_the_browser(stack, workflows, browser):
     arn = stack.start_demo_execution()
     link = short_link_in_mailbox(stack, arn)
-    tab = Tab(browser)
-    try:
-        page = tab.page
-        page.goto(link)
-        sign_in_at_idp(page, stack, "alice")  # alice is in the demo's `finance` approver group
-        page.wait_for_url(link, timeout=30_000)
-        expect(page.get_by_test_id("approval-title")).to_contain_text("Deploy payments-api")
+    with Tab(browser) as tab:
+        # alice is in the demo's `finance` approver group.
+        tab.open_signed_in(stack, link.removeprefix(stack.base_url), user="alice")
+        approval = tab.approval
+        expect(approval.title).to_contain_text("Deploy payments-api")
         assert workflows.status(arn) == "RUNNING", "opening the link decided nothing"
-        page.locator("#field-ticket").fill("CHG-42")
-        page.get_by_test_id("approve").click()
-        page.get_by_test_id("confirm-decision").click()
-        expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
-    finally:
-        tab.close()
+        approval.field("ticket").fill("CHG-42")
+        approval.decide("approve")
+        approval.expect_result("approved")
     done = workflows.wait_done(arn)
     assert done["status"] == "SUCCEEDED"
     out = json.loads(done["output"])

@@ -1,13 +1,11 @@
 """`.ringi/dev.env` (written by `make dev`, scripts/dev.py) is a valid shell file and a valid dotenv file: every
 value, including ones with spaces, parentheses, `$`, `!` and `;`, reads back exactly from both."""
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from dotenv import dotenv_values
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import support  # noqa: F401  (puts scripts/ on sys.path)
 
 from dev import format_env, read_env  # noqa: E402
 

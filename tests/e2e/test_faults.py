@@ -1,6 +1,5 @@
 """Faults between the worker and Step Functions, and in D1 at the same time, lose nothing and duplicate nothing;
 a worker killed between claim and callback leaves the approval decidable after the lease."""
-import json
 import threading
 import time
 from collections import Counter
@@ -9,9 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from conftest import Api
-from faultproxy import FaultProxy
-from test_decision import d1
+from support.api import Api, d1
+from support.faultproxy import FaultProxy
 
 N = 200
 

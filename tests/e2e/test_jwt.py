@@ -1,4 +1,4 @@
-"""Issue 3: JWT verification in the worker follows aws-jwt-verify. Tokens are minted here with the stack's
+"""JWT verification in the worker follows aws-jwt-verify. Tokens are minted here with the stack's
 own RSA key (trusted through the IdP's JWKS) and with attacker keys."""
 import base64
 import hashlib
@@ -12,6 +12,8 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from support.api import paused_factory
 
 ATTACKER = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
@@ -90,12 +92,7 @@ def approval(paused):
 
 @pytest.fixture(scope="module")
 def paused(workflows, api):  # module-scoped twin of conftest.paused
-    def make():
-        arn, token = workflows.start_paused()
-        r = api.register(token)
-        assert r.status_code == 201, r.text
-        return r.json()["id"], arn
-    return make
+    return paused_factory(workflows, api)
 
 
 def get(stack, approval_id, token):

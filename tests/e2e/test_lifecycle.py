@@ -1,4 +1,4 @@
-"""Issue 4: registration → email with the short link → inbox → decision → workflow; quorum, groups,
+"""Registration → email with the short link → inbox → decision → workflow; quorum, groups,
 cron expiry and reminders, against workerd + moto (SES v2 and Step Functions)."""
 import json
 import secrets
@@ -7,9 +7,8 @@ import time
 import pytest
 import requests
 
-from conftest import Api
-from faultproxy import FaultProxy
-from test_decision import d1
+from support.api import Api, d1
+from support.faultproxy import FaultProxy
 
 
 def inbox(stack, user, status="pending", cursor=None, **claims):
@@ -181,7 +180,6 @@ def test_cron_sends_one_reminder_inside_the_window(stack, api):
 def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, workflows):
     """SES refuses (unverified sender): the approval is stored, decidable, and the mail marked for retry."""
     url = stack.extra_worker("badmail", {"MAIL_FROM": "unverified@example.com"})
-    from conftest import Api
     api = Api(stack, url)
     who = f"retry-{secrets.token_hex(4)}@example.com"
     arn, token = workflows.start_paused()

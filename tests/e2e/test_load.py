@@ -1,4 +1,4 @@
-"""Issue 7: bounded loopback load on the inbox and the decision endpoints (decisions against a fresh pool of
+"""Bounded loopback load on the inbox and the decision endpoints (decisions against a fresh pool of
 real paused executions): no errors, no claim left behind. Duration: RINGI_LOAD_SECONDS (default 20)."""
 import os
 import statistics
@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
-from test_decision import d1
+from support.api import d1
 
 SECONDS = float(os.environ.get("RINGI_LOAD_SECONDS", "20"))
 POOL = 100

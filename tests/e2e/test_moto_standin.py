@@ -21,7 +21,9 @@ import pytest
 import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from ringi_stack import port_free  # noqa: E402  (scripts/ is on sys.path via conftest)
+from support.api import wait_execution_done
+
+from ringi_stack import port_free  # noqa: E402  (scripts/, on sys.path through support)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "scripts" / "moto_server.py"
@@ -169,13 +171,7 @@ def start(sfn, sqs, ddb, machines):
 
 
 def finished(sfn, arn, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        desc = sfn.describe_execution(executionArn=arn)
-        if desc["status"] != "RUNNING":
-            return desc
-        time.sleep(0.1)
-    pytest.fail(f"execution still RUNNING after {timeout}s")
+    return wait_execution_done(sfn, arn, timeout, poll=0.1)
 
 
 def error_of(call, **kwargs):

@@ -25,7 +25,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
-from ringi_stack import port_free  # noqa: E402  (scripts/ is on sys.path via conftest)
+from ringi_stack import port_free  # noqa: E402  (scripts/, on sys.path through support)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "scripts" / "oidc" / "cognito-oidc.mjs"

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from ringi_stack import MACHINE_CLIENT_ID, REGISTER_SCOPE
-from test_decision import d1
+from support.api import d1
 
 
 def post(stack, body, credential=None):

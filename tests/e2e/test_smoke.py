@@ -1,4 +1,4 @@
-"""Issue 2: the worker serves the SPA shell, health and runtime config, and JSON errors for unknown API paths."""
+"""The worker serves the SPA shell, health and runtime config, and JSON errors for unknown API paths."""
 import gzip
 import http.client
 import json
@@ -8,10 +8,9 @@ from urllib.parse import urlsplit
 import requests
 from playwright.sync_api import sync_playwright
 
-from conftest import ARTIFACTS, ROOT
+from support import ARTIFACTS, ROOT
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+import chromium  # noqa: E402  (scripts/)
 
 
 def test_healthz(stack):
@@ -77,7 +76,7 @@ def test_spa_html_is_revalidated_and_hashed_assets_are_served(stack):
 def test_spa_renders_from_wasm_in_chromium(stack):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = chromium.launch(p)
         try:
             page = browser.new_page()
             problems = []
@@ -123,7 +122,7 @@ def test_spa_boots_from_the_embedded_config_under_the_strict_csp(stack):
     """The app reads the embedded config (no /config.json request), compiles the wasm while it streams (served as
     application/wasm, else wasm-bindgen warns and falls back) and nothing is refused by the CSP."""
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = chromium.launch(p)
         try:
             page = browser.new_page()
             messages, requested = [], []

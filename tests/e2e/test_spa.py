@@ -1,9 +1,10 @@
-"""Issue 5: the approver SPA in Chromium against the real stack (workerd + moto executing state machines + the
+"""The approver SPA in Chromium against the real stack (workerd + moto executing state machines + the
 Cognito-shaped Hosted UI stand-in): sign-in with code + PKCE from a short link, the inbox, the approval page
 (form, confirmation, outcome, errors), expiry, not-yours, re-authentication keeping the form, languages,
 accessibility (axe-core) and that no token ever reaches the URL, the page or localStorage."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -11,19 +12,11 @@ import time
 import uuid
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from conftest import ARTIFACTS, ROOT
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-USERS = {u["username"]: u for u in json.loads((ROOT / "scripts/oidc/users.json").read_text())}
-PASSWORD = "Passw0rd!"
-MOBILE = {"width": 375, "height": 812}
-DESKTOP = {"width": 1280, "height": 800}
-AXE = ROOT / "node_modules/axe-core/axe.min.js"
-# A compact JWS: three base64url segments (the first starts with "eyJ", a JSON object).
-JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+from support import ARTIFACTS
+from support.api import Api, d1
+from support.pages import DESKTOP, MOBILE, USERS, HostedUi, Tab, assert_no_secrets, axe_check, sub
 
 FORM = [
     {"name": "ticket", "label": "Change ticket", "type": "text", "required": True, "maxLength": 20,
@@ -41,70 +34,9 @@ DETAILS = {"service": "payments-api", "version": "v2.41.0", "environment": "prod
            "change": {"files": 42, "migrations": ["0042_ledger_index.sql", "0043_batch.sql"],
                       "owner": {"team": "payments", "oncall": "dave@example.com"}},
            "canary": True, "window": None}
-
-
-def sub(user: str) -> str:
-    return USERS[user]["sub"]
-
-
-# ------------------------------------------------------------------ helpers
-
-@pytest.fixture(scope="module")
-def browser():
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-class Tab:
-    """One browser context (its own cookies, sessionStorage) with a page, recording console errors, CSP
-    reports and every URL the page visited."""
-
-    def __init__(self, browser, viewport=MOBILE, locale="en-US", scheme="light", bypass_csp=False):
-        # bypass_csp: only where axe-core is injected (add_script_tag inlines it, which the strict CSP refuses).
-        self.ctx = browser.new_context(viewport=viewport, locale=locale, color_scheme=scheme,
-                                       device_scale_factor=2 if viewport == MOBILE else 1, bypass_csp=bypass_csp)
-        self.page = self.ctx.new_page()
-        self.problems: list[str] = []
-        self.urls: list[str] = []
-        # Every document request, redirects included (the authorize and callback URLs are redirects).
-        self.navigations: list[str] = []
-        self.page.on("console", lambda m: self.problems.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.problems.append(str(e)))
-        self.page.on("framenavigated", lambda f: self.urls.append(f.url) if f == self.page.main_frame else None)
-        self.page.on("request", lambda r: self.navigations.append(r.url) if r.is_navigation_request() else None)
-
-    def close(self):
-        self.ctx.close()
-
-    def csp_problems(self):
-        return [p for p in self.problems if "Content Security Policy" in p or "Refused to" in p]
-
-
-@pytest.fixture
-def tab(browser):
-    t = Tab(browser)
-    yield t
-    t.close()
-
-
-def sign_in_at_idp(page, stack, user="alice"):
-    """Fills the Hosted UI stand-in's form (the browser was sent there by the SPA)."""
-    page.wait_for_url(f"{stack.idp_url}/**", timeout=30_000)
-    page.fill("input[name=username]", user)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("input[name=signInSubmitButton]")
-
-
-def open_signed_in(tab: Tab, stack, path: str, user="alice"):
-    """Opens `path` signed out, signs in at the IdP, waits until the SPA is back on `path`."""
-    page = tab.page
-    page.goto(f"{stack.base_url}{path}")
-    sign_in_at_idp(page, stack, user)
-    page.wait_for_url(f"{stack.base_url}{path}", timeout=30_000)
-    return page
+# What ApprovalPage.fill_form() enters, as the workflow receives it.
+EXPECTED_FEEDBACK = {"ticket": "CHG-1234", "risk": "medium", "region": "ap-northeast-1", "rollback": 15,
+                     "notes": "Watch the settlement dashboard.\nPage me if p99 > 2s.", "tested": True}
 
 
 def register(workflows, api, approvers=None, timeout=300, **fields):
@@ -118,84 +50,43 @@ def register(workflows, api, approvers=None, timeout=300, **fields):
     return r.json()["id"], arn, token
 
 
-def fill_form(page, ticket="CHG-1234", risk="medium", rollback="15"):
-    page.fill("#field-ticket", ticket)
-    page.check(f"#field-risk-{['low', 'medium', 'high'].index(risk)}")
-    page.select_option("#field-region", "ap-northeast-1")
-    page.fill("#field-rollback", rollback)
-    page.fill("#field-notes", "Watch the settlement dashboard.\nPage me if p99 > 2s.")
-    page.check("#field-tested")
-    page.fill("#comment", "Looks good, ship it")
+def jwt_claims(bearer: str) -> dict:
+    payload = bearer.split(" ", 1)[1].split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 
-EXPECTED_FEEDBACK = {"ticket": "CHG-1234", "risk": "medium", "region": "ap-northeast-1", "rollback": 15,
-                     "notes": "Watch the settlement dashboard.\nPage me if p99 > 2s.", "tested": True}
-
-
-def assert_no_secrets(tab: Tab, task_tokens=()):
-    """No task token and no JWT in the page, any URL it visited, or localStorage; no code/state in the address
-    bar after the callback. sessionStorage may hold the access token: that is the design."""
-    page = tab.page
-    content = page.content()
-    local = page.evaluate("JSON.stringify(Object.assign({}, window.localStorage))")
-    for token in task_tokens:
-        assert token not in content and token not in local
-        assert not [u for u in tab.urls + tab.navigations if token in u]
-    assert not JWT_RE.search(content), "a JWT is in the page"
-    assert not JWT_RE.search(local), "a JWT is in localStorage"
-    assert not [u for u in tab.urls + tab.navigations if JWT_RE.search(u)], tab.navigations
-    callbacks = [i for i, u in enumerate(tab.urls) if "/auth/callback" in u]
-    assert callbacks, tab.urls
-    after = [u for u in tab.urls[callbacks[-1] + 1:] if u.startswith(page.url.split("/a/")[0].split("/?")[0])]
-    assert not [u for u in after if "code=" in u or "state=" in u], after
-    assert "code=" not in page.url and "state=" not in page.url, page.url
-    assert page.evaluate("window.sessionStorage.getItem('ringi.session') !== null")
-
-
-def axe_check(page, name: str):
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("""async () => {
-        const r = await axe.run(document, {resultTypes: ['violations']});
-        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                       nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}));
-    }""")
-    bad = [v for v in result if v["impact"] in ("serious", "critical")]
-    assert not bad, f"{name}: {json.dumps(bad, indent=1)}"
-    return result
-
-
-# ------------------------------------------------------------------ tests
+# ------------------------------------------------------------------ scenarios
 
 def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, workflows, api, tab):
     approval_id, arn, task_token = register(workflows, api, form=FORM,
                                             title="Deploy payments-api v2.41.0 to production")
-    page = tab.page
+    page, approval = tab.page, tab.approval
     page.goto(f"{stack.base_url}/a/{approval_id}")
     # Signed out: straight to the Hosted UI (code flow with PKCE S256, random state; no ID in its URL).
-    page.wait_for_url(f"{stack.idp_url}/**", timeout=30_000)
+    hosted_ui = HostedUi(page, stack).wait()
     authorize = next(u for u in tab.navigations if "/oauth2/authorize" in u)
     assert "code_challenge_method=S256" in authorize and "code_challenge=" in authorize
     assert re.search(r"[?&]state=[A-Za-z0-9_-]{16,}", authorize)
     assert approval_id not in authorize
     page.wait_for_selector("input[name=username]")
     page.screenshot(path=str(ARTIFACTS / "spa-login.png"))
-    sign_in_at_idp(page, stack, "alice")
+    hosted_ui.sign_in("alice")
 
     # Back on the approval the link pointed at, code/state gone from the address bar.
     page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
-    expect(page.get_by_test_id("approval-title")).to_have_text("Deploy payments-api v2.41.0 to production")
+    expect(approval.title).to_have_text("Deploy payments-api v2.41.0 to production")
     assert "code=" not in page.url and "state=" not in page.url
-    expect(page.get_by_test_id("user-name")).to_have_text("alice")
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "pending")
+    expect(approval.by("user-name")).to_have_text("alice")
+    expect(approval.status).to_have_attribute("data-status", "pending")
     # Who registered it, as authenticated (the API key's label), next to what the registrant claims.
     key_label = "api-key:" + hashlib.sha256(stack.api_key.encode()).hexdigest()[:8]
-    expect(page.get_by_test_id("registered-by")).to_have_text(key_label)
+    expect(approval.by("registered-by")).to_have_text(key_label)
     # The summary is text: markup in it is shown, never interpreted.
-    summary = page.get_by_test_id("summary")
+    summary = approval.by("summary")
     expect(summary).to_contain_text("<b>not bold</b> <img src=x>")
     assert summary.locator("b, img").count() == 0
     # Details: readable fields, nested data collapsible.
-    details = page.get_by_test_id("details")
+    details = approval.by("details")
     expect(details).to_contain_text("payments-api")
     expect(details.locator("details")).to_have_count(3)
     expect(details).to_contain_text("0042_ledger_index.sql")
@@ -203,31 +94,28 @@ def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, wo
     assert workflows.status(arn) == "RUNNING"
 
     # Required fields are checked before anything is sent; the messages sit next to the fields.
-    page.get_by_test_id("approve").click()
-    expect(page.get_by_test_id("decision-error")).to_have_attribute("data-code", "fields")
-    expect(page.locator("#field-ticket-error")).to_have_text("This field is required.")
-    expect(page.locator("#field-risk-error")).to_have_text("This field is required.")
-    expect(page.locator("#field-ticket")).to_have_attribute("aria-invalid", "true")
-    expect(page.get_by_test_id("confirm-dialog")).not_to_be_visible()
+    approval.approve()
+    expect(approval.error).to_have_attribute("data-code", "fields")
+    expect(approval.field_error("ticket")).to_have_text("This field is required.")
+    expect(approval.field_error("risk")).to_have_text("This field is required.")
+    expect(approval.field("ticket")).to_have_attribute("aria-invalid", "true")
+    expect(approval.dialog).not_to_be_visible()
     # Range of a number field.
-    fill_form(page, rollback="500")
-    page.get_by_test_id("approve").click()
-    expect(page.locator("#field-rollback-error")).to_have_text("Enter a number between 0 and 120.")
-    page.fill("#field-rollback", "15")
+    approval.fill_form(rollback="500")
+    approval.approve()
+    expect(approval.field_error("rollback")).to_have_text("Enter a number between 0 and 120.")
+    approval.field("rollback").fill("15")
     assert workflows.status(arn) == "RUNNING"
-    page.screenshot(path=str(ARTIFACTS / "spa-approval-mobile.png"), full_page=True)
+    approval.screenshot(ARTIFACTS / "spa-approval-mobile.png")
 
     # Approve → confirmation dialog → confirm.
-    page.get_by_test_id("approve").click()
-    dialog = page.get_by_test_id("confirm-dialog")
-    expect(dialog).to_be_visible()
-    expect(dialog).to_contain_text("Approve this request?")
-    page.screenshot(path=str(ARTIFACTS / "spa-confirm-mobile.png"))
+    approval.approve()
+    expect(approval.dialog).to_be_visible()
+    expect(approval.dialog).to_contain_text("Approve this request?")
+    approval.screenshot(ARTIFACTS / "spa-confirm-mobile.png", full_page=False)
     assert workflows.status(arn) == "RUNNING"
-    page.get_by_test_id("confirm-decision").click()
-    result = page.get_by_test_id("decision-result")
-    expect(result).to_have_attribute("data-result", "approved", timeout=30_000)
-    expect(result).to_contain_text("Approved")
+    approval.confirm()
+    expect(approval.expect_result("approved")).to_contain_text("Approved")
 
     done = workflows.wait_done(arn)
     assert done["status"] == "SUCCEEDED"
@@ -238,17 +126,17 @@ def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, wo
     assert out["approval"]["approvedBy"]["sub"] == sub("alice")
 
     # The page reloads the view: approved, the caller's own decision and the history.
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "approved", timeout=10_000)
-    expect(page.get_by_test_id("audit-entry")).to_have_count(1)
-    expect(page.get_by_test_id("audit-entry")).to_contain_text("Looks good, ship it")
-    expect(page.get_by_test_id("audit-entry")).to_contain_text("Change ticket")  # the form's labels
-    expect(page.get_by_test_id("approve")).to_have_count(0)
-    page.screenshot(path=str(ARTIFACTS / "spa-approved-mobile.png"), full_page=True)
+    expect(approval.status).to_have_attribute("data-status", "approved", timeout=10_000)
+    expect(approval.audit_entries).to_have_count(1)
+    expect(approval.audit_entries).to_contain_text("Looks good, ship it")
+    expect(approval.audit_entries).to_contain_text("Change ticket")  # the form's labels
+    expect(approval.approve_button).to_have_count(0)
+    approval.screenshot(ARTIFACTS / "spa-approved-mobile.png")
     # Coming back later: the caller's own decision and the history, no buttons.
     page.reload()
-    expect(page.get_by_test_id("my-decision")).to_contain_text("You approved this request")
-    expect(page.get_by_test_id("audit-entry")).to_have_count(1)
-    expect(page.get_by_test_id("approve")).to_have_count(0)
+    expect(approval.by("my-decision")).to_contain_text("You approved this request")
+    expect(approval.audit_entries).to_have_count(1)
+    expect(approval.approve_button).to_have_count(0)
 
     assert_no_secrets(tab, [task_token])
     assert not tab.csp_problems(), tab.problems
@@ -256,98 +144,96 @@ def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, wo
     # Reloading the callback URL later (history, bookmark) is harmless: back to the inbox.
     page.goto(f"{stack.base_url}/auth/callback")
     page.wait_for_url(f"{stack.base_url}/")
-    expect(page.get_by_test_id("inbox-page")).to_be_visible()
+    expect(tab.inbox.by("inbox-page")).to_be_visible()
 
 
 def test_reject_with_confirmation_takes_the_rejected_branch(stack, workflows, api, tab):
     approval_id, arn, task_token = register(workflows, api, title="Rotate the ledger DB credentials")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    page.fill("#comment", "Not during the freeze")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.comment.fill("Not during the freeze")
     # Cancel first: nothing happens.
-    page.get_by_test_id("reject").click()
-    expect(page.get_by_test_id("confirm-dialog")).to_contain_text("Reject this request?")
-    page.get_by_test_id("confirm-cancel").click()
-    expect(page.get_by_test_id("confirm-dialog")).not_to_be_visible()
+    approval.reject()
+    expect(approval.dialog).to_contain_text("Reject this request?")
+    approval.cancel()
+    expect(approval.dialog).not_to_be_visible()
     # Escape closes it too.
-    page.get_by_test_id("reject").click()
-    expect(page.get_by_test_id("confirm-dialog")).to_be_visible()
+    approval.reject()
+    expect(approval.dialog).to_be_visible()
     page.keyboard.press("Escape")
-    expect(page.get_by_test_id("confirm-dialog")).not_to_be_visible()
+    expect(approval.dialog).not_to_be_visible()
     time.sleep(0.5)
     assert workflows.status(arn) == "RUNNING"
 
-    page.get_by_test_id("reject").click()
-    page.get_by_test_id("confirm-decision").click()
-    expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "rejected", timeout=30_000)
+    approval.decide("reject")
+    approval.expect_result("rejected")
     done = workflows.wait_done(arn)
     assert done["status"] == "SUCCEEDED"
     out = json.loads(done["output"])
     assert out["rejection"]["Error"] == "Rejected"
     cause = json.loads(out["rejection"]["Cause"])
     assert cause["decision"] == "rejected" and cause["comment"] == "Not during the freeze"
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "rejected", timeout=10_000)
+    expect(approval.status).to_have_attribute("data-status", "rejected", timeout=10_000)
     page.reload()
-    expect(page.get_by_test_id("my-decision")).to_contain_text("You rejected this request")
+    expect(approval.by("my-decision")).to_contain_text("You rejected this request")
     assert_no_secrets(tab, [task_token])
 
 
 def test_expired_approval_shows_expired_and_cannot_be_decided(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, timeout=3, timeoutSeconds=2, title="Short-lived request")
     time.sleep(3)
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "expired")
-    expect(page.get_by_test_id("status")).to_have_text("Expired")
-    expect(page.get_by_test_id("expired-notice")).to_contain_text("expired")
-    assert page.locator("[data-testid=approve]:enabled, [data-testid=reject]:enabled").count() == 0
-    assert page.get_by_test_id("decision-form").count() == 0
-    page.screenshot(path=str(ARTIFACTS / "spa-expired-mobile.png"), full_page=True)
+    tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    expect(approval.status).to_have_attribute("data-status", "expired")
+    expect(approval.status).to_have_text("Expired")
+    expect(approval.by("expired-notice")).to_contain_text("expired")
+    assert approval.enabled_decision_buttons.count() == 0
+    assert approval.by("decision-form").count() == 0
+    approval.screenshot(ARTIFACTS / "spa-expired-mobile.png")
 
 
 def test_decided_unconfirmed_shows_the_verdict_and_cannot_be_decided(stack, workflows, api, browser):
     """A callback that may have been delivered, then the task closed: the verdict, marked unconfirmed, with who
     sent it (set up in D1 as the worker stores it: status + confirmed = 0 + the attempt record)."""
-    from test_decision import d1
-
     approval_id, _, _ = register(workflows, api, title="Unconfirmed decision")
     now = int(time.time() * 1000)
     d1(stack, f"UPDATE approvals SET status = 'rejected', decision = 'rejected', confirmed = 0, task_token = NULL, "
               f"decided_at = {now}, attempt_id = 'c1', attempt_verdict = 'reject', attempt_sub = 'bob-sub', "
               f"attempt_by = 'bob@example.com', attempt_at = {now} WHERE id = '{approval_id}'; "
               f"UPDATE approval_principals SET open = 0, sort_at = {now} WHERE approval_id = '{approval_id}'")
-    t = Tab(browser, locale="en-US")
-    try:
-        page = open_signed_in(t, stack, f"/a/{approval_id}")
-        status = page.get_by_test_id("status")
+    with Tab(browser, locale="en-US") as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}")
+        approval = t.approval
+        status = approval.status
         expect(status).to_have_attribute("data-status", "decided_unconfirmed")
         expect(status).to_have_attribute("data-verdict", "reject")
         expect(status).to_have_text("Rejected, unconfirmed")
-        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("bob@example.com")
-        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("did not confirm")
-        assert page.locator("[data-testid=approve]:enabled, [data-testid=reject]:enabled").count() == 0
-        assert page.get_by_test_id("decision-form").count() == 0
-        page.screenshot(path=str(ARTIFACTS / "spa-unconfirmed-mobile.png"), full_page=True)
-        page.get_by_test_id("language-switch").click()
+        expect(approval.by("unconfirmed-notice")).to_contain_text("bob@example.com")
+        expect(approval.by("unconfirmed-notice")).to_contain_text("did not confirm")
+        assert approval.enabled_decision_buttons.count() == 0
+        assert approval.by("decision-form").count() == 0
+        approval.screenshot(ARTIFACTS / "spa-unconfirmed-mobile.png")
+        approval.switch_language()
         expect(status).to_have_text("却下（未確認）")
-        expect(page.get_by_test_id("unconfirmed-notice")).to_contain_text("確認がありませんでした")
-        page.get_by_test_id("language-switch").click()
+        expect(approval.by("unconfirmed-notice")).to_contain_text("確認がありませんでした")
+        approval.switch_language()
         # The inbox's decided tab shows it the same way.
         page.goto(f"{stack.base_url}/?tab=decided")
-        item = page.locator(f"[data-testid=inbox-item][data-id='{approval_id}']")
+        item = t.inbox.item(approval_id)
         expect(item.get_by_test_id("status")).to_have_text("Rejected, unconfirmed")
         expect(item.get_by_test_id("status")).to_have_attribute("data-verdict", "reject")
-    finally:
-        t.close()
 
 
 def test_someone_elses_link_is_not_found(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, approvers=[{"sub": sub("bob")}], title="Bob only")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}", user="alice")
-    expect(page.get_by_test_id("approval-not-found")).to_be_visible()
-    expect(page.get_by_test_id("approval-not-found")).to_contain_text("not addressed to you")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}", user="alice")
+    not_found = tab.approval.by("approval-not-found")
+    expect(not_found).to_be_visible()
+    expect(not_found).to_contain_text("not addressed to you")
     assert "Bob only" not in page.content()
     # Unknown IDs look the same.
     page.goto(f"{stack.base_url}/a/{uuid.uuid4().hex[:20]}")
-    expect(page.get_by_test_id("approval-not-found")).to_be_visible()
+    expect(not_found).to_be_visible()
 
 
 def test_inbox_lists_pending_and_decided(stack, workflows, api, browser):
@@ -361,53 +247,45 @@ def test_inbox_lists_pending_and_decided(stack, workflows, api, browser):
     assert api.decide(decided_id, "reject", as_user=sub("carol")).status_code == 200
 
     for viewport, name in ((MOBILE, "mobile"), (DESKTOP, "desktop")):
-        t = Tab(browser, viewport=viewport, bypass_csp=True)
-        try:
-            page = t.page
+        with Tab(browser, viewport=viewport, bypass_csp=True) as t:
+            page, inbox = t.page, t.inbox
             page.goto(f"{stack.base_url}/")
             # Signed out at the root: a landing card and an explicit sign-in.
-            expect(page.get_by_test_id("welcome")).to_be_visible()
+            expect(inbox.by("welcome")).to_be_visible()
             if name == "mobile":
-                page.screenshot(path=str(ARTIFACTS / "spa-welcome-mobile.png"))
-            page.get_by_test_id("sign-in").click()
-            sign_in_at_idp(page, stack, "carol")
-            page.wait_for_url(f"{stack.base_url}/", timeout=30_000)
-            items = page.get_by_test_id("inbox-item")
-            mine = items.filter(has_text=title).filter(has_not_text="Quorum").filter(has_not_text="Decided")
+                inbox.screenshot(ARTIFACTS / "spa-welcome-mobile.png", full_page=False)
+            inbox.sign_in(stack, "carol")
+            mine = inbox.items.filter(has_text=title).filter(has_not_text="Quorum").filter(has_not_text="Decided")
             expect(mine).to_have_count(1)
             expect(mine).to_contain_text("Expires in")
             expect(mine.locator(".urgency--urgent")).to_have_count(1)  # 30 minutes left: urgent styling
             expect(mine).to_contain_text("ci@example.com")
             expect(mine).to_contain_text("0 of 1 approval")
-            quorum = items.filter(has_text=f"Quorum {title}")
+            quorum = inbox.items.filter(has_text=f"Quorum {title}")
             expect(quorum).to_contain_text("0 of 2 approvals")
-            expect(items.filter(has_text=f"Decided {title}")).to_have_count(0)
-            expect(page.get_by_test_id("inbox-count")).to_contain_text("pending request")
-            page.screenshot(path=str(ARTIFACTS / f"spa-inbox-{name}.png"), full_page=True)
+            expect(inbox.items.filter(has_text=f"Decided {title}")).to_have_count(0)
+            expect(inbox.count).to_contain_text("pending request")
+            inbox.screenshot(ARTIFACTS / f"spa-inbox-{name}.png")
             axe_check(page, f"inbox {name}")
             assert_no_secrets(t, [task_token])
 
             # Refresh keeps the list.
-            page.get_by_test_id("refresh").click()
+            inbox.refresh()
             expect(mine).to_have_count(1)
             # The decided tab.
-            page.get_by_test_id("tab-decided").click()
-            page.wait_for_url(f"{stack.base_url}/?tab=decided")
-            decided = page.get_by_test_id("inbox-item").filter(has_text=f"Decided {title}")
+            inbox.show_decided(stack)
+            decided = inbox.items.filter(has_text=f"Decided {title}")
             expect(decided).to_have_count(1)
             expect(decided.get_by_test_id("status")).to_have_text("Rejected")
             if name == "desktop":
-                page.screenshot(path=str(ARTIFACTS / "spa-inbox-decided-desktop.png"), full_page=True)
+                inbox.screenshot(ARTIFACTS / "spa-inbox-decided-desktop.png")
             # Back to pending and open the request from the list.
-            page.get_by_test_id("tab-pending").click()
-            page.get_by_test_id("inbox-item").filter(has_text=title).filter(
-                has_not_text="Quorum").get_by_role("link").click()
+            inbox.show_pending()
+            inbox.items.filter(has_text=title).filter(has_not_text="Quorum").get_by_role("link").click()
             page.wait_for_url(f"{stack.base_url}/a/{approval_id}")
-            expect(page.get_by_test_id("approval-title")).to_have_text(title)
+            expect(t.approval.title).to_have_text(title)
             if name == "desktop":
-                page.screenshot(path=str(ARTIFACTS / "spa-approval-desktop.png"), full_page=True)
-        finally:
-            t.close()
+                t.approval.screenshot(ARTIFACTS / "spa-approval-desktop.png")
 
 
 def test_inbox_load_more(stack, api, tab):
@@ -417,65 +295,62 @@ def test_inbox_load_more(stack, api, tab):
         r = api.register(f"token-{tag}-{i}", approvers=[{"sub": sub("dave")}], title=f"Bulk {tag} {i:02d}",
                          timeoutSeconds=3600 + i * 60)
         assert r.status_code == 201, r.text
-    page = tab.page
-    page.goto(f"{stack.base_url}/")
-    page.get_by_test_id("sign-in").click()
-    sign_in_at_idp(page, stack, "dave")
-    page.wait_for_url(f"{stack.base_url}/")
-    items = page.get_by_test_id("inbox-item")
-    expect(items).to_have_count(25)
-    expect(page.get_by_test_id("inbox-count")).to_contain_text("more available")
-    page.get_by_test_id("load-more").click()
-    expect(page.get_by_test_id("inbox-item").filter(has_text=f"Bulk {tag}")).to_have_count(27)
-    ids = page.eval_on_selector_all("[data-testid=inbox-item]", "els => els.map(e => e.dataset.id)")
+    inbox = tab.inbox
+    tab.page.goto(f"{stack.base_url}/")
+    inbox.sign_in(stack, "dave")
+    expect(inbox.items).to_have_count(25)
+    expect(inbox.count).to_contain_text("more available")
+    inbox.load_more()
+    expect(inbox.items.filter(has_text=f"Bulk {tag}")).to_have_count(27)
+    ids = inbox.item_ids()
     assert len(ids) == len(set(ids)), "no item twice"
 
 
 def test_accessibility_of_inbox_and_approval_pages(stack, workflows, api, browser):
     approval_id, _, _ = register(workflows, api, form=FORM, title="Accessibility check")
     for scheme in ("light", "dark"):
-        t = Tab(browser, scheme=scheme, bypass_csp=True)
-        try:
-            page = open_signed_in(t, stack, f"/a/{approval_id}")
-            expect(page.get_by_test_id("decision-form")).to_be_visible()
+        with Tab(browser, scheme=scheme, bypass_csp=True) as t:
+            page = t.open_signed_in(stack, f"/a/{approval_id}")
+            approval = t.approval
+            expect(approval.by("decision-form")).to_be_visible()
             axe_check(page, f"approval ({scheme})")
             # With validation errors shown too.
-            page.get_by_test_id("approve").click()
-            expect(page.locator("#field-ticket-error")).not_to_be_empty()
+            approval.approve()
+            expect(approval.field_error("ticket")).not_to_be_empty()
             axe_check(page, f"approval with errors ({scheme})")
             if scheme == "dark":
-                page.screenshot(path=str(ARTIFACTS / "spa-approval-dark-mobile.png"), full_page=True)
+                approval.screenshot(ARTIFACTS / "spa-approval-dark-mobile.png")
             page.goto(f"{stack.base_url}/")
-            expect(page.get_by_test_id("inbox-list")).to_be_visible()
+            expect(t.inbox.by("inbox-list")).to_be_visible()
             axe_check(page, f"inbox ({scheme})")
             if scheme == "dark":
-                page.screenshot(path=str(ARTIFACTS / "spa-inbox-dark-mobile.png"), full_page=True)
-        finally:
-            t.close()
+                t.inbox.screenshot(ARTIFACTS / "spa-inbox-dark-mobile.png")
 
 
 def test_keyboard_only_decision(stack, workflows, api, tab):
     """Tab order reaches the form and the buttons; Enter/Space work; the dialog takes focus."""
     approval_id, arn, _ = register(workflows, api, title="Keyboard decision")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    page.locator("#comment").focus()
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.comment.focus()
     page.keyboard.type("via keyboard")
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.dataset.testid") == "approve"
+    assert approval.focused_test_id() == "approve"
     page.keyboard.press("Enter")
-    expect(page.get_by_test_id("confirm-dialog")).to_be_visible()
-    assert page.evaluate("document.activeElement.dataset.testid") == "confirm-cancel"
+    expect(approval.dialog).to_be_visible()
+    assert approval.focused_test_id() == "confirm-cancel"
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.dataset.testid") == "confirm-decision"
+    assert approval.focused_test_id() == "confirm-decision"
     page.keyboard.press("Space")
-    expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+    approval.expect_result("approved")
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
 def test_401_signs_in_again_and_comes_back_with_the_form_filled(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, form=FORM, title="Re-authentication keeps the draft")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    fill_form(page)
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.fill_form()
     first_token = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
     assert first_token
     refused = []
@@ -489,34 +364,33 @@ def test_401_signs_in_again_and_comes_back_with_the_form_filled(stack, workflows
             route.continue_()
 
     page.route("**/api/v1/approvals/*/decision", once_401)
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
+    approval.decide("approve")
     # Silent round trip through the Hosted UI (its session is still valid): back on the same page.
     page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
-    expect(page.get_by_test_id("draft-restored")).to_be_visible(timeout=30_000)
+    expect(approval.by("draft-restored")).to_be_visible(timeout=30_000)
     assert any("/oauth2/authorize" in u for u in tab.navigations[-8:]), tab.navigations
     assert refused
     assert workflows.status(arn) == "RUNNING", "nothing is decided by coming back"
     # The form is intact; a new token was issued.
-    expect(page.locator("#field-ticket")).to_have_value("CHG-1234")
-    expect(page.locator("#field-risk-1")).to_be_checked()
-    expect(page.locator("#field-region")).to_have_value("ap-northeast-1")
-    expect(page.locator("#field-rollback")).to_have_value("15")
-    expect(page.locator("#field-tested")).to_be_checked()
-    expect(page.locator("#comment")).to_have_value("Looks good, ship it")
+    expect(approval.field("ticket")).to_have_value("CHG-1234")
+    expect(approval.field("risk-1")).to_be_checked()
+    expect(approval.field("region")).to_have_value("ap-northeast-1")
+    expect(approval.field("rollback")).to_have_value("15")
+    expect(approval.field("tested")).to_be_checked()
+    expect(approval.comment).to_have_value("Looks good, ship it")
     assert page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer") != first_token
     assert page.evaluate("sessionStorage.getItem('ringi.draft." + approval_id + "')") is None
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
-    expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+    approval.decide("approve")
+    approval.expect_result("approved")
     out = json.loads(workflows.wait_done(arn)["output"])
     assert out["approval"]["feedback"] == EXPECTED_FEEDBACK
 
 
 def test_network_failure_keeps_the_form_and_retry_succeeds(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, form=FORM, title="Retry after 503")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    fill_form(page)
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.fill_form()
     calls = []
 
     def flaky(route):
@@ -530,51 +404,48 @@ def test_network_failure_keeps_the_form_and_retry_succeeds(stack, workflows, api
             route.continue_()
 
     page.route("**/api/v1/approvals/*/decision", flaky)
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
-    err = page.get_by_test_id("decision-error")
-    expect(err).to_have_attribute("data-code", "unavailable")
-    expect(err).to_contain_text("Nothing was decided")
-    expect(page.locator("#field-ticket")).to_have_value("CHG-1234")
-    page.screenshot(path=str(ARTIFACTS / "spa-retry-mobile.png"), full_page=True)
-    page.get_by_test_id("retry").click()
-    expect(err).to_have_attribute("data-code", "unavailable")  # the network is down this time
+    approval.decide("approve")
+    expect(approval.error).to_have_attribute("data-code", "unavailable")
+    expect(approval.error).to_contain_text("Nothing was decided")
+    expect(approval.field("ticket")).to_have_value("CHG-1234")
+    approval.screenshot(ARTIFACTS / "spa-retry-mobile.png")
+    approval.retry()
+    expect(approval.error).to_have_attribute("data-code", "unavailable")  # the network is down this time
     assert workflows.status(arn) == "RUNNING"
-    page.get_by_test_id("retry").click()
-    expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+    approval.retry()
+    approval.expect_result("approved")
     assert json.loads(workflows.wait_done(arn)["output"])["approval"]["feedback"] == EXPECTED_FEEDBACK
 
 
 def test_server_field_errors_show_next_to_the_field(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, form=FORM, title="Field error from the server")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    fill_form(page)
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.fill_form()
     page.route("**/api/v1/approvals/*/decision", lambda route: route.fulfill(
         status=400, content_type="application/json",
         body=json.dumps({"error": {"code": "invalid_request", "message": "must be one of the options",
                                    "field": "feedback.region"}})))
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
-    expect(page.locator("#field-region-error")).to_contain_text("must be one of the options")
-    expect(page.locator("#field-region")).to_have_attribute("aria-invalid", "true")
+    approval.decide("approve")
+    expect(approval.field_error("region")).to_contain_text("must be one of the options")
+    expect(approval.field("region")).to_have_attribute("aria-invalid", "true")
     # Focus moves after the message renders: wait for it rather than reading it once.
-    expect(page.locator("#field-region")).to_be_focused()
+    expect(approval.field("region")).to_be_focused()
     assert workflows.status(arn) == "RUNNING"
 
 
 def test_conflict_after_someone_else_decided_explains_and_reloads(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, approvers=[{"group": "finance"}], title="Race with carol")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    expect(page.get_by_test_id("decision-form")).to_be_visible()
+    tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    expect(approval.by("decision-form")).to_be_visible()
     # carol (also in finance) decides first.
     assert api.decide(approval_id, "approve", as_user=sub("carol"), groups=["finance"]).status_code == 200
-    page.get_by_test_id("reject").click()
-    page.get_by_test_id("confirm-decision").click()
-    err = page.get_by_test_id("decision-error")
-    expect(err).to_have_attribute("data-code", "already_decided")
-    expect(err).to_contain_text("Someone else decided")
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "approved", timeout=10_000)
-    expect(page.get_by_test_id("history")).to_contain_text("approved")
+    approval.decide("reject")
+    expect(approval.error).to_have_attribute("data-code", "already_decided")
+    expect(approval.error).to_contain_text("Someone else decided")
+    expect(approval.status).to_have_attribute("data-status", "approved", timeout=10_000)
+    expect(approval.by("history")).to_contain_text("approved")
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
@@ -584,12 +455,11 @@ def test_an_approval_for_a_satisfied_principal_is_explained(stack, workflows, ap
     approval_id, arn, _ = register(workflows, api, approvers=[{"group": "finance"}, {"sub": sub("bob")}],
                                    quorum="all", title="Finance and bob")
     assert api.decide(approval_id, as_user=sub("carol"), groups=["finance"]).json()["status"] == "pending"
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
-    err = page.get_by_test_id("decision-error")
-    expect(err).to_have_attribute("data-code", "already_satisfied")
-    expect(err).to_contain_text("Another listed approver has to decide")
+    tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.decide("approve")
+    expect(approval.error).to_have_attribute("data-code", "already_satisfied")
+    expect(approval.error).to_contain_text("Another listed approver has to decide")
     assert workflows.status(arn) == "RUNNING"
     assert len(api.get(approval_id, as_user=sub("bob")).json()["decisions"]) == 1, "only carol's approval"
 
@@ -597,18 +467,16 @@ def test_an_approval_for_a_satisfied_principal_is_explained(stack, workflows, ap
 def test_quorum_progress_after_my_approval(stack, workflows, api, tab):
     approval_id, arn, _ = register(workflows, api, approvers=[{"sub": sub("alice")}, {"sub": sub("carol")}],
                                    quorum="all", title="Two approvers needed")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    page.get_by_test_id("approve").click()
-    page.get_by_test_id("confirm-decision").click()
-    result = page.get_by_test_id("decision-result")
-    expect(result).to_have_attribute("data-result", "pending", timeout=30_000)
-    expect(result).to_contain_text("1 of 2 approvals")
-    expect(page.get_by_test_id("approve")).to_have_count(0)
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    approval = tab.approval
+    approval.decide("approve")
+    expect(approval.expect_result("pending")).to_contain_text("1 of 2 approvals")
+    expect(approval.approve_button).to_have_count(0)
     assert workflows.status(arn) == "RUNNING"
     page.reload()
-    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "pending")
-    expect(page.get_by_test_id("my-decision")).to_contain_text("Waiting for other approvers: 1 of 2")
-    expect(page.get_by_test_id("approve")).to_have_count(0)
+    expect(approval.status).to_have_attribute("data-status", "pending")
+    expect(approval.by("my-decision")).to_contain_text("Waiting for other approvers: 1 of 2")
+    expect(approval.approve_button).to_have_count(0)
     # carol completes the quorum; the execution resumes.
     assert api.decide(approval_id, "approve", as_user=sub("carol")).status_code == 200
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
@@ -616,63 +484,52 @@ def test_quorum_progress_after_my_approval(stack, workflows, api, tab):
 
 def test_japanese_language_switch_is_remembered(stack, workflows, api, browser):
     approval_id, _, _ = register(workflows, api, form=FORM, title="言語の切り替え")
-    t = Tab(browser, locale="en-US")
-    try:
-        page = open_signed_in(t, stack, f"/a/{approval_id}")
-        expect(page.get_by_test_id("approve")).to_contain_text("Approve")
-        page.get_by_test_id("language-switch").click()
-        expect(page.get_by_test_id("approve")).to_contain_text("承認する")
+    with Tab(browser, locale="en-US") as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}")
+        approval = t.approval
+        expect(approval.approve_button).to_contain_text("Approve")
+        approval.switch_language()
+        expect(approval.approve_button).to_contain_text("承認する")
         assert page.evaluate("document.documentElement.lang") == "ja"
         assert page.evaluate("localStorage.getItem('ringi.locale')") == "ja"
-        page.screenshot(path=str(ARTIFACTS / "spa-approval-ja-mobile.png"), full_page=True)
+        approval.screenshot(ARTIFACTS / "spa-approval-ja-mobile.png")
         page.reload()
-        expect(page.get_by_test_id("approve")).to_contain_text("承認する")
-        page.get_by_test_id("language-switch").click()
-        expect(page.get_by_test_id("approve")).to_contain_text("Approve")
-    finally:
-        t.close()
+        expect(approval.approve_button).to_contain_text("承認する")
+        approval.switch_language()
+        expect(approval.approve_button).to_contain_text("Approve")
     # A Japanese browser starts in Japanese.
-    t = Tab(browser, locale="ja-JP")
-    try:
+    with Tab(browser, locale="ja-JP") as t:
         t.page.goto(f"{stack.base_url}/")
-        expect(t.page.get_by_test_id("sign-in")).to_have_text("サインイン")
-    finally:
-        t.close()
+        expect(t.inbox.by("sign-in")).to_have_text("サインイン")
 
 
 def test_sign_out_clears_the_session_and_ends_the_hosted_ui_session(stack, workflows, api, tab):
     approval_id, _, _ = register(workflows, api, title="Sign-out check")
-    page = open_signed_in(tab, stack, f"/a/{approval_id}")
-    page.get_by_test_id("sign-out").click()
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    inbox = tab.inbox
+    inbox.by("sign-out").click()
     page.wait_for_url(f"{stack.base_url}/", timeout=30_000)
-    expect(page.get_by_test_id("signed-out")).to_be_visible()
+    expect(inbox.by("signed-out")).to_be_visible()
     assert page.evaluate("sessionStorage.getItem('ringi.session')") is None
     assert any(u.startswith(f"{stack.idp_url}/logout?client_id=") for u in tab.navigations), tab.navigations
     # The Hosted UI session is gone too: the next sign-in asks for the password again.
-    page.get_by_test_id("sign-in").click()
+    inbox.by("sign-in").click()
     page.wait_for_url(f"{stack.idp_url}/**")
-    expect(page.locator("input[name=password]")).to_be_visible()
+    expect(HostedUi(page, stack).password).to_be_visible()
 
 
 def test_a_stale_or_foreign_callback_is_refused(stack, tab):
     page = tab.page
     page.goto(f"{stack.base_url}/auth/callback?code=abc&state=forged")
-    expect(page.get_by_test_id("sign-in-error")).to_be_visible()
+    expect(tab.inbox.by("sign-in-error")).to_be_visible()
     assert "code=" not in page.url and "state=" not in page.url
     assert page.evaluate("sessionStorage.getItem('ringi.session')") is None
-
-
-def _jwt_claims(bearer: str) -> dict:
-    import base64
-    payload = bearer.split(" ", 1)[1].split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
 
 
 @pytest.mark.parametrize("token_use", ["access", "id"])
 def test_the_spa_sends_the_token_the_worker_takes(stack, workflows, browser, token_use):
     """`TOKEN_USE` (in /config.json) picks the bearer: with `id`, a stock Cognito pool's ID token carries the
     verified email, so an `{email}` approver can decide (an access token has no email)."""
-    from conftest import Api
     if token_use == "access":
         base, approvers = stack.base_url, [{"sub": sub("alice")}]
     else:
@@ -682,26 +539,20 @@ def test_the_spa_sends_the_token_the_worker_takes(stack, workflows, browser, tok
     r = Api(stack, base).register(task_token, approvers=approvers)
     assert r.status_code == 201, r.text
     approval_id = r.json()["id"]
-    t = Tab(browser)
-    try:
+    with Tab(browser) as t:
         bearers = []
         t.page.on("request", lambda q: bearers.append(q.headers["authorization"])
                   if "/api/v1/" in q.url and "authorization" in q.headers else None)
-        page = t.page
-        page.goto(f"{base}/a/{approval_id}")
-        sign_in_at_idp(page, stack, "alice")
-        page.wait_for_url(f"{base}/a/{approval_id}", timeout=30_000)
-        expect(page.get_by_test_id("approval-title")).to_have_text("Deploy v2 to production")
-        expect(page.get_by_test_id("user-name")).to_have_text("alice")
-        claims = _jwt_claims(bearers[-1])
+        t.open_signed_in(stack, f"/a/{approval_id}", base_url=base)
+        approval = t.approval
+        expect(approval.title).to_have_text("Deploy v2 to production")
+        expect(approval.by("user-name")).to_have_text("alice")
+        claims = jwt_claims(bearers[-1])
         assert claims["token_use"] == token_use
         if token_use == "id":
             assert claims["aud"] == stack.client_id and claims["email"] == USERS["alice"]["email"]
-        page.get_by_test_id("approve").click()
-        page.get_by_test_id("confirm-decision").click()
-        expect(page.get_by_test_id("decision-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+        approval.decide("approve")
+        approval.expect_result("approved")
         assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
-        assert {_jwt_claims(b)["token_use"] for b in bearers} == {token_use}
+        assert {jwt_claims(b)["token_use"] for b in bearers} == {token_use}
         assert_no_secrets(t, [task_token])
-    finally:
-        t.close()

@@ -6,7 +6,6 @@ is what the workflow did. The observed matrix is printed (pytest -s) and written
 tests/artifacts/d1-fault-matrix.md."""
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections import Counter
@@ -15,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from conftest import ARTIFACTS, Api
-from faultproxy import FaultProxy
-from test_decision import d1
+from support import ARTIFACTS
+from support.api import Api, d1
+from support.faultproxy import FaultProxy
 
 HEADER = "x-ringi-d1-fault"
 MODES = ("from={n}", "call={n},after")

@@ -1,0 +1,206 @@
+"""The SPA's first load on a deep link /a/{id}: time to interactive and each step of it, in Chromium with CPU and
+network throttling (DevTools' Slow 4G preset), signed in or out, cold or warm cache."""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+
+import chromium
+from results import SpaLoad, SpaRun, Step
+
+# Chromium DevTools' "Slow 4G" preset, exactly: `Slow4GConditions` in devtools-frontend
+# front_end/core/sdk/NetworkManager.ts (the preset called "Fast 3G" before May 2024; a devtools-frontend unit test
+# asserts these numbers): download 1.6 Mb/s × 0.9 = 180,000 B/s, upload 750 kb/s × 0.9 = 84,375 B/s, latency
+# 150 ms × 3.75 = 562.5 ms (added once per request; bandwidth shared by parallel requests; no TCP/TLS handshakes).
+SLOW_4G = {"offline": False, "latency": 150 * 3.75, "downloadThroughput": 1.6 * 1000 * 1000 / 8 * 0.9,
+           "uploadThroughput": 750 * 1000 / 8 * 0.9, "connectionType": "cellular4g"}
+assert (SLOW_4G["downloadThroughput"], SLOW_4G["uploadThroughput"], SLOW_4G["latency"]) == (180_000, 84_375, 562.5)
+# (key, throttled, signed in as, warm HTTP cache), each measured on /a/{id} (see spa_tti).
+SPA_CONDITIONS = [("throttled", True, None, False), ("signed_in_throttled", True, "bench-inbox", False),
+                  ("throttled_warm", True, None, True), ("signed_in_warm_throttled", True, "bench-inbox", True),
+                  ("unthrottled", False, None, False), ("signed_in_unthrottled", False, "bench-inbox", False)]
+SPA_LABELS = {"throttled": "signed out, cold, 4× CPU + Slow 4G", "signed_in_throttled": "signed in, cold, 4× CPU + Slow 4G",
+              "throttled_warm": "signed out, warm cache, 4× CPU + Slow 4G",
+              "signed_in_warm_throttled": "signed in, warm cache, 4× CPU + Slow 4G",
+              "unthrottled": "signed out, cold, no throttling (local)",
+              "signed_in_unthrottled": "signed in, cold, no throttling (local)"}
+
+
+# In the page, before any script: when the app shell first appears, when the measured view appears, when the
+# page starts leaving for the Hosted UI, and when WebAssembly compilation/instantiation starts and resolves.
+SPA_PROBE = """(() => {
+  const selector = %s;
+  const mark = () => {
+    if (window.__ringiShell === undefined && document.querySelector('.app'))
+      window.__ringiShell = performance.now();
+    if (window.__ringiReady === undefined && document.querySelector(selector))
+      window.__ringiReady = performance.now();
+  };
+  new MutationObserver(mark).observe(document, {subtree: true, childList: true, attributes: true,
+                                                attributeFilter: ['data-testid']});
+  window.addEventListener('beforeunload', () => { window.__ringiLeave ??= performance.now(); });
+  window.__ringiWasm = [];
+  for (const name of ['instantiateStreaming', 'instantiate', 'compileStreaming', 'compile']) {
+    const original = WebAssembly[name];
+    if (typeof original !== 'function') continue;
+    WebAssembly[name] = function (...args) {
+      const entry = {name, start: performance.now()};
+      window.__ringiWasm.push(entry);
+      const result = original.apply(this, args);
+      result.then(() => { entry.end = performance.now(); }, () => { entry.end = performance.now(); entry.failed = true; });
+      return result;
+    };
+  }
+})();"""
+
+SPA_STATS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0] || {};
+  const res = performance.getEntriesByType('resource').map(e => ({
+    name: new URL(e.name).pathname, start: e.startTime, response_start: e.responseStart, end: e.responseEnd,
+    transfer: e.transferSize, encoded: e.encodedBodySize, decoded: e.decodedBodySize, duration: e.duration,
+    initiator: e.initiatorType}));
+  return {ready: window.__ringiReady, leave: window.__ringiLeave, shell: window.__ringiShell,
+          fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
+          html: {response_start: nav.responseStart, end: nav.responseEnd, transfer: nav.transferSize,
+                 encoded: nav.encodedBodySize, decoded: nav.decodedBodySize},
+          wasm: window.__ringiWasm || [], resources: res};
+}"""
+
+
+def spa_steps(stats: dict, end_ms: float) -> dict:
+    """One run's load, step by step (ms from navigation start): the HTML, each request with its bytes, the
+    WebAssembly compile+instantiate, the first render of the app shell and the end (view shown or redirect)."""
+    reqs = [r for r in stats["resources"] if r["start"] < end_ms]
+    wasm_res = next((r for r in reqs if r["name"].endswith(".wasm")), None)
+    inst = next((w for w in stats["wasm"] if w.get("end") and w["name"].startswith("instantiate")), None)
+    # Requests that happen one after another: a request starts a new wave when it starts after every request of
+    # the previous wave has ended (DevTools throttling adds the latency once per request).
+    waves, wave_end = 1, stats["html"]["end"] or 0
+    for r in sorted((r for r in reqs if r["transfer"]), key=lambda r: r["start"]):  # not the ones from the HTTP cache
+        if r["start"] >= wave_end - 1:
+            waves += 1
+        wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
+    return {
+        "end_ms": end_ms, "shell_ms": stats.get("shell"), "fcp_ms": stats.get("fcp"), "html": stats["html"],
+        "requests": [{k: r[k] for k in ("name", "start", "end", "transfer", "encoded", "decoded")} for r in reqs],
+        "bytes_before_end": (stats["html"].get("transfer") or 0) + sum(r["transfer"] or 0 for r in reqs),
+        "serial_waves": waves,
+        "wasm_instantiate": {"start": inst["start"], "end": inst["end"],
+                             "after_last_byte": inst["end"] - wasm_res["end"] if wasm_res else None} if inst else None,
+    }
+
+
+def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
+            signed_in_as: str | None = None, warm: bool = False) -> SpaLoad:
+    """Median time to interactive of the deep link /a/{approval_id}, a fresh browser context per run.
+    Signed out: until the page starts leaving for the Hosted UI (else `[data-testid=app-ready]`).
+    Signed in (a session put into sessionStorage the way the SPA keeps it): until the approval's title is
+    rendered (`[data-testid=approval-title]`). Cold: HTTP cache disabled. Warm: the same link loaded once in the
+    context first (HTTP cache on, as a phone opening the link a second time), then measured.
+    All times are `performance.now()` in the page (origin = navigation start)."""
+    from playwright.sync_api import sync_playwright
+    selector = "[data-testid=approval-title]" if signed_in_as else "[data-testid=app-ready]"
+    results = []
+    with sync_playwright() as p:
+        browser = chromium.launch(p)
+        try:
+            for _ in range(runs):
+                context = browser.new_context()
+                page = context.new_page()
+                page.add_init_script(SPA_PROBE % json.dumps(selector))
+                if signed_in_as:
+                    # The shape of app/src/auth.rs `Session` (sessionStorage['ringi.session']).
+                    now_ms = int(time.time() * 1000)
+                    session = {"bearer": stack.mint(signed_in_as), "expiresAt": now_ms + 3600_000,
+                               "obtainedAt": now_ms, "viaReauth": False}
+                    page.add_init_script("if (location.origin === %s) sessionStorage.setItem('ringi.session', %s);"
+                                         % (json.dumps(base_url), json.dumps(json.dumps(session))))
+                redirected = {}
+                cdp = context.new_cdp_session(page)
+
+                def to_idp(event):
+                    # Aborted: the navigation is dropped and the SPA's document stays, so its timings can be read.
+                    # (CDP's Fetch domain, not Playwright's routing, which would turn the HTTP cache off.)
+                    redirected.setdefault("t", time.monotonic())
+                    cdp.send("Fetch.failRequest", {"requestId": event["requestId"], "errorReason": "Aborted"})
+
+                cdp.on("Fetch.requestPaused", to_idp)
+                cdp.send("Fetch.enable", {"patterns": [{"urlPattern": f"{stack.idp_url}/*"}]})
+                cdp.send("Network.enable")
+                cdp.send("Network.setCacheDisabled", {"cacheDisabled": not warm})
+                if throttle:
+                    cdp.send("Network.emulateNetworkConditions", SLOW_4G)
+                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+
+                def load():
+                    redirected.clear()
+                    page.goto(f"{base_url}/a/{approval_id}", wait_until="commit", timeout=120_000)
+                    deadline, ready_at = time.monotonic() + 120, None
+                    while time.monotonic() < deadline:
+                        ready, leave = page.evaluate("[window.__ringiReady, window.__ringiLeave]")
+                        if leave is not None and "t" in redirected:
+                            break
+                        if ready is not None:
+                            # Signed out, the app is ready the moment it starts the sign-in: wait for the redirect.
+                            ready_at = ready_at or time.monotonic()
+                            if signed_in_as or time.monotonic() - ready_at > 3:
+                                break
+                        time.sleep(0.05)
+                    else:
+                        raise RuntimeError(f"the SPA never showed {selector} nor redirected to sign in")
+                    time.sleep(0.1)
+                    return page.evaluate(SPA_STATS)
+
+                if warm:
+                    load()
+                stats = load()
+                leave, ready = stats.get("leave"), stats.get("ready")
+                if signed_in_as and ready is not None:
+                    tti, ended_by = ready, "approval rendered"
+                elif leave is not None:
+                    tti, ended_by = leave, "sign-in redirect"
+                else:
+                    tti, ended_by = ready, "app-ready"
+                results.append(SpaRun(tti_ms=tti, ended_by=ended_by, **spa_steps(stats, tti), resources=[
+                    {"name": x["name"], "transfer": x["transfer"], "encoded": x["encoded"], "decoded": x["decoded"],
+                     "duration": x["duration"]} for x in stats["resources"]]))
+                context.close()
+        finally:
+            browser.close()
+    return SpaLoad(runs=results, steps=median_steps(results))
+
+
+def step_key(path: str) -> str:
+    """A request's path with what differs between builds and approvals left out (content hashes, the id)."""
+    key = re.sub(r"-[0-9a-f]{8,16}(?=[._])", "-…", path)
+    return re.sub(r"^/api/v1/approvals/[^/]+$", "/api/v1/approvals/{id}", key)
+
+
+def median_steps(results: list[SpaRun]) -> list[Step]:
+    """(step, median start ms, median end ms, median bytes) over runs, in the order of a typical run."""
+    med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
+    rows = [Step("HTML (navigation → last byte)", 0.0, med([r.html["end"] for r in results if r.html.get("end")]),
+                 med([r.html["transfer"] for r in results if r.html.get("transfer") is not None]))]
+    names = []
+    for r in results:
+        for q in r.requests:
+            if step_key(q["name"]) not in names:
+                names.append(step_key(q["name"]))
+    for key in names:
+        hits = [next(q for q in r.requests if step_key(q["name"]) == key) for r in results
+                if any(step_key(q["name"]) == key for q in r.requests)]
+        rows.append(Step(f"GET {key}", med([q["start"] for q in hits]), med([q["end"] for q in hits]),
+                         med([q["transfer"] for q in hits])))
+    inst = [r.wasm_instantiate for r in results if r.wasm_instantiate]
+    if inst:
+        after = med([i["after_last_byte"] for i in inst if i["after_last_byte"] is not None]) or 0
+        rows.append(Step(f"wasm compile + instantiate (streaming; resolves after the last byte by {after:.0f} ms)",
+                         med([i["start"] for i in inst]), med([i["end"] for i in inst]), None))
+    rows.append(Step("first render of the app shell", None, med([r.shell_ms for r in results if r.shell_ms]), None))
+    rows.append(Step("end: " + "/".join(sorted({r.ended_by for r in results})), None,
+                     med([r.tti_ms for r in results]), med([r.bytes_before_end for r in results])))
+    rows.append(Step(f"serial request waves (HTML included): {med([r.serial_waves for r in results]):.0f}",
+                     None, None, None))
+    return rows

@@ -1,0 +1,289 @@
+"""What each measurement of `make bench` returns: typed results, one dataclass per section, rendered into
+docs/benchmarks.md by report.py and kept as .ringi/bench/results.json (dataclasses.asdict)."""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+# CPU per request or per decision, in ms, by process: "runtime" (the workerd running the worker), "proxy" (wrangler's
+# proxy workerd), "node" (wrangler), or "seed" (the reference design's server).
+Cpu = dict[str, float]
+
+
+def pct(values, p: float) -> float:
+    """Nearest-rank percentile."""
+    s = sorted(values)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+@dataclass
+class Latency:
+    n: int
+    median_ms: float
+    p99_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> "Latency":
+        ms = [v * 1000 for v in seconds]
+        return cls(len(ms), statistics.median(ms), pct(ms, 99), statistics.fmean(ms), min(ms), max(ms))
+
+
+@dataclass
+class Params:
+    """The counts of one run (`--quick`: small ones, a smoke run of the benchmark itself)."""
+    inbox_sizes: list[int] = field(default_factory=lambda: [1000, 10000, 100000])  # pending approvals of one user
+    decisions: int = 200
+    warmup: int = 10
+    requests: int = 200
+    rounds: int = 3
+    cold_runs: int = 3
+    tti_runs: int = 5
+    concurrency: int = 8
+    throughput_requests: int = 4000
+    throughput_seconds: float = 20.0
+    opt_decisions: int = 100
+
+    @classmethod
+    def quick(cls) -> "Params":
+        return cls(decisions=20, warmup=5, requests=30, rounds=2, cold_runs=1, inbox_sizes=[100, 1000], tti_runs=2,
+                   throughput_requests=500, throughput_seconds=5.0, opt_decisions=20)
+
+
+# ------------------------------------------------------------------------------------------------ sizes
+@dataclass
+class Size:
+    raw: int
+    gzip: int
+
+
+@dataclass
+class SpaFile(Size):
+    br: int
+
+
+@dataclass
+class SpaSizes:
+    files: dict[str, SpaFile]
+    total: SpaFile
+    wasm: SpaFile
+
+
+@dataclass
+class BundleSizes:
+    worker: dict[str, Size]  # index_bg.wasm, index.js, total
+    spa: SpaSizes
+
+
+# ------------------------------------------------------------------------------------------------ decisions
+@dataclass
+class SideBySide:
+    """Decisions through ringi and through "the other side" (the reference design, or a second worker)."""
+    n: int
+    warmup: int
+    executions_succeeded: int
+    executions_started: int
+    ringi: Latency
+    other: Latency
+    ringi_register: Latency
+    other_register: Latency
+    ringi_cpu_per_decision_ms: Cpu
+    ringi_cpu_per_register_ms: Cpu
+    other_cpu_per_decision_ms: Cpu | None = None
+
+    @property
+    def ratio_median(self) -> float:
+        return self.ringi.median_ms / self.other.median_ms
+
+    @property
+    def ratio_p99(self) -> float:
+        return self.ringi.p99_ms / self.other.p99_ms
+
+
+# ------------------------------------------------------------------------------------------------ worker
+@dataclass
+class RequestType:
+    latency: Latency
+    cpu_ms_rounds: list[Cpu]
+
+    @property
+    def cpu_ms(self) -> Cpu:
+        """The median over rounds, per process."""
+        return {k: statistics.median(r[k] for r in self.cpu_ms_rounds) for k in self.cpu_ms_rounds[0]}
+
+
+@dataclass
+class RequestTypes:
+    types: dict[str, RequestType]
+    inbox_ids: list[str]
+
+
+@dataclass
+class ColdRun:
+    spawn_to_healthz_s: float
+    first_inbox_ms: float
+    warm_inbox_median_ms: float
+    warm_healthz_median_ms: float
+    workerd_start_to_healthz_s: float | None = None  # when the runtime workerd was found
+
+
+@dataclass
+class ColdStart:
+    runs: list[ColdRun]
+
+    @property
+    def median(self) -> ColdRun:
+        def med(key):
+            values = [getattr(r, key) for r in self.runs if getattr(r, key) is not None]
+            return statistics.median(values) if values else None
+        return ColdRun(**{k: med(k) for k in ColdRun.__dataclass_fields__})
+
+
+@dataclass
+class Endpoint:
+    """One endpoint under concurrent load, over alternating rounds."""
+    requests: int
+    seconds: float
+    req_per_s_rounds: list[float]
+    cpu_ms_per_request: Cpu
+    runtime_cpu_ms_rounds: list[float]
+    client_cpu_ms_per_request: float
+
+    @property
+    def req_per_s(self) -> float:
+        return self.requests / self.seconds
+
+
+@dataclass
+class Throughput:
+    healthz: Endpoint
+    verify: Endpoint
+
+    @property
+    def verify_cpu_ms_rounds(self) -> list[float]:
+        """Paired rounds: each verify round against the healthz round just before it."""
+        return [x - y for x, y in zip(self.verify.runtime_cpu_ms_rounds, self.healthz.runtime_cpu_ms_rounds)]
+
+    @property
+    def verify_cpu_ms(self) -> float:
+        return statistics.median(self.verify_cpu_ms_rounds)
+
+    @property
+    def verifications_per_cpu_second(self) -> float:
+        return 1000 / self.verify.cpu_ms_per_request["runtime"]
+
+
+@dataclass
+class InboxSize:
+    load_s: float
+    rows: dict[str, int]  # approvals, approval_principals
+    latency: Latency
+    cpu_ms: Cpu
+    python_sqlite_ms: float
+    python_plan: list[str]
+    d1_plan: list[str] | None = None  # at the largest size only
+
+
+@dataclass
+class InboxScale:
+    sql: str
+    sizes: dict[int, InboxSize] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------------ SPA
+@dataclass
+class Step:
+    """One step of a page load: medians over runs, ms from navigation start; bytes as received."""
+    label: str
+    start: float | None
+    end: float | None
+    bytes: float | None
+
+
+@dataclass
+class SpaRun:
+    tti_ms: float
+    ended_by: str
+    end_ms: float
+    shell_ms: float | None
+    fcp_ms: float | None
+    html: dict
+    requests: list[dict]
+    bytes_before_end: int
+    serial_waves: int
+    wasm_instantiate: dict | None
+    resources: list[dict]
+
+
+@dataclass
+class SpaLoad:
+    runs: list[SpaRun]
+    steps: list[Step]
+
+    @property
+    def median_tti_ms(self) -> float:
+        return statistics.median(r.tti_ms for r in self.runs)
+
+    @property
+    def min_tti_ms(self) -> float:
+        return min(r.tti_ms for r in self.runs)
+
+    @property
+    def max_tti_ms(self) -> float:
+        return max(r.tti_ms for r in self.runs)
+
+    @property
+    def median_fcp_ms(self) -> float | None:
+        fcps = [r.fcp_ms for r in self.runs if r.fcp_ms]
+        return statistics.median(fcps) if fcps else None
+
+    @property
+    def ended_by(self) -> list[str]:
+        return sorted({r.ended_by for r in self.runs})
+
+
+# ------------------------------------------------------------------------------------------------ on request
+@dataclass
+class OptLevels:
+    build_times: dict[str, dict[str, float]]  # level → worker/spa → seconds
+    sizes: dict[str, BundleSizes]
+    decision: SideBySide  # "ringi" = opt-level z, "other" = opt-level s
+    tti: dict[str, SpaLoad]
+
+
+@dataclass
+class Twiggy:
+    version: str
+    times: dict[str, float]
+    named_bytes: int
+    shipped_bytes: int
+    top: list[dict]
+    crates: list[tuple[str, int]]
+    total: int
+
+
+# ------------------------------------------------------------------------------------------------ the run
+@dataclass
+class Results:
+    date: str
+    machine: dict
+    versions: dict
+    params: Params
+    command: str
+    sizes: BundleSizes | None = None
+    side_by_side: SideBySide | None = None
+    request_types: RequestTypes | None = None
+    throughput: Throughput | None = None
+    tti: dict[str, SpaLoad] = field(default_factory=dict)
+    cold_start: ColdStart | None = None
+    inbox: InboxScale | None = None
+    opt_levels: OptLevels | None = None
+    twiggy: Twiggy | None = None
+    duration_s: float = 0.0
+    loadavg_at_end: tuple = ()
+    # The sections measured only on request, as the previous docs/benchmarks.md had them.
+    previous_opt_section: str | None = None
+    previous_twiggy_section: str | None = None

@@ -1,0 +1,152 @@
+"""The worker's API as a thin HTTP client, real paused Step Functions executions to register with it, and the
+operator's view of the local D1."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+
+import requests
+from ringi_stack import Stack
+
+from . import ROOT
+from .leaks import SEEN
+
+
+class Api:
+    """Thin HTTP client for the worker's API."""
+
+    def __init__(self, stack: Stack, base_url: str | None = None):
+        self.stack = stack
+        self.base = base_url or stack.base_url
+
+    def register(self, token: str, approvers=None, headers=None, **fields):
+        body = {"taskToken": token, "approvers": approvers or [{"sub": "alice"}], "title": "Deploy v2 to production",
+                "timeoutSeconds": 600, **fields}
+        r = requests.post(f"{self.base}/api/v1/approvals", json=body,
+                          headers={"authorization": f"Bearer {self.stack.api_key}", **(headers or {})}, timeout=30)
+        return r
+
+    def get(self, approval_id: str, as_user="alice", headers=None, **claims):
+        return requests.get(f"{self.base}/api/v1/approvals/{approval_id}",
+                            headers={**self.auth(as_user, **claims), **(headers or {})}, timeout=30)
+
+    def decide(self, approval_id: str, decision="approve", as_user="alice", body=None, headers=None, **claims):
+        payload = body if body is not None else {"decision": decision}
+        return requests.post(f"{self.base}/api/v1/approvals/{approval_id}/decision", json=payload,
+                             headers={**self.auth(as_user, **claims), **(headers or {})}, timeout=60)
+
+    def auth(self, user, **claims):
+        return {"authorization": f"Bearer {self.stack.mint(user, **claims)}"}
+
+
+def paused_factory(workflows, api):
+    """make(timeout=300, approvers=None, **fields): a real paused execution registered with ringi (approver
+    `alice` unless told otherwise) → (approvalId, executionArn)."""
+    def make(timeout=300, approvers=None, **fields):
+        arn, token = workflows.start_paused(timeout)
+        r = api.register(token, approvers=approvers, **fields)
+        assert r.status_code == 201, r.text
+        return r.json()["id"], arn
+    return make
+
+
+def d1(stack, sql: str, persist=None) -> list:
+    """Reads the worker's local D1 directly, as an operator would."""
+    out = subprocess.run(["wrangler", "d1", "execute", "DB", "--local", "--persist-to",
+                          str(persist or stack.d1_dir), "--json", "--command", sql],
+                         cwd=ROOT / "edge", capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)[0]["results"]
+
+
+def wait_execution_done(sfn, arn: str, timeout: float = 20, poll: float = 0.2) -> dict:
+    """describe_execution once the execution has left RUNNING (else the test fails after `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = sfn.describe_execution(executionArn=arn)
+        if d["status"] != "RUNNING":
+            return d
+        time.sleep(poll)
+    raise AssertionError(f"execution {arn} still RUNNING after {timeout}s")
+
+
+def _definition(timeout: int) -> str:
+    """A Standard workflow paused on an SQS `.waitForTaskToken` task, as in the reference design ringi improves
+    on (JSONPath, ResultPath keeps the input; Catch routes a rejection and a timeout)."""
+    return json.dumps({
+        "Comment": "ringi e2e approval",
+        "StartAt": "RequestApproval",
+        "States": {
+            "RequestApproval": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"QueueUrl.$": "$.queueUrl",
+                               "MessageBody": {"taskToken.$": "$$.Task.Token", "request.$": "$.request"}},
+                "TimeoutSeconds": timeout,
+                "ResultPath": "$.approval",
+                "Catch": [
+                    {"ErrorEquals": ["Rejected"], "ResultPath": "$.rejection", "Next": "Rejected"},
+                    {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.timeout", "Next": "TimedOut"},
+                ],
+                "Next": "Approved",
+            },
+            "Approved": {"Type": "Pass", "End": True},
+            "Rejected": {"Type": "Pass", "End": True},
+            "TimedOut": {"Type": "Pass", "End": True},
+        },
+    })
+
+
+class Workflows:
+    def __init__(self, stack: Stack):
+        self.sfn = stack.aws("stepfunctions")
+        self.sqs = stack.aws("sqs")
+        role = "arn:aws:iam::123456789012:role/ringi-e2e"
+        self.machines = {
+            t: self.sfn.create_state_machine(name=f"ringi-e2e-{t}-{uuid.uuid4().hex[:6]}", definition=_definition(t),
+                                             roleArn=role)["stateMachineArn"]
+            for t in (300, 3)
+        }
+
+    def start_paused(self, timeout: int = 300, request: str = "deploy"):
+        """Starts an execution and returns (executionArn, taskToken) once it is paused."""
+        q = self.sqs.create_queue(QueueName=f"ringi-e2e-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        arn = self.sfn.start_execution(stateMachineArn=self.machines[timeout],
+                                       input=json.dumps({"queueUrl": q, "request": request}))["executionArn"]
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            msgs = self.sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", [])
+            if msgs:
+                token = json.loads(msgs[0]["Body"])["taskToken"]
+                SEEN.task_tokens.add(token)
+                return arn, token
+        raise AssertionError("the execution never handed out a task token")
+
+    def start_many(self, n: int, timeout: int = 300):
+        """Starts n executions on one queue; returns [(executionArn, taskToken)] once all are paused."""
+        q = self.sqs.create_queue(QueueName=f"ringi-e2e-many-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+        arns = {}
+        for i in range(n):
+            tag = f"req-{i}"
+            arns[tag] = self.sfn.start_execution(stateMachineArn=self.machines[timeout],
+                                                 input=json.dumps({"queueUrl": q, "request": tag}))["executionArn"]
+        tokens = {}
+        deadline = time.monotonic() + 60 + n / 5
+        while len(tokens) < n and time.monotonic() < deadline:
+            for m in self.sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+                body = json.loads(m["Body"])
+                tokens[body["request"]] = body["taskToken"]
+                SEEN.task_tokens.add(body["taskToken"])
+                self.sqs.delete_message(QueueUrl=q, ReceiptHandle=m["ReceiptHandle"])
+        assert len(tokens) == n, f"only {len(tokens)} of {n} executions paused"
+        return [(arns[t], tokens[t]) for t in arns]
+
+    def wait_done(self, arn: str, timeout: float = 20) -> dict:
+        return wait_execution_done(self.sfn, arn, timeout)
+
+    def status(self, arn: str) -> str:
+        return self.sfn.describe_execution(executionArn=arn)["status"]
+
+    def history(self, arn: str) -> list:
+        return self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
