@@ -17,6 +17,7 @@ pub mod mail;
 pub mod principal;
 pub mod quorum;
 pub mod register;
+pub mod route;
 pub mod sfn;
 pub mod sigv4;
 pub mod storage;
