@@ -4,12 +4,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::approval::Verdict;
+use crate::body::{from_object, json_value};
 use crate::error::ApiError;
 use crate::form::{validate_feedback, FormField};
 use crate::ids::ApprovalId;
 use crate::principal::Identity;
 use crate::sfn::SfnCallback;
 use crate::time::format_rfc3339;
+use crate::vote::RecordedVote;
 
 pub const COMMENT_MAX_CHARS: usize = 4_000;
 /// SendTaskSuccess `output`: at most 262,144 bytes of UTF-8.
@@ -34,29 +36,74 @@ impl DecisionRequest {
         if body.len() > BODY_MAX_BYTES {
             return Err(ApiError::PayloadTooLarge(format!("request body exceeds {BODY_MAX_BYTES} bytes")));
         }
-        let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
-        let obj = v.as_object().ok_or_else(|| ApiError::invalid("body", "must be a JSON object"))?;
-        match obj.get("decision").and_then(Value::as_str) {
-            Some("approve" | "reject") => {}
-            _ => return Err(ApiError::invalid("decision", "must be \"approve\" or \"reject\"")),
-        }
-        if obj.get("comment").is_some_and(|c| !c.is_string() && !c.is_null()) {
-            return Err(ApiError::invalid("comment", "must be a string"));
-        }
-        if obj.get("feedback").is_some_and(|f| !f.is_object() && !f.is_null()) {
-            return Err(ApiError::invalid("feedback", "must be a JSON object"));
-        }
-        let req: Self = serde_json::from_value(v).map_err(|e| ApiError::invalid("body", e.to_string()))?;
-        if req.comment.as_deref().is_some_and(|c| c.chars().count() > COMMENT_MAX_CHARS) {
-            return Err(ApiError::invalid("comment", format!("must be at most {COMMENT_MAX_CHARS} characters")));
-        }
-        Ok(req)
+        from_object::<DecisionBody>(json_value(body)?, |path, _| match path {
+            "comment" => ApiError::invalid(path, "must be a string"),
+            "feedback" => ApiError::invalid(path, "must be a JSON object"),
+            _ => ApiError::invalid("decision", VERDICT_RULE),
+        })?
+        .try_into()
     }
 
     /// Checks the feedback against the approval's form.
     pub fn validate_against(&self, form: &[FormField]) -> Result<(), ApiError> {
         let empty = Map::new();
         validate_feedback(form, self.feedback.as_ref().unwrap_or(&empty))
+    }
+}
+
+const VERDICT_RULE: &str = "must be \"approve\" or \"reject\"";
+
+/// The decision body as sent (`null` = absent); [`DecisionRequest`] is the checked value.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    decision: Option<Verdict>,
+    comment: Option<String>,
+    feedback: Option<Map<String, Value>>,
+}
+
+impl TryFrom<DecisionBody> for DecisionRequest {
+    type Error = ApiError;
+
+    fn try_from(b: DecisionBody) -> Result<Self, ApiError> {
+        let decision = b.decision.ok_or_else(|| ApiError::invalid("decision", VERDICT_RULE))?;
+        if b.comment.as_deref().is_some_and(|c| c.chars().count() > COMMENT_MAX_CHARS) {
+            return Err(ApiError::invalid("comment", format!("must be at most {COMMENT_MAX_CHARS} characters")));
+        }
+        Ok(Self { decision, comment: b.comment, feedback: b.feedback })
+    }
+}
+
+/// An earlier approval as the workflow sees it in the decision's `approvals`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PriorApproval {
+    pub sub: String,
+    pub email: Option<String>,
+    pub username: Option<String>,
+    pub comment: Option<String>,
+    pub at: String,
+}
+
+impl PriorApproval {
+    /// The approvals of other approvers that counted before `decider`'s verdict.
+    pub fn of_others(votes: &[RecordedVote], decider: &str) -> Vec<Self> {
+        votes.iter().filter(|v| v.sub != decider && v.verdict == Verdict::Approve).map(Self::from).collect()
+    }
+
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl From<&RecordedVote> for PriorApproval {
+    fn from(v: &RecordedVote) -> Self {
+        Self {
+            sub: v.sub.clone(),
+            email: v.email.clone(),
+            username: v.username.clone(),
+            comment: v.comment.clone(),
+            at: format_rfc3339(v.at),
+        }
     }
 }
 
@@ -70,7 +117,7 @@ pub struct DecisionRecord<'a> {
     pub feedback: Option<&'a Map<String, Value>>,
     pub decided_at_ms: i64,
     /// Earlier approvals that counted towards the quorum (empty for `any`).
-    pub prior_approvals: &'a [Value],
+    pub prior_approvals: &'a [PriorApproval],
 }
 
 impl DecisionRecord<'_> {
@@ -94,7 +141,7 @@ impl DecisionRecord<'_> {
         };
         out[key] = by;
         if !self.prior_approvals.is_empty() {
-            out["approvals"] = Value::Array(self.prior_approvals.to_vec());
+            out["approvals"] = self.prior_approvals.iter().map(PriorApproval::to_value).collect();
         }
         out
     }
@@ -131,7 +178,7 @@ impl DecisionRecord<'_> {
             let approvals: Vec<Value> = self.prior_approvals[..kept]
                 .iter()
                 .map(|a| {
-                    let mut a = a.clone();
+                    let mut a = a.to_value();
                     if let Some(Value::String(c)) = a.get("comment") {
                         if c.chars().count() > comment_chars {
                             let cut: String = c.chars().take(comment_chars).collect();
@@ -210,6 +257,17 @@ mod tests {
         let long = format!(r#"{{"decision":"reject","comment":"{}"}}"#, "x".repeat(COMMENT_MAX_CHARS + 1));
         assert!(matches!(DecisionRequest::parse(long.as_bytes()).unwrap_err(), ApiError::Invalid { .. }));
         assert!(DecisionRequest::parse(br#"{"decision":"approve","extra":1}"#).is_err());
+        assert_eq!(
+            DecisionRequest::parse(br#"{"decision":"approve","extra":1}"#).unwrap_err(),
+            ApiError::invalid("extra", "is not a known field")
+        );
+        assert_eq!(DecisionRequest::parse(br#"{}"#).unwrap_err(), ApiError::invalid("decision", VERDICT_RULE));
+        assert_eq!(
+            DecisionRequest::parse(br#"{"decision":"approve","comment":5}"#).unwrap_err(),
+            ApiError::invalid("comment", "must be a string")
+        );
+        let nulls = DecisionRequest::parse(br#"{"decision":"reject","comment":null,"feedback":null}"#).unwrap();
+        assert_eq!((nulls.comment, nulls.feedback), (None, None));
     }
 
     #[test]
@@ -263,17 +321,19 @@ mod tests {
         assert_eq!(rec.callback().unwrap_err().status(), 413, "output over 262,144 bytes");
     }
 
-    fn prior(n: usize, comment_chars: usize) -> Vec<Value> {
+    fn prior(n: usize, comment_chars: usize) -> Vec<PriorApproval> {
         (0..n)
-            .map(|i| {
-                json!({"sub": format!("approver-{i}"), "email": format!("approver-{i}@example.com"),
-                       "username": format!("approver{i}"), "comment": "é".repeat(comment_chars),
-                       "at": "2026-01-01T00:00:00.000Z"})
+            .map(|i| PriorApproval {
+                sub: format!("approver-{i}"),
+                email: Some(format!("approver-{i}@example.com")),
+                username: Some(format!("approver{i}")),
+                comment: Some("é".repeat(comment_chars)),
+                at: "2026-01-01T00:00:00.000Z".into(),
             })
             .collect()
     }
 
-    fn reject_with(prior: &[Value], own_comment: &str) -> Result<Value, ApiError> {
+    fn reject_with(prior: &[PriorApproval], own_comment: &str) -> Result<Value, ApiError> {
         let id = ApprovalId::parse("abcdefghijklmnop").unwrap();
         let me = who();
         let rec = DecisionRecord {

@@ -3,6 +3,108 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::ApprovalStatus;
+
+/// The stable machine-readable `error.code` of every API error; the SPA keys its messages on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidRequest,
+    MalformedBody,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    NoRoute,
+    MethodNotAllowed,
+    AlreadyDecided,
+    Expired,
+    InProgress,
+    AlreadyVoted,
+    AlreadySatisfied,
+    DuplicateApproval,
+    PayloadTooLarge,
+    RateLimited,
+    #[serde(rename = "sfn_unavailable")]
+    SfnUnavailable,
+    StorageUnavailable,
+    UpstreamRejected,
+    Internal,
+}
+
+impl ErrorCode {
+    /// The wire name (what serde writes): the OpenAPI `ErrorCode` enum lists exactly these.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::MalformedBody => "malformed_body",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::NoRoute => "no_route",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::AlreadyDecided => "already_decided",
+            Self::Expired => "expired",
+            Self::InProgress => "in_progress",
+            Self::AlreadyVoted => "already_voted",
+            Self::AlreadySatisfied => "already_satisfied",
+            Self::DuplicateApproval => "duplicate_approval",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::RateLimited => "rate_limited",
+            Self::SfnUnavailable => "sfn_unavailable",
+            Self::StorageUnavailable => "storage_unavailable",
+            Self::UpstreamRejected => "upstream_rejected",
+            Self::Internal => "internal",
+        }
+    }
+
+    pub const ALL: [Self; 19] = [
+        Self::InvalidRequest,
+        Self::MalformedBody,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::NoRoute,
+        Self::MethodNotAllowed,
+        Self::AlreadyDecided,
+        Self::Expired,
+        Self::InProgress,
+        Self::AlreadyVoted,
+        Self::AlreadySatisfied,
+        Self::DuplicateApproval,
+        Self::PayloadTooLarge,
+        Self::RateLimited,
+        Self::SfnUnavailable,
+        Self::StorageUnavailable,
+        Self::UpstreamRejected,
+        Self::Internal,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.code() == s)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// A stored value that no domain value maps to (a corrupt or foreign D1 row): a 500 with a log line, never
+/// a silent default.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt stored value in {column}: {value:?}")]
+pub struct CorruptValue {
+    pub column: &'static str,
+    pub value: String,
+}
+
+impl CorruptValue {
+    pub fn new(column: &'static str, value: impl std::fmt::Display) -> Self {
+        Self { column, value: value.to_string() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
     /// A request field is missing or wrong; `field` names it (JSON path-ish, e.g. `approvers[1].email`).
@@ -22,9 +124,9 @@ pub enum ApiError {
     NoRoute,
     /// `allow` lists the methods the path does support (sent as the `Allow` header).
     #[error("method not allowed; this path allows {allow}")]
-    MethodNotAllowed { allow: &'static str },
+    MethodNotAllowed { allow: String },
     #[error("approval already decided ({0})")]
-    AlreadyDecided(String),
+    AlreadyDecided(ApprovalStatus),
     #[error("approval expired or its task is closed")]
     Expired,
     #[error("another decision for this approval is being delivered; retry shortly")]
@@ -80,29 +182,34 @@ impl ApiError {
         }
     }
 
-    /// Stable machine-readable code; the SPA keys its messages on it.
-    pub fn code(&self) -> &'static str {
+    /// The machine-readable code of this error.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Invalid { .. } => "invalid_request",
-            Self::MalformedBody(_) => "malformed_body",
-            Self::Unauthorized => "unauthorized",
-            Self::Forbidden(_) => "forbidden",
-            Self::NotFound => "not_found",
-            Self::NoRoute => "no_route",
-            Self::MethodNotAllowed { .. } => "method_not_allowed",
-            Self::AlreadyDecided(_) => "already_decided",
-            Self::Expired => "expired",
-            Self::InProgress => "in_progress",
-            Self::AlreadyVoted => "already_voted",
-            Self::AlreadySatisfied => "already_satisfied",
-            Self::DuplicateApproval => "duplicate_approval",
-            Self::PayloadTooLarge(_) => "payload_too_large",
-            Self::RateLimited { .. } => "rate_limited",
-            Self::Unavailable => "sfn_unavailable",
-            Self::StorageUnavailable => "storage_unavailable",
-            Self::UpstreamRejected => "upstream_rejected",
-            Self::Internal => "internal",
+            Self::Invalid { .. } => ErrorCode::InvalidRequest,
+            Self::MalformedBody(_) => ErrorCode::MalformedBody,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound => ErrorCode::NotFound,
+            Self::NoRoute => ErrorCode::NoRoute,
+            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            Self::AlreadyDecided(_) => ErrorCode::AlreadyDecided,
+            Self::Expired => ErrorCode::Expired,
+            Self::InProgress => ErrorCode::InProgress,
+            Self::AlreadyVoted => ErrorCode::AlreadyVoted,
+            Self::AlreadySatisfied => ErrorCode::AlreadySatisfied,
+            Self::DuplicateApproval => ErrorCode::DuplicateApproval,
+            Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::Unavailable => ErrorCode::SfnUnavailable,
+            Self::StorageUnavailable => ErrorCode::StorageUnavailable,
+            Self::UpstreamRejected => ErrorCode::UpstreamRejected,
+            Self::Internal => ErrorCode::Internal,
         }
+    }
+
+    /// [`ErrorCode::code`] of this error.
+    pub fn code(&self) -> &'static str {
+        self.error_code().code()
     }
 
     /// Seconds a client should wait before retrying (`Retry-After`), for the temporary failures.
@@ -129,12 +236,21 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
+/// `code` stays a string on the wire type so that a client still reads codes added after it was built;
+/// [`ErrorDetail::error_code`] is the typed view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+}
+
+impl ErrorDetail {
+    /// The code, if this build knows it.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        ErrorCode::parse(&self.code)
+    }
 }
 
 #[cfg(test)]
@@ -147,7 +263,7 @@ mod tests {
         assert_eq!(ApiError::Unauthorized.status(), 401);
         assert_eq!(ApiError::NotFound.status(), 404);
         assert_eq!(ApiError::Expired.status(), 409);
-        assert_eq!(ApiError::AlreadyDecided("approved".into()).status(), 409);
+        assert_eq!(ApiError::AlreadyDecided(ApprovalStatus::Approved).status(), 409);
         assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
         assert_eq!(ApiError::RateLimited { retry_after: 7 }.status(), 429);
         assert_eq!(ApiError::UpstreamRejected.status(), 502);
@@ -163,5 +279,16 @@ mod tests {
         assert_eq!(body["error"]["field"], "approvers");
         let body = serde_json::to_value(ApiError::NotFound.body()).unwrap();
         assert!(body["error"].get("field").is_none());
+    }
+
+    #[test]
+    fn codes_serialize_as_their_wire_names() {
+        for c in ErrorCode::ALL {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.code());
+            assert_eq!(ErrorCode::parse(c.code()), Some(c));
+        }
+        let body = ApiError::AlreadyDecided(ApprovalStatus::DecidedUnconfirmed).body();
+        assert_eq!(body.error.error_code(), Some(ErrorCode::AlreadyDecided));
+        assert_eq!(body.error.message, "approval already decided (decided_unconfirmed)");
     }
 }

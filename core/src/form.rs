@@ -130,52 +130,124 @@ pub fn validate_form(fields: &[FormField]) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Checks a decision's feedback against the approval's form. Without a form, any JSON object is accepted
-/// (size limits are applied by the caller).
-pub fn validate_feedback(fields: &[FormField], feedback: &Map<String, Value>) -> Result<(), ApiError> {
-    if fields.is_empty() {
-        return Ok(());
-    }
-    if let Some(unknown) = feedback.keys().find(|k| !fields.iter().any(|f| &f.name == *k)) {
-        return Err(ApiError::invalid(format!("feedback.{unknown}"), "is not a field of this approval's form"));
-    }
-    for f in fields {
-        let at = format!("feedback.{}", f.name);
-        let value = feedback.get(&f.name).filter(|v| !v.is_null() && v.as_str() != Some(""));
-        let Some(value) = value else {
-            if f.required {
-                return Err(ApiError::invalid(at, "is required"));
-            }
-            continue;
-        };
-        match &f.kind {
-            FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
-                let s = value.as_str().ok_or_else(|| ApiError::invalid(&at, "must be text"))?;
-                let max = text_limit(*max_length);
-                if s.chars().count() > max {
-                    return Err(ApiError::invalid(at, format!("must be at most {max} characters")));
-                }
-            }
-            FieldKind::Choice { options } => {
-                let s = value.as_str().ok_or_else(|| ApiError::invalid(&at, "must be one of the options"))?;
-                if !options.iter().any(|o| o == s) {
-                    return Err(ApiError::invalid(at, "must be one of the options"));
-                }
-            }
-            FieldKind::Number { min, max } => {
-                let n = value.as_f64().ok_or_else(|| ApiError::invalid(&at, "must be a number"))?;
-                if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
-                    return Err(ApiError::invalid(at, "is out of range"));
-                }
-            }
-            FieldKind::Boolean => {
-                if !value.is_boolean() {
-                    return Err(ApiError::invalid(at, "must be true or false"));
-                }
-            }
+/// Why one feedback value is refused. The SPA translates these; the worker sends [`Issue::message`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Issue {
+    Required,
+    NotText,
+    /// Longer than this many characters.
+    TooLong(usize),
+    NotAnOption,
+    NotANumber,
+    OutOfRange {
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    NotABoolean,
+    /// A key that names no field of the form.
+    UnknownField,
+}
+
+impl Issue {
+    /// The API's wording (`error.message` of the 400).
+    pub fn message(&self) -> String {
+        match self {
+            Self::Required => "is required".into(),
+            Self::NotText => "must be text".into(),
+            Self::TooLong(max) => format!("must be at most {max} characters"),
+            Self::NotAnOption => "must be one of the options".into(),
+            Self::NotANumber => "must be a number".into(),
+            Self::OutOfRange { .. } => "is out of range".into(),
+            Self::NotABoolean => "must be true or false".into(),
+            Self::UnknownField => "is not a field of this approval's form".into(),
         }
     }
-    Ok(())
+}
+
+/// One refused feedback value: the field's `name` and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldIssue {
+    pub field: String,
+    pub issue: Issue,
+}
+
+impl From<FieldIssue> for ApiError {
+    fn from(i: FieldIssue) -> Self {
+        ApiError::invalid(format!("feedback.{}", i.field), i.issue.message())
+    }
+}
+
+/// Feedback that passed [`validate`]: every key a field of the form, every value as its field requires.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedFeedback(Map<String, Value>);
+
+impl ValidatedFeedback {
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0
+    }
+}
+
+/// Checks one field's value. `None`, `null` and `""` are "no answer" (fine unless the field is required).
+pub fn check(field: &FormField, value: Option<&Value>) -> Result<(), Issue> {
+    let Some(value) = value.filter(|v| !v.is_null() && v.as_str() != Some("")) else {
+        return if field.required { Err(Issue::Required) } else { Ok(()) };
+    };
+    match &field.kind {
+        FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
+            let max = text_limit(*max_length);
+            match value.as_str() {
+                None => Err(Issue::NotText),
+                Some(s) if s.chars().count() > max => Err(Issue::TooLong(max)),
+                Some(_) => Ok(()),
+            }
+        }
+        FieldKind::Choice { options } => match value.as_str() {
+            Some(s) if options.iter().any(|o| o == s) => Ok(()),
+            _ => Err(Issue::NotAnOption),
+        },
+        FieldKind::Number { min, max } => {
+            let n = value.as_f64().ok_or(Issue::NotANumber)?;
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                return Err(Issue::OutOfRange { min: *min, max: *max });
+            }
+            Ok(())
+        }
+        FieldKind::Boolean if value.is_boolean() => Ok(()),
+        FieldKind::Boolean => Err(Issue::NotABoolean),
+    }
+}
+
+/// Checks a decision's feedback against the approval's form, reporting every refused field at once:
+/// keys the form does not have first, then the fields in form order. Without a form, any JSON object is
+/// accepted (size limits are applied by the caller).
+pub fn validate(fields: &[FormField], feedback: &Map<String, Value>) -> Result<ValidatedFeedback, Vec<FieldIssue>> {
+    if fields.is_empty() {
+        return Ok(ValidatedFeedback(feedback.clone()));
+    }
+    let unknown = feedback
+        .keys()
+        .filter(|k| !fields.iter().any(|f| &f.name == *k))
+        .map(|k| FieldIssue { field: k.clone(), issue: Issue::UnknownField });
+    let refused = fields
+        .iter()
+        .filter_map(|f| check(f, feedback.get(&f.name)).err().map(|issue| FieldIssue { field: f.name.clone(), issue }));
+    let issues: Vec<FieldIssue> = unknown.chain(refused).collect();
+    if issues.is_empty() {
+        Ok(ValidatedFeedback(feedback.clone()))
+    } else {
+        Err(issues)
+    }
+}
+
+/// [`validate`] as the API answers it: the first issue, as a 400 naming `feedback.<field>`.
+pub fn validate_feedback(fields: &[FormField], feedback: &Map<String, Value>) -> Result<(), ApiError> {
+    validate(fields, feedback)
+        .map(drop)
+        .map_err(|issues| issues.into_iter().next().map_or(ApiError::Internal, Into::into))
 }
 
 #[cfg(test)]
@@ -221,6 +293,30 @@ mod tests {
         assert!(ok(json!({"reason": "a", "urgent": "yes"})).is_err());
         assert!(ok(json!({"reason": "a", "extra": 1})).is_err());
         validate_feedback(&[], json!({"anything": [1, 2]}).as_object().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn every_refused_field_is_reported_once() {
+        let f = form();
+        let issues =
+            validate(&f, json!({"risk": "medium", "amount": "5", "urgent": true, "extra": 1}).as_object().unwrap())
+                .unwrap_err();
+        let got: Vec<(&str, &Issue)> = issues.iter().map(|i| (i.field.as_str(), &i.issue)).collect();
+        assert_eq!(
+            got,
+            [
+                ("extra", &Issue::UnknownField),
+                ("reason", &Issue::Required),
+                ("risk", &Issue::NotAnOption),
+                ("amount", &Issue::NotANumber)
+            ]
+        );
+        assert_eq!(check(&f[0], Some(&json!("x".repeat(11)))), Err(Issue::TooLong(10)));
+        assert_eq!(check(&f[2], Some(&json!(101))), Err(Issue::OutOfRange { min: Some(0.0), max: Some(100.0) }));
+        assert_eq!(check(&f[3], Some(&json!("yes"))), Err(Issue::NotABoolean));
+        assert_eq!(check(&f[1], Some(&Value::Null)), Ok(()), "null is no answer");
+        let ok = validate(&f, json!({"reason": "fine", "urgent": false}).as_object().unwrap()).unwrap();
+        assert_eq!(ok.as_map().len(), 2);
     }
 
     #[test]

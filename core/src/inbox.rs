@@ -67,11 +67,12 @@ pub fn inbox_sql(principals: usize, pending: bool) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n UNION ");
+    let approvals = crate::vote::APPROVALS_SO_FAR_SQL;
     format!(
         "WITH mine AS ({ranges})
          SELECT a.id, a.status, a.confirmed, a.title, a.summary, a.quorum, a.approver_count, a.context_json,
                 a.created_at, a.expires_at, a.decided_at, mine.sort_at,
-                (SELECT COUNT(*) FROM decisions d WHERE d.approval_id = a.id AND d.decision = 'approve') AS approvals
+                {approvals} AS approvals
          FROM mine JOIN approvals a ON a.id = mine.approval_id
          ORDER BY mine.sort_at {order}, a.id {order} LIMIT ?{limit}"
     )

@@ -312,7 +312,12 @@ impl JwksCache {
 
     /// Is a fetch in flight (begun less than [`JWKS_IN_FLIGHT_MS`] ago and not ended)?
     pub fn fetch_in_flight(&self, now_ms: i64) -> bool {
-        self.in_flight_since.is_some_and(|since| now_ms - since < JWKS_IN_FLIGHT_MS)
+        self.in_flight_mark(now_ms).is_some()
+    }
+
+    /// The mark of the fetch in flight, if any (what [`Self::begin_fetch`] returned for it).
+    pub fn in_flight_mark(&self, now_ms: i64) -> Option<i64> {
+        self.in_flight_since.filter(|since| now_ms - since < JWKS_IN_FLIGHT_MS)
     }
 
     pub fn store(&mut self, jwks: Jwks, now_ms: i64) {

@@ -3,20 +3,26 @@
 
 pub mod approval;
 pub mod assets;
+mod body;
 pub mod config;
+pub mod context;
 pub mod decision;
 pub mod error;
 pub mod form;
 pub mod ids;
 pub mod inbox;
 pub mod jwt;
+pub mod locale;
 pub mod mail;
 pub mod principal;
+pub mod quorum;
 pub mod register;
+pub mod route;
 pub mod sfn;
 pub mod sigv4;
 pub mod storage;
 pub mod time;
+pub mod vote;
 pub mod wire;
 
 pub use error::{ApiError, ErrorBody};

@@ -1,9 +1,51 @@
 //! Approval emails (request and reminder, en/ja) and the SES v2 SendEmail request body. The message only
 //! links to the approval page: no decision links, so a mail scanner opening it decides nothing.
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::error::CorruptValue;
+use crate::locale::Locale;
 use crate::time::format_rfc3339;
+
+/// Where an approval's request mail stands (`approvals.mail_state`): the cron retries `failed` ones and
+/// `pending` ones whose sender died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailState {
+    /// Nobody to notify, or mail is off.
+    None,
+    /// Stored, not sent yet (the mail goes out after the registration's response).
+    Pending,
+    Sent,
+    Failed,
+}
+
+impl MailState {
+    pub const ALL: [Self; 4] = [Self::None, Self::Pending, Self::Sent, Self::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Pending => "pending",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn from_stored(s: &str) -> Result<Self, CorruptValue> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| CorruptValue::new("approvals.mail_state", s))
+    }
+
+    /// The state a registration starts in.
+    pub fn initial(recipients: usize) -> Self {
+        if recipients == 0 {
+            Self::None
+        } else {
+            Self::Pending
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MailKind {
@@ -29,8 +71,8 @@ pub struct MailInput<'a> {
     /// The authenticated registrant (`api-key:…` / `client:…`): what ringi itself vouches for.
     pub registered_by: Option<&'a str>,
     pub expires_at_ms: i64,
-    /// `ja` for Japanese (with the English text below it); anything else: English.
-    pub locale: Option<&'a str>,
+    /// Japanese comes with the English text below it.
+    pub locale: Locale,
 }
 
 pub fn escape_html(s: &str) -> String {
@@ -93,7 +135,7 @@ fn texts(kind: MailKind, ja: bool) -> &'static Texts {
 }
 
 pub fn compose(m: &MailInput<'_>) -> Mail {
-    let ja = m.locale == Some("ja");
+    let ja = m.locale == Locale::Ja;
     // Minute precision reads better in a mail: "2027-01-15 08:00 UTC".
     let expires = format!("{} UTC", format_rfc3339(m.expires_at_ms)[..16].replace('T', " "));
     let title = one_line(m.title);
@@ -158,7 +200,7 @@ pub fn ses_send_email_body(from: &str, to: &str, mail: &Mail) -> String {
 mod tests {
     use super::*;
 
-    fn input(locale: Option<&'static str>) -> MailInput<'static> {
+    fn input(locale: Locale) -> MailInput<'static> {
         MailInput {
             kind: MailKind::Request,
             title: "Deploy <v2>\r\nBcc: evil@example.com",
@@ -173,7 +215,7 @@ mod tests {
 
     #[test]
     fn english_mail_has_link_expiry_and_no_injection() {
-        let m = compose(&input(None));
+        let m = compose(&input(Locale::En));
         assert!(!m.subject.contains('\n') && !m.subject.contains('\r'), "{}", m.subject);
         assert!(m.subject.starts_with("[ringi] Approval requested: Deploy <v2>"));
         assert!(m.text.contains("https://ringi.example/a/abcdefghijklmnopqrstuv"));
@@ -184,21 +226,31 @@ mod tests {
         // What the registrant wrote and what ringi authenticated, apart.
         assert!(m.text.contains("Requested by: arn:aws:states:…:execution:deploy:42"));
         assert!(m.text.contains("Registered by: api-key:3f2a9c1e"));
-        assert!(compose(&input(Some("ja"))).text.contains("登録元: api-key:3f2a9c1e"));
+        assert!(compose(&input(Locale::Ja)).text.contains("登録元: api-key:3f2a9c1e"));
     }
 
     #[test]
     fn japanese_mail_comes_with_english() {
-        let m = compose(&input(Some("ja")));
+        let m = compose(&input(Locale::Ja));
         assert!(m.subject.contains("承認依頼"));
         assert!(m.text.contains("依頼を開く") && m.text.contains("Open the request"));
-        let r = compose(&MailInput { kind: MailKind::Reminder, ..input(None) });
+        let r = compose(&MailInput { kind: MailKind::Reminder, ..input(Locale::En) });
         assert!(r.subject.starts_with("[ringi] Reminder"));
     }
 
     #[test]
+    fn mail_states_round_trip() {
+        for m in MailState::ALL {
+            assert_eq!(MailState::from_stored(m.as_str()), Ok(m));
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
+        assert!(MailState::from_stored("lost").is_err());
+        assert_eq!((MailState::initial(0), MailState::initial(2)), (MailState::None, MailState::Pending));
+    }
+
+    #[test]
     fn ses_body_shape() {
-        let m = compose(&input(None));
+        let m = compose(&input(Locale::En));
         let v: serde_json::Value =
             serde_json::from_str(&ses_send_email_body("ringi@example.com", "a@example.com", &m)).unwrap();
         assert_eq!(v["Destination"]["ToAddresses"][0], "a@example.com");

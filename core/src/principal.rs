@@ -35,6 +35,17 @@ impl Principal {
         }
     }
 
+    /// The storage key `kind:value` (`approval_principals.pkey`, `decisions.principal`).
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.kind(), self.value())
+    }
+
+    /// Reads a [`Principal::key`] back.
+    pub fn from_key(key: &str) -> Option<Self> {
+        let (kind, value) = key.split_once(':')?;
+        Self::from_parts(kind, value)
+    }
+
     pub fn from_parts(kind: &str, value: &str) -> Option<Self> {
         match kind {
             "sub" => Some(Self::Sub(value.to_owned())),
@@ -97,6 +108,9 @@ mod tests {
         let p: Vec<Principal> = serde_json::from_str(r#"[{"sub":"a"},{"email":"b@x"},{"group":"g"}]"#).unwrap();
         assert_eq!(p, vec![Principal::Sub("a".into()), Principal::Email("b@x".into()), Principal::Group("g".into())]);
         assert!(serde_json::from_str::<Principal>(r#"{"role":"x"}"#).is_err());
+        let p = Principal::Email("a@x:y".into());
+        assert_eq!((p.key().as_str(), Principal::from_key(&p.key())), ("email:a@x:y", Some(p)));
+        assert_eq!(Principal::from_key("role:x"), None);
     }
 
     #[test]

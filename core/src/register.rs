@@ -1,11 +1,14 @@
-//! `POST /api/v1/approvals`: parsing and validating a registration into a [`NewApproval`].
+//! `POST /api/v1/approvals`: a registration body (a serde DTO) validated into a [`NewApproval`].
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::approval::Quorum;
+use crate::body::{first_item, from_object, json_value, top_field};
 use crate::error::ApiError;
 use crate::form::{strip_form, strip_invisible, validate_form, FormField};
 use crate::ids::{ApprovalId, TaskToken};
+use crate::locale::Locale;
 use crate::principal::Principal;
 use crate::time::parse_rfc3339;
 
@@ -31,27 +34,51 @@ pub struct NewApproval {
     pub expires_at: i64,
     pub notify: Vec<String>,
     pub context: Map<String, Value>,
-    pub locale: Option<String>,
+    pub locale: Option<Locale>,
     /// SHA-256 (hex) of the registration object as received (canonical JSON, envelope removed): tells a
     /// redelivery of the same request from a different request for the same task.
     pub request_sha256: String,
 }
 
-fn str_field<'a>(o: &'a Map<String, Value>, name: &str, required: bool) -> Result<Option<&'a str>, ApiError> {
-    match o.get(name) {
-        None | Some(Value::Null) if required => Err(ApiError::invalid(name, "is required")),
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::invalid(name, "must be a string")),
-    }
+/// The registration body as sent. Every member is optional here (`null` = absent) so that a missing one is
+/// reported by [`RegistrationBody::validate`] under its own name, not as serde's "missing field".
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegistrationBody {
+    approval_id: Option<String>,
+    task_token: Option<String>,
+    approvers: Option<Vec<Principal>>,
+    quorum: Option<Quorum>,
+    title: Option<String>,
+    summary: Option<String>,
+    details: Option<Map<String, Value>>,
+    form: Option<Vec<FormField>>,
+    expires_at: Option<String>,
+    timeout_seconds: Option<i64>,
+    notify: Option<Vec<String>>,
+    context: Option<Map<String, Value>>,
+    locale: Option<Locale>,
 }
 
-fn obj_field(o: &Map<String, Value>, name: &str, max_bytes: usize) -> Result<Map<String, Value>, ApiError> {
-    match o.get(name) {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) if Value::Object(m.clone()).to_string().len() <= max_bytes => Ok(m.clone()),
-        Some(Value::Object(_)) => Err(ApiError::invalid(name, format!("must be at most {max_bytes} bytes of JSON"))),
-        Some(_) => Err(ApiError::invalid(name, "must be a JSON object")),
+/// What a member of the body must be, for a value serde could not take.
+fn explain(path: &str, serde_message: String) -> ApiError {
+    let nested = path != top_field(path);
+    let must = |m: &str| ApiError::invalid(path, m);
+    match top_field(path) {
+        "approvers" if nested => {
+            ApiError::invalid(first_item(path), "must be {\"sub\": …}, {\"email\": …} or {\"group\": …}")
+        }
+        "approvers" => must("must be an array"),
+        "notify" if nested => ApiError::invalid(first_item(path), "is not an email address"),
+        "notify" => must(&format!("must be an array of at most {MAX_APPROVERS} emails")),
+        // A form definition's errors are serde's own ("unknown variant `date`"), reported on `form`.
+        "form" if nested => ApiError::invalid("form", serde_message),
+        "form" => must("must be an array of fields"),
+        "quorum" => must("must be \"any\", \"all\" or a positive integer"),
+        "details" | "context" => must("must be a JSON object"),
+        "timeoutSeconds" => must("must be a positive integer"),
+        "locale" => must("must be \"en\" or \"ja\""),
+        _ => must("must be a string"),
     }
 }
 
@@ -65,6 +92,11 @@ fn valid_email(e: &str) -> bool {
         && !e.chars().any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>' || c == ',')
 }
 
+/// A domain name as `MAIL_ALLOWED_DOMAINS` lists them (lower case, at least one dot).
+pub fn valid_domain(d: &str) -> bool {
+    valid_email(&format!("x@{d}")) && !d.contains('@')
+}
+
 /// An EventBridge event delivered by an API destination carries the registration in `detail`.
 pub fn unwrap_event_envelope(v: Value) -> Value {
     match v {
@@ -75,176 +107,161 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
     }
 }
 
-/// A domain name as `MAIL_ALLOWED_DOMAINS` lists them (lower case, at least one dot).
-pub fn valid_domain(d: &str) -> bool {
-    valid_email(&format!("x@{d}")) && !d.contains('@')
-}
-
 /// Validates a registration body; `now` is Unix ms. `notify` may name the approval's email approvers and
 /// addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`). Every error names the offending field.
 pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::MalformedBody(e.to_string()))?;
-    let v = unwrap_event_envelope(v);
+    let v = unwrap_event_envelope(json_value(body)?);
     let request_sha256 = crate::hex_sha256(v.to_string().as_bytes());
-    let o = v.as_object().ok_or_else(|| ApiError::invalid("body", "must be a JSON object"))?;
-    const KNOWN: &[&str] = &[
-        "approvalId",
-        "taskToken",
-        "approvers",
-        "quorum",
-        "title",
-        "summary",
-        "details",
-        "form",
-        "expiresAt",
-        "timeoutSeconds",
-        "notify",
-        "context",
-        "locale",
-    ];
-    if let Some(k) = o.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(ApiError::invalid(k.as_str(), "is not a known field"));
-    }
-    let id = str_field(o, "approvalId", false)?.map(ApprovalId::parse_chosen).transpose()?;
-    let token = TaskToken::parse(str_field(o, "taskToken", true)?.unwrap_or_default())?;
+    let dto: RegistrationBody = from_object(v, explain)?;
+    dto.validate(now, mail_allowed_domains, request_sha256)
+}
 
-    let raw_approvers = match o.get("approvers") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(Value::Array(_)) | None | Some(Value::Null) => {
-            return Err(ApiError::invalid("approvers", "at least one approver is required"))
-        }
-        Some(_) => return Err(ApiError::invalid("approvers", "must be an array")),
-    };
-    if raw_approvers.len() > MAX_APPROVERS {
+fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
+    let raw = raw.filter(|a| !a.is_empty());
+    let raw = raw.ok_or_else(|| ApiError::invalid("approvers", "at least one approver is required"))?;
+    if raw.len() > MAX_APPROVERS {
         return Err(ApiError::invalid("approvers", format!("at most {MAX_APPROVERS} approvers")));
     }
-    let mut approvers: Vec<Principal> = Vec::new();
-    for (i, a) in raw_approvers.iter().enumerate() {
-        let at = format!("approvers[{i}]");
-        let p: Principal = serde_json::from_value(a.clone())
-            .map_err(|_| ApiError::invalid(&at, "must be {\"sub\": …}, {\"email\": …} or {\"group\": …}"))?;
+    let mut out: Vec<Principal> = Vec::new();
+    for (i, p) in raw.iter().enumerate() {
         let p = p.normalized();
         if p.value().is_empty() || p.value().chars().count() > 256 {
-            return Err(ApiError::invalid(format!("{at}.{}", p.kind()), "must be 1-256 characters"));
+            return Err(ApiError::invalid(format!("approvers[{i}].{}", p.kind()), "must be 1-256 characters"));
         }
         if matches!(&p, Principal::Email(e) if !valid_email(e)) {
-            return Err(ApiError::invalid(format!("{at}.email"), "is not an email address"));
+            return Err(ApiError::invalid(format!("approvers[{i}].email"), "is not an email address"));
         }
-        if !approvers.contains(&p) {
-            approvers.push(p);
+        if !out.contains(&p) {
+            out.push(p);
         }
     }
+    Ok(out)
+}
 
-    let quorum = match o.get("quorum") {
-        None | Some(Value::Null) => Quorum::Any,
-        Some(q) => serde_json::from_value::<Quorum>(q.clone())
-            .map_err(|_| ApiError::invalid("quorum", "must be \"any\", \"all\" or a positive integer"))?,
-    };
+fn check_quorum(quorum: Quorum, approvers: &[Principal]) -> Result<Quorum, ApiError> {
     let has_group = approvers.iter().any(|p| matches!(p, Principal::Group(_)));
-    if let Quorum::N(n) = quorum {
-        if n as usize > approvers.len() && !has_group {
-            return Err(ApiError::invalid(
-                "quorum",
-                format!("needs {n} approvals but only {} approvers are listed", approvers.len()),
-            ));
-        }
+    match quorum {
+        Quorum::N(n) if n as usize > approvers.len() && !has_group => Err(ApiError::invalid(
+            "quorum",
+            format!("needs {n} approvals but only {} approvers are listed", approvers.len()),
+        )),
+        q => Ok(q),
     }
+}
 
-    // One-line texts lose bidi/zero-width controls, which could make them render as something else.
-    let title = strip_invisible(str_field(o, "title", true)?.unwrap_or_default()).trim().to_owned();
-    if title.is_empty() || title.chars().count() > TITLE_MAX_CHARS {
-        return Err(ApiError::invalid("title", format!("must be 1-{TITLE_MAX_CHARS} characters")));
+fn bounded_object(name: &str, o: Option<Map<String, Value>>, max_bytes: usize) -> Result<Map<String, Value>, ApiError> {
+    let o = o.unwrap_or_default();
+    if Value::Object(o.clone()).to_string().len() > max_bytes {
+        return Err(ApiError::invalid(name, format!("must be at most {max_bytes} bytes of JSON")));
     }
-    let summary = str_field(o, "summary", false)?.unwrap_or_default().to_owned();
-    if summary.chars().count() > SUMMARY_MAX_CHARS {
-        return Err(ApiError::invalid("summary", format!("must be at most {SUMMARY_MAX_CHARS} characters")));
-    }
-    let details = obj_field(o, "details", DETAILS_MAX_BYTES)?;
-    let context = obj_field(o, "context", CONTEXT_MAX_BYTES)?;
-    let mut form: Vec<FormField> = match o.get("form") {
-        None | Some(Value::Null) => vec![],
-        Some(f @ Value::Array(_)) => {
-            serde_json::from_value(f.clone()).map_err(|e| ApiError::invalid("form", e.to_string()))?
-        }
-        Some(_) => return Err(ApiError::invalid("form", "must be an array of fields")),
-    };
-    strip_form(&mut form);
-    validate_form(&form)?;
+    Ok(o)
+}
 
-    let expires_at = match (str_field(o, "expiresAt", false)?, o.get("timeoutSeconds").filter(|v| !v.is_null())) {
+fn expiry(expires_at: Option<&str>, timeout_seconds: Option<i64>, now: i64) -> Result<i64, ApiError> {
+    let at = match (expires_at, timeout_seconds) {
         (Some(_), Some(_)) => return Err(ApiError::invalid("expiresAt", "give expiresAt or timeoutSeconds, not both")),
         (None, None) => return Err(ApiError::invalid("expiresAt", "expiresAt or timeoutSeconds is required")),
         (Some(s), None) => parse_rfc3339("expiresAt", s)?,
-        (None, Some(t)) => {
-            let secs = t
-                .as_i64()
-                .filter(|s| *s > 0)
-                .ok_or_else(|| ApiError::invalid("timeoutSeconds", "must be a positive integer"))?;
-            now.saturating_add(secs.saturating_mul(1000))
-        }
+        (None, Some(secs)) if secs > 0 => now.saturating_add(secs.saturating_mul(1000)),
+        (None, Some(_)) => return Err(ApiError::invalid("timeoutSeconds", "must be a positive integer")),
     };
-    let field = if o.contains_key("expiresAt") { "expiresAt" } else { "timeoutSeconds" };
-    if expires_at <= now {
+    let field = if expires_at.is_some() { "expiresAt" } else { "timeoutSeconds" };
+    if at <= now {
         return Err(ApiError::invalid(field, "must be in the future"));
     }
-    if expires_at - now > MAX_EXPIRY_MS {
+    if at - now > MAX_EXPIRY_MS {
         return Err(ApiError::invalid(field, "must be at most one year ahead"));
     }
+    Ok(at)
+}
 
-    let notify = match o.get("notify") {
-        None | Some(Value::Null) => approvers
+/// `notify` as given (approvers' emails or allowed domains only), else the email approvers.
+fn notify(
+    raw: Option<Vec<String>>,
+    approvers: &[Principal],
+    allowed_domains: &[String],
+) -> Result<Vec<String>, ApiError> {
+    let Some(raw) = raw else {
+        return Ok(approvers
             .iter()
             .filter_map(|p| match p {
                 Principal::Email(e) => Some(e.clone()),
                 _ => None,
             })
-            .collect(),
-        Some(Value::Array(a)) if a.len() <= MAX_APPROVERS => {
-            let mut out = Vec::new();
-            for (i, e) in a.iter().enumerate() {
-                let e = e
-                    .as_str()
-                    .map(|e| e.trim().to_ascii_lowercase())
-                    .filter(|e| valid_email(e))
-                    .ok_or_else(|| ApiError::invalid(format!("notify[{i}]"), "is not an email address"))?;
-                let approver = approvers.iter().any(|p| matches!(p, Principal::Email(a) if *a == e));
-                let domain = e.rsplit_once('@').map(|(_, d)| d).unwrap_or_default();
-                if !approver && !mail_allowed_domains.iter().any(|d| d == domain) {
-                    return Err(ApiError::invalid(
-                        format!("notify[{i}]"),
-                        "must be one of the approvers' emails or in a domain of MAIL_ALLOWED_DOMAINS",
-                    ));
-                }
-                if !out.contains(&e) {
-                    out.push(e);
-                }
-            }
-            out
-        }
-        Some(_) => {
-            return Err(ApiError::invalid("notify", format!("must be an array of at most {MAX_APPROVERS} emails")))
-        }
+            .collect());
     };
-    let locale = match str_field(o, "locale", false)? {
-        None => None,
-        Some(l @ ("en" | "ja")) => Some(l.to_owned()),
-        Some(_) => return Err(ApiError::invalid("locale", "must be \"en\" or \"ja\"")),
-    };
-    Ok(NewApproval {
-        id,
-        token,
-        approvers,
-        quorum,
-        title,
-        summary,
-        details,
-        form,
-        expires_at,
-        notify,
-        context,
-        locale,
-        request_sha256,
-    })
+    if raw.len() > MAX_APPROVERS {
+        return Err(ApiError::invalid("notify", format!("must be an array of at most {MAX_APPROVERS} emails")));
+    }
+    let mut out = Vec::new();
+    for (i, e) in raw.iter().enumerate() {
+        let at = format!("notify[{i}]");
+        let e = e.trim().to_ascii_lowercase();
+        if !valid_email(&e) {
+            return Err(ApiError::invalid(at, "is not an email address"));
+        }
+        let approver = approvers.iter().any(|p| matches!(p, Principal::Email(a) if *a == e));
+        let domain = e.rsplit_once('@').map(|(_, d)| d).unwrap_or_default();
+        if !approver && !allowed_domains.iter().any(|d| d == domain) {
+            return Err(ApiError::invalid(
+                at,
+                "must be one of the approvers' emails or in a domain of MAIL_ALLOWED_DOMAINS",
+            ));
+        }
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+impl RegistrationBody {
+    /// The domain value: every rule serde's types do not already enforce, in the order the fields are
+    /// listed (the first failing one is reported).
+    pub fn validate(
+        self,
+        now: i64,
+        mail_allowed_domains: &[String],
+        request_sha256: String,
+    ) -> Result<NewApproval, ApiError> {
+        let id = self.approval_id.as_deref().map(ApprovalId::parse_chosen).transpose()?;
+        let token =
+            TaskToken::parse(self.task_token.as_deref().ok_or_else(|| ApiError::invalid("taskToken", "is required"))?)?;
+        let approvers = approvers(self.approvers)?;
+        let quorum = check_quorum(self.quorum.unwrap_or(Quorum::Any), &approvers)?;
+        // One-line texts lose bidi/zero-width controls, which could make them render as something else.
+        let title = self.title.ok_or_else(|| ApiError::invalid("title", "is required"))?;
+        let title = strip_invisible(&title).trim().to_owned();
+        if title.is_empty() || title.chars().count() > TITLE_MAX_CHARS {
+            return Err(ApiError::invalid("title", format!("must be 1-{TITLE_MAX_CHARS} characters")));
+        }
+        let summary = self.summary.unwrap_or_default();
+        if summary.chars().count() > SUMMARY_MAX_CHARS {
+            return Err(ApiError::invalid("summary", format!("must be at most {SUMMARY_MAX_CHARS} characters")));
+        }
+        let details = bounded_object("details", self.details, DETAILS_MAX_BYTES)?;
+        let context = bounded_object("context", self.context, CONTEXT_MAX_BYTES)?;
+        let mut form = self.form.unwrap_or_default();
+        strip_form(&mut form);
+        validate_form(&form)?;
+        let expires_at = expiry(self.expires_at.as_deref(), self.timeout_seconds, now)?;
+        let notify = notify(self.notify, &approvers, mail_allowed_domains)?;
+        Ok(NewApproval {
+            id,
+            token,
+            approvers,
+            quorum,
+            title,
+            summary,
+            details,
+            form,
+            expires_at,
+            notify,
+            context,
+            locale: self.locale,
+            request_sha256,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -354,6 +371,26 @@ mod tests {
         let long_help = json!([{"name": "a", "label": "A", "type": "text", "help": "h".repeat(501)}]);
         assert_eq!(field_of(with("form", long_help)), "form[0].help");
         assert_eq!(field_of(with("bogus", json!(1))), "bogus");
+    }
+
+    #[test]
+    fn values_of_the_wrong_type_say_what_the_field_must_be() {
+        let said = |v: Value| match parse_registration(v.to_string().as_bytes(), NOW, &[]).unwrap_err() {
+            ApiError::Invalid { field, message } => (field, message),
+            e => panic!("{e:?}"),
+        };
+        let is = |f: &str, m: &str| (f.to_owned(), m.to_owned());
+        assert_eq!(said(with("title", json!(1))), is("title", "must be a string"));
+        assert_eq!(said(with("approvers", json!("x"))), is("approvers", "must be an array"));
+        assert_eq!(said(with("approvers", json!([{"sub": "a"}, {"email": 5}]))).0, "approvers[1]");
+        assert_eq!(said(with("notify", json!(["a@example.com", 1]))), is("notify[1]", "is not an email address"));
+        assert_eq!(said(with("form", json!("x"))), is("form", "must be an array of fields"));
+        assert_eq!(said(with("timeoutSeconds", json!("60"))), is("timeoutSeconds", "must be a positive integer"));
+        assert_eq!(said(with("locale", json!(5))), is("locale", "must be \"en\" or \"ja\""));
+        assert_eq!(said(with("taskToken", Value::Null)), is("taskToken", "is required"));
+        assert_eq!(said(json!([base()])), is("body", "must be a JSON object"));
+        assert_eq!(said(with("bogus", json!(1))), is("bogus", "is not a known field"));
+        assert!(matches!(parse_registration(b"{nope", NOW, &[]), Err(ApiError::MalformedBody(_))));
     }
 
     #[test]

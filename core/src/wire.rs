@@ -62,6 +62,13 @@ pub struct AuditEntry {
     pub at: String,
 }
 
+impl AuditEntry {
+    /// The typed `decision` (the wire field stays a string so that older clients keep reading it).
+    pub fn verdict(&self) -> Option<Verdict> {
+        Verdict::parse(&self.decision)
+    }
+}
+
 /// `GET /api/v1/approvals/{id}`: the approval as an approver may see it. Never the token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -93,6 +100,25 @@ pub struct ApprovalView {
     pub my_decision: Option<AuditEntry>,
     /// All recorded decisions (the audit trail).
     pub decisions: Vec<AuditEntry>,
+}
+
+impl ApprovalView {
+    /// The typed `locale` (`None` when absent or one this build does not know).
+    pub fn locale(&self) -> Option<crate::locale::Locale> {
+        self.locale.as_deref().and_then(crate::locale::Locale::parse)
+    }
+
+    /// What the approval's `context` says asked for it.
+    pub fn context(&self) -> crate::context::ApprovalContext {
+        crate::context::ApprovalContext::from_map(&self.context)
+    }
+}
+
+impl InboxItem {
+    /// What the approval's `context` says asked for it.
+    pub fn context(&self) -> crate::context::ApprovalContext {
+        crate::context::ApprovalContext::from_map(&self.context)
+    }
 }
 
 /// One row of the inbox.

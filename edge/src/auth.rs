@@ -3,25 +3,22 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::time::Duration;
 
-use futures_util::future::{select, Either};
 use js_sys::{Array, Object, Reflect};
 use ringi_core::config::Config;
-use ringi_core::jwt::{self, Jwk, Jwks, JwksCache, JwtError, JwtRules, KeyLookup, JWKS_IN_FLIGHT_MS};
+use ringi_core::jwt::{self, Jwk, JwtError, JwtRules};
 use ringi_core::principal::Identity;
 use ringi_core::{constant_time_eq, hex_sha256, ApiError};
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::CryptoKey;
-use worker::{AbortController, Delay, Fetch, Request};
+use worker::Request;
 
 use crate::platform::{log, now_ms, subtle};
 
 thread_local! {
-    // Per isolate: survives across requests, so the JWKS is fetched once and keys imported once.
-    static JWKS: RefCell<JwksCache> = RefCell::new(JwksCache::default());
+    // Per isolate: survives across requests, so keys are imported once.
     static KEYS: RefCell<HashMap<String, CryptoKey>> = RefCell::new(HashMap::new());
 }
 
@@ -45,7 +42,7 @@ pub async fn authenticate(req: &Request, cfg: &Config, rules: &JwtRules) -> Resu
 
 pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identity, JwtError> {
     let parsed = jwt::parse(raw)?;
-    let jwk = key_for(&parsed.kid, cfg).await?;
+    let jwk = crate::jwks::key_for(&parsed.kid, &cfg.jwks_url).await?;
     let key = crypto_key(&jwk).await?;
     let algo = rsa_algorithm();
     let promise = subtle()
@@ -58,7 +55,6 @@ pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identit
     jwt::validate_claims(&parsed.claims, rules, now_ms() / 1000)
 }
 
-/// Is `presented` one of the configured registration API keys (compared as SHA-256 digests)?
 /// The registrant label of the configured API key `presented` matches: `api-key:` and the first 8 hex digits
 /// of its SHA-256 (operators can tell their keys apart; the key itself cannot be derived from it).
 pub fn api_key_label(cfg: &Config, presented: &str) -> Option<String> {
@@ -76,83 +72,6 @@ fn rsa_algorithm() -> Object {
     let _ = Reflect::set(&o, &"name".into(), &"RSASSA-PKCS1-v1_5".into());
     let _ = Reflect::set(&o, &"hash".into(), &"SHA-256".into());
     o
-}
-
-/// A JWKS fetch gets this long before it is abandoned (the verifying request then answers 401).
-const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(3);
-/// How often a request waiting for another request's fetch looks again.
-const JWKS_WAIT_STEP: Duration = Duration::from_millis(20);
-
-/// Ends the in-flight mark when the fetching future ends or is dropped; a future that is simply never resumed
-/// (its request cancelled) is covered by the mark's expiry (`JWKS_IN_FLIGHT_MS`).
-struct InFlight(i64);
-
-impl InFlight {
-    fn begin(now: i64) -> Self {
-        Self(JWKS.with(|c| c.borrow_mut().begin_fetch(now)))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        JWKS.with(|c| c.borrow_mut().end_fetch(self.0));
-    }
-}
-
-async fn key_for(kid: &str, cfg: &Config) -> Result<Jwk, JwtError> {
-    // A concurrent request may be fetching the JWKS: wait for it (at most until its mark expires) instead of
-    // failing or fetching twice. Bounded: the in-flight window plus one fetch of our own.
-    let deadline = now_ms() + JWKS_IN_FLIGHT_MS + 1_000;
-    loop {
-        let now = now_ms();
-        let (lookup, in_flight) = JWKS.with(|c| (c.borrow().lookup(kid, now), c.borrow().fetch_in_flight(now)));
-        match lookup {
-            KeyLookup::Found(k) => return Ok(k),
-            _ if in_flight && now < deadline => Delay::from(JWKS_WAIT_STEP).await,
-            _ if in_flight => return Err(JwtError::JwksUnavailable("timed out waiting for a concurrent fetch".into())),
-            KeyLookup::NotFound => return Err(JwtError::UnknownKid),
-            KeyLookup::Fetch => {
-                let mark = InFlight::begin(now);
-                let fetched = fetch_jwks(&cfg.jwks_url).await;
-                drop(mark);
-                let error = match fetched {
-                    Ok(jwks) => {
-                        JWKS.with(|c| c.borrow_mut().store(jwks, now_ms()));
-                        None
-                    }
-                    Err(e) => {
-                        log("warn", "jwks_fetch_failed", json!({"url": cfg.jwks_url, "error": e}));
-                        Some(e)
-                    }
-                };
-                return match JWKS.with(|c| c.borrow().lookup(kid, now_ms())) {
-                    KeyLookup::Found(k) => Ok(k),
-                    _ => Err(error.map(JwtError::JwksUnavailable).unwrap_or(JwtError::UnknownKid)),
-                };
-            }
-        }
-    }
-}
-
-/// GETs the JWKS, giving up (and aborting the fetch) after [`JWKS_FETCH_TIMEOUT`].
-async fn fetch_jwks(url: &str) -> Result<Jwks, String> {
-    let url = url.parse().map_err(|e| format!("bad JWKS_URL: {e}"))?;
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let exchange = async move {
-        let mut resp = Fetch::Url(url).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
-        if resp.status_code() != 200 {
-            return Err(format!("HTTP {}", resp.status_code()));
-        }
-        resp.json::<Jwks>().await.map_err(|e| e.to_string())
-    };
-    match select(Box::pin(exchange), Box::pin(Delay::from(JWKS_FETCH_TIMEOUT))).await {
-        Either::Left((outcome, _)) => outcome,
-        Either::Right(_) => {
-            controller.abort();
-            Err(format!("no answer within {}s", JWKS_FETCH_TIMEOUT.as_secs()))
-        }
-    }
 }
 
 async fn crypto_key(jwk: &Jwk) -> Result<CryptoKey, JwtError> {

@@ -68,7 +68,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         // one more reminder (never a lost one).
         match mailer::send(&cfg, &row, MailKind::Reminder).await {
             Ok(_) => reminded += step("mark_reminded", store.mark_reminded(&row.id, now).await.map(|_| 1)),
-            Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id, "error": e})),
+            Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
         }
     }
     log(

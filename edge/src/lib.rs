@@ -6,6 +6,7 @@ mod aws;
 mod config;
 mod cron;
 mod error;
+mod jwks;
 mod mailer;
 mod platform;
 mod routes;

@@ -2,42 +2,36 @@
 //! it is stored first, mailed after the response, the outcome is recorded, and the cron retries failed
 //! mails and mails whose sender vanished (`mail_state` still `pending` after [`crate::cron`]'s grace).
 
+use std::rc::Rc;
+
 use futures_util::future::join_all;
 use ringi_core::config::Config;
-use ringi_core::mail::{compose, ses_send_email_body, MailInput, MailKind};
-use serde_json::{json, Map, Value};
+use ringi_core::mail::{compose, ses_send_email_body, MailInput, MailKind, MailState};
+use ringi_core::{ApiError, ApprovalId};
+use serde_json::json;
+use worker::Env;
 
 use crate::aws::{signed_post, MAIL_TIMEOUT};
 use crate::platform::log;
-use crate::store::MailRow;
-
-/// "Requested by" line: the execution or state machine from the registration's `context`.
-fn requested_by(context: &Map<String, Value>) -> Option<String> {
-    ["requestedBy", "executionArn", "stateMachineArn", "executionName", "stateName"]
-        .iter()
-        .find_map(|k| context.get(*k).and_then(Value::as_str))
-        .map(str::to_owned)
-}
+use crate::store::{D1Probe, MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
-pub async fn send(cfg: &Config, row: &MailRow, kind: MailKind) -> Result<bool, String> {
+pub async fn send(cfg: &Config, row: &MailJob, kind: MailKind) -> Result<bool, String> {
     let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
-    let recipients: Vec<String> = serde_json::from_str(&row.notify_json).unwrap_or_default();
+    let recipients = &row.notify;
     if recipients.is_empty() {
         return Ok(false);
     }
-    let context: Map<String, Value> = serde_json::from_str(&row.context_json).unwrap_or_default();
-    let by = requested_by(&context);
-    let url = cfg.approval_url(&row.id);
+    let url = cfg.approval_url(row.id.as_str());
     let mail = compose(&MailInput {
         kind,
         title: &row.title,
         summary: &row.summary,
         url: &url,
-        requested_by: by.as_deref(),
+        requested_by: row.context.requested_by_line(),
         registered_by: row.registered_by.as_deref(),
-        expires_at_ms: row.expires_at as i64,
-        locale: row.locale.as_deref(),
+        expires_at_ms: row.expires_at,
+        locale: row.locale,
     });
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
@@ -62,13 +56,17 @@ pub async fn send(cfg: &Config, row: &MailRow, kind: MailKind) -> Result<bool, S
                 Ok((_, text)) => ringi_core::sfn::error_code(text).unwrap_or_else(|| format!("HTTP {status}")),
                 Err(e) => e.clone(),
             };
-            log("warn", "mail_failed", json!({"approvalId": row.id, "kind": format!("{kind:?}"), "error": detail}));
+            log(
+                "warn",
+                "mail_failed",
+                json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "error": detail}),
+            );
         }
     }
     log(
         "info",
         "mail_sent",
-        json!({"approvalId": row.id, "kind": format!("{kind:?}"), "recipients": recipients.len(), "failed": failed}),
+        json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "recipients": recipients.len(), "failed": failed}),
     );
     if failed == 0 {
         Ok(true)
@@ -78,30 +76,21 @@ pub async fn send(cfg: &Config, row: &MailRow, kind: MailKind) -> Result<bool, S
 }
 
 /// Sends the request mail of a just-stored approval and records the outcome for the cron.
-pub async fn send_request(
-    cfg: &Config,
-    store: &crate::store::Store,
-    row: &MailRow,
-) -> Result<(), ringi_core::ApiError> {
+pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<(), ApiError> {
     let state = match send(cfg, row, MailKind::Request).await {
-        Ok(true) => "sent",
-        Ok(false) => "none",
-        Err(_) => "failed",
+        Ok(true) => MailState::Sent,
+        Ok(false) => MailState::None,
+        Err(_) => MailState::Failed,
     };
     store.set_mail_state(&row.id, state).await
 }
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
 /// answer, so failures are logged (and the `mail_state` left for the cron).
-pub async fn send_request_of(
-    cfg: &Config,
-    env: &worker::Env,
-    d1: std::rc::Rc<crate::store::D1Probe>,
-    id: &ringi_core::ApprovalId,
-) {
+pub async fn send_request_of(cfg: &Config, env: &Env, d1: Rc<D1Probe>, id: &ApprovalId) {
     let outcome = async {
-        let store = crate::store::Store::open(env, d1)?;
-        match store.mail_row(id).await? {
+        let store = Store::open(env, d1)?;
+        match store.mail_job(id).await? {
             Some(row) => send_request(cfg, &store, &row).await,
             None => Ok(()),
         }

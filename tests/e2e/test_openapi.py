@@ -1,7 +1,8 @@
 """`docs/openapi.yaml` against the code and the running worker.
 
-1. The spec's operations are exactly the routes of `dispatch` in `edge/src/routes/mod.rs` (parsed from its match
-   arms), and the paths answering 405 for other methods are exactly the spec's paths: neither can drift.
+1. The spec's operations are exactly the worker's route table (`ringi_core::route::Route::ALL`, compared with this
+   spec as data by `core/tests/openapi_routes.rs` in `make unit`); here the running worker routes every documented
+   operation and answers every other method on a documented path with 405 and an `Allow` of the documented ones.
 2. Schema-based fuzzing with schemathesis against the live worker (the session `stack`): a fixed, bounded
    number of derandomized cases per operation (schemathesis' deterministic coverage cases at the schema's
    boundaries plus Hypothesis-generated ones, valid and invalid), authenticated with a user JWT and the
@@ -34,76 +35,11 @@ from ringi_stack import MACHINE_CLIENT_ID, REGISTER_SCOPE
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "docs" / "openapi.yaml"
-ROUTES = ROOT / "edge" / "src" / "routes" / "mod.rs"
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 
 # ---------------------------------------------------------------------------------------------- route check
-
-def _segments_to_path(segments: str) -> str | None:
-    """`"api", "v1", "approvals", id` -> `/api/v1/approvals/{id}`; None when a segment is a wildcard."""
-    out = []
-    for seg in (s.strip() for s in segments.split(",")):
-        if not seg:
-            continue
-        if seg.startswith('"') and seg.endswith('"'):
-            out.append(seg[1:-1])
-        elif seg == "_" or seg.startswith(".."):
-            return None
-        elif re.fullmatch(r"[a-z_][a-z0-9_]*", seg):
-            out.append("{%s}" % seg)
-        else:
-            raise AssertionError(f"unexpected path pattern segment {seg!r} in {ROUTES}")
-    return "/" + "/".join(out)
-
-
-def _dispatch_body() -> str:
-    src = ROUTES.read_text()
-    m = re.search(r"pub async fn dispatch\(.*?\n\}\n", src, re.S)
-    assert m, f"no `dispatch` in {ROUTES}"
-    body = m.group(0)
-    assert "match (segments.as_slice(), method.as_str())" in body, "dispatch no longer matches on (segments, method)"
-    return body
-
-
-def code_routes() -> set[tuple[str, str]]:
-    """(METHOD, path) of every handler arm: `(["api", "v1", "approvals", id], "GET") => …`. Every arm
-    must be a handler arm, the `MethodNotAllowed` arm or the `_ => NoRoute` fallback: anything else (a guard,
-    another pattern shape) fails here rather than being missed."""
-    routes = set()
-    handler = re.compile(r'^\(\[([^\]]*)\],\s*("[A-Z]+"(?:\s*\|\s*"[A-Z]+")*)\)\s*=>')
-    for line in (line.strip() for line in _dispatch_body().splitlines()):
-        if "=>" not in line or line.startswith(("match ", "//")):
-            continue
-        m = handler.match(line)
-        if m:
-            path = _segments_to_path(m.group(1))
-            assert path is not None, f"a handler arm has a wildcard segment: {line}"
-            for method in re.findall(r'"([A-Z]+)"', m.group(2)):
-                routes.add((method, path))
-        else:
-            assert "ApiError::MethodNotAllowed" in line or line.startswith("_ => Err(ApiError::NoRoute)"), (
-                f"dispatch arm not understood by this test: {line}")
-    return routes
-
-
-def code_405_arms() -> dict[str, set[str]]:
-    """Path → methods named in the `Allow` header of its `MethodNotAllowed` arm (wildcards become `{id}`)."""
-    wildcard = re.compile(r"(?<![\w\"])_(?![\w\"])")
-    arms = {}
-    for line in _dispatch_body().splitlines():
-        if "ApiError::MethodNotAllowed" not in line:
-            continue
-        allow = set(re.search(r'allow: "([^"]*)"', line).group(1).replace(" ", "").split(","))
-        for segments in re.findall(r"\[([^\]]*)\]", line.split("=>")[0]):
-            arms[_segments_to_path(wildcard.sub("id", segments))] = allow
-    return arms
-
-
-def code_405_paths() -> set[str]:
-    return set(code_405_arms())
-
 
 def spec() -> dict:
     return yaml.safe_load(SPEC.read_text())
@@ -120,18 +56,34 @@ def test_spec_is_valid_openapi():
     validate(spec())
 
 
-def test_spec_operations_are_exactly_the_dispatched_routes():
-    code, documented = code_routes(), spec_routes()
-    assert ("GET", "/api/v1/approvals/{id}") in code and ("POST", "/api/v1/approvals/{id}/decision") in code
-    assert code == documented, (f"routes in dispatch but not in docs/openapi.yaml: {sorted(code - documented)}; "
-                                f"in docs/openapi.yaml but not dispatched: {sorted(documented - code)}")
+PROBE_ID = "abcdefghijklmnopqrstuv"  # a well-formed approval ID (no such approval)
+# Methods probed on every documented path (TRACE and CONNECT do not reach a worker).
+PROBED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-def test_other_methods_on_documented_paths_are_405():
-    assert code_405_paths() == set(spec()["paths"]), "the MethodNotAllowed arm and the spec's paths differ"
-    # The Allow header of each 405 names exactly the methods the spec documents for that path.
-    for path, allow in code_405_arms().items():
-        assert allow == {m.upper() for m in spec()["paths"][path] if m in HTTP_METHODS}, path
+def _probe(stack, method: str, path: str) -> requests.Response:
+    """`method` on `path` without credentials: routing and 405s come before authentication."""
+    return requests.request(method, stack.base_url + path.replace("{id}", PROBE_ID), timeout=30)
+
+
+def test_spec_operations_are_routed_by_the_worker(stack):
+    for method, path in sorted(spec_routes()):
+        r = _probe(stack, method, path)
+        assert r.status_code != 405, (method, path, r.text)
+        if method != "HEAD":
+            assert r.json().get("error", {}).get("code") not in ("no_route", "method_not_allowed"), (method, path)
+
+
+def test_other_methods_on_documented_paths_are_405(stack):
+    for path, item in spec()["paths"].items():
+        documented = {m.upper() for m in item if m in HTTP_METHODS}
+        for method in sorted(set(PROBED_METHODS) - documented):
+            r = _probe(stack, method, path)
+            assert r.status_code == 405, (method, path, r.status_code, r.text)
+            if method != "HEAD":  # a HEAD answer has no body
+                assert r.json()["error"]["code"] == "method_not_allowed"
+            # The Allow header names exactly the methods the spec documents for that path.
+            assert set(r.headers["allow"].replace(" ", "").split(",")) == documented, (path, r.headers["allow"])
 
 
 def test_every_error_code_is_documented():

@@ -12,7 +12,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::{api_key_label, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
-use crate::store::{Inserted, Registrant};
+use crate::store::{Inserted, Registrant, Store};
 
 fn refused(reason: &str) -> ApiError {
     log("info", "auth_refused", json!({"reason": reason, "route": "register"}));
@@ -20,7 +20,7 @@ fn refused(reason: &str) -> ApiError {
 }
 
 /// The registrant's label (`api-key:…` or `client:…`), recorded on the approval and rate-limited.
-async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
+pub async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
     let Some(credential) = bearer(req) else { return Err(refused("no bearer credential")) };
     if credential.matches('.').count() == 2 {
         if ctx.cfg.register_client_ids.is_empty() {
@@ -48,14 +48,12 @@ async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
     Err(refused("unknown API key"))
 }
 
-pub async fn post(req: &mut Request, ctx: &Ctx) -> Result<Response, ApiError> {
-    let caller = authorize(req, ctx).await?;
+pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> Result<Response, ApiError> {
     let body = super::body_bytes(req).await?;
     let now = now_ms();
     let new = parse_registration(&body, now, &ctx.cfg.mail_allowed_domains)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
-    let store = ctx.store()?;
-    let registrant = Registrant { label: &caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
+    let registrant = Registrant { label: caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;
     let created = match inserted {
         Inserted::Created => true,

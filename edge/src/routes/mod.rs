@@ -1,7 +1,9 @@
-//! One file per route; [`dispatch`] maps method + path to them.
+//! One file per route; [`dispatch`] maps method + path onto `ringi_core::route::Route`, authenticates the
+//! caller as the route's table entry says, opens the store, and hands each handler what it needs.
 
 mod approval_get;
 mod approvals_post;
+mod decision_attempt;
 mod decision_post;
 mod health;
 mod inbox_get;
@@ -10,8 +12,15 @@ mod spa_config;
 use std::rc::Rc;
 
 use ringi_core::config::Config;
+use ringi_core::principal::Identity;
+use ringi_core::route::{Auth, Route, Unrouted};
 use ringi_core::ApiError;
 use worker::{Env, Request, Response};
+
+use crate::auth::authenticate;
+use crate::store::Store;
+
+pub use ringi_core::route::is_api;
 
 /// What every handler gets: the request's environment, the parsed configuration, and the runtime's
 /// request context (work that may finish after the response: `wait_until`).
@@ -24,33 +33,51 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub fn store(&self) -> Result<crate::store::Store, ApiError> {
-        crate::store::Store::open(&self.env, self.d1.clone())
+    pub fn store(&self) -> Result<Store, ApiError> {
+        Store::open(&self.env, self.d1.clone())
     }
 }
 
-/// Paths the worker answers itself; everything else is a static asset of the SPA.
-pub fn is_api(path: &str) -> bool {
-    path.starts_with("/api/") || path == "/api" || path == "/healthz" || path == "/config.json"
+/// Who is calling, as the route's [`Auth`] requires.
+enum Caller {
+    Anonymous,
+    /// The registrant's label (`api-key:…` or `client:…`).
+    Registrant(String),
+    User(Identity),
+}
+
+async fn caller(req: &Request, ctx: &Ctx, auth: Auth) -> Result<Caller, ApiError> {
+    Ok(match auth {
+        Auth::None => Caller::Anonymous,
+        Auth::Machine => Caller::Registrant(approvals_post::authorize(req, ctx).await?),
+        Auth::User => Caller::User(authenticate(req, &ctx.cfg, &ctx.cfg.user_rules()).await?),
+    })
 }
 
 pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
-    let path = req.path();
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     // The raw method: workers-rs maps methods it does not know (PROPFIND, QUERY …) to GET.
     let method = req.inner().method();
-    match (segments.as_slice(), method.as_str()) {
-        (["healthz"], "GET" | "HEAD") => health::get(),
-        (["config.json"], "GET" | "HEAD") => spa_config::get(ctx),
-        (["api", "v1", "approvals"], "POST") => approvals_post::post(&mut req, ctx).await,
-        (["api", "v1", "approvals"], "GET") => inbox_get::get(&req, ctx).await,
-        (["api", "v1", "approvals", id], "GET") => approval_get::get(&req, ctx, id).await,
-        (["api", "v1", "approvals", id, "decision"], "POST") => decision_post::post(&mut req, ctx, id).await,
-        (["healthz"] | ["config.json"], _) => Err(ApiError::MethodNotAllowed { allow: "GET, HEAD" }),
-        (["api", "v1", "approvals"], _) => Err(ApiError::MethodNotAllowed { allow: "GET, POST" }),
-        (["api", "v1", "approvals", _], _) => Err(ApiError::MethodNotAllowed { allow: "GET" }),
-        (["api", "v1", "approvals", _, "decision"], _) => Err(ApiError::MethodNotAllowed { allow: "POST" }),
-        _ => Err(ApiError::NoRoute),
+    let route = match Route::parse(&method, &req.path()) {
+        Ok(route) => route,
+        Err(Unrouted::NotAnId { auth }) => {
+            // Not an approval ID: 404, but only to a caller who may ask (else 401 as for any ID).
+            caller(&req, ctx, auth).await?;
+            return Err(ApiError::NotFound);
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let who = caller(&req, ctx, route.auth()).await?;
+    match (route, who) {
+        (Route::Health, _) => health::get(),
+        (Route::SpaConfig, _) => spa_config::get(ctx),
+        (Route::Register, Caller::Registrant(label)) => {
+            approvals_post::post(&mut req, ctx, &ctx.store()?, &label).await
+        }
+        (Route::Inbox, Caller::User(who)) => inbox_get::get(&req, &ctx.store()?, &who).await,
+        (Route::Approval(id), Caller::User(who)) => approval_get::get(&ctx.store()?, &who, &id).await,
+        (Route::Decision(id), Caller::User(who)) => decision_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await,
+        // The table gives each route one kind of caller: nothing else reaches here.
+        _ => Err(ApiError::Internal),
     }
 }
 

@@ -1,0 +1,185 @@
+//! One attempt to deliver a decision: claim the approval (recording the attempt), call Step Functions,
+//! write what came of it. Each step's storage failure has the outcome design.md §8 lists.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use ringi_core::approval::{check_decidable, ApprovalStatus, Verdict};
+use ringi_core::decision::{DecisionRecord, DecisionRequest, PriorApproval};
+use ringi_core::principal::Identity;
+use ringi_core::sfn::{CallbackOutcome, SfnCallback};
+use ringi_core::wire::Progress;
+use ringi_core::{ApiError, ApprovalId};
+use serde_json::json;
+use worker::Response;
+
+use super::decision_post::respond;
+use super::Ctx;
+use crate::platform::{log, now_ms, random_bytes};
+use crate::sfn_client::{deliver, Delivery};
+use crate::store::{Approval, Attempt, ClaimRequest, Store, Vote};
+
+/// Why this request delivers a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// The caller's verdict decides (a rejection, or the approval that completes the quorum).
+    Decides,
+    /// The caller's recorded approval met the quorum together with one recorded at the same moment: if
+    /// another request holds the claim, that one delivers.
+    JoinsQuorum,
+}
+
+pub struct DecisionAttempt<'a> {
+    pub ctx: &'a Ctx,
+    pub store: &'a Store,
+    pub approval: &'a Approval,
+    pub who: &'a Identity,
+    pub request: &'a DecisionRequest,
+    /// The caller's vote, written with the final state.
+    pub vote: Vote<'a>,
+    /// Earlier approvals the workflow is told about.
+    pub prior: Vec<PriorApproval>,
+    pub completion: Completion,
+}
+
+/// A claim this request holds.
+struct Claim {
+    id: String,
+    attempt: Attempt,
+}
+
+impl DecisionAttempt<'_> {
+    fn id(&self) -> &ApprovalId {
+        &self.approval.id
+    }
+
+    fn progress(&self, verdict: Verdict) -> Progress {
+        let required = self.approval.required();
+        Progress { approvals: if verdict == Verdict::Approve { required } else { 0 }, required }
+    }
+
+    /// Builds the callback (its size limits are checked before anything is claimed), then claims and delivers.
+    pub async fn run(self, verdict: Verdict) -> Result<Response, ApiError> {
+        let record = DecisionRecord {
+            approval_id: self.id(),
+            verdict,
+            decided_by: self.who,
+            comment: self.request.comment.as_deref(),
+            feedback: self.request.feedback.as_ref(),
+            decided_at_ms: self.vote.at,
+            prior_approvals: &self.prior,
+        };
+        let callback = record.callback()?;
+        match self.claim(verdict).await? {
+            Some(claim) => self.deliver(verdict, claim, &callback).await,
+            None if self.completion == Completion::JoinsQuorum => {
+                // Our vote is recorded; the approver who won the claim is delivering the decision.
+                respond(self.id(), ApprovalStatus::Pending, None, self.progress(Verdict::Approve))
+            }
+            None => {
+                let current = self.store.get(self.id()).await?.ok_or(ApiError::NotFound)?;
+                check_decidable(&current.state(), now_ms())?;
+                Err(ApiError::InProgress)
+            }
+        }
+    }
+
+    /// Takes the claim; `None` if another request holds it or the approval is no longer decidable.
+    async fn claim(&self, verdict: Verdict) -> Result<Option<Claim>, ApiError> {
+        let id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
+        let now = now_ms();
+        let who = self.who;
+        let by = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
+        let request = ClaimRequest {
+            claim_id: &id,
+            now,
+            until: now + self.ctx.cfg.claim_lease_ms,
+            verdict,
+            sub: &who.sub,
+            by: &by,
+        };
+        match self.store.claim(self.id(), &request).await {
+            Ok(won) => Ok(won.map(|attempt| Claim { id, attempt })),
+            Err(e) => {
+                // Nothing was sent. The claim may have been taken all the same (its answer lost): release it and
+                // forget its attempt, or, if storage is still failing, its lease frees it.
+                let _ = self.store.release(self.id(), &id, true).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Calls Step Functions under the claim and records what came of it.
+    async fn deliver(&self, verdict: Verdict, claim: Claim, callback: &SfnCallback) -> Result<Response, ApiError> {
+        let (store, id) = (self.store, self.id());
+        let Some(token) = &self.approval.token else {
+            store.release(id, &claim.id, true).await?;
+            return Err(ApiError::Expired);
+        };
+        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, id, callback, token).await;
+        match outcome {
+            CallbackOutcome::Delivered => self.delivered(verdict, &claim).await,
+            CallbackOutcome::TaskClosed(code) if claim.attempt.id.as_deref() != Some(&claim.id) || maybe_delivered => {
+                self.unconfirmed(verdict, &claim, &code).await
+            }
+            CallbackOutcome::TaskClosed(code) => {
+                store.expire(id, &claim.id, now_ms()).await?;
+                log("info", "task_closed", json!({"approvalId": id.as_str(), "code": code}));
+                Err(ApiError::Expired)
+            }
+            CallbackOutcome::Retryable(code) => {
+                // Released either way; the attempt record stays if a try may have gone through.
+                let _ = store.release(id, &claim.id, !maybe_delivered).await;
+                let fields = json!({"approvalId": id.as_str(), "code": code, "maybeDelivered": maybe_delivered});
+                log("warn", "sfn_unavailable", fields);
+                Err(ApiError::Unavailable)
+            }
+            CallbackOutcome::Refused(code) | CallbackOutcome::Invalid(code) => {
+                let _ = store.release(id, &claim.id, !maybe_delivered).await;
+                log(
+                    "error",
+                    "sfn_refused",
+                    json!({"approvalId": id.as_str(), "code": code,
+                           "action": "Step Functions refused the callback: check the worker's AWS credentials, region, SFN_ENDPOINT and IAM policy (states:SendTaskSuccess, states:SendTaskFailure)"}),
+                );
+                Err(ApiError::UpstreamRejected)
+            }
+        }
+    }
+
+    /// Step Functions took the decision (200).
+    async fn delivered(&self, verdict: Verdict, claim: &Claim) -> Result<Response, ApiError> {
+        let (store, id) = (self.store, self.id());
+        let status = verdict.final_status();
+        if let Err(e) = store.finish(id, &claim.id, &self.vote).await {
+            // Only our record of it is missing. One more go, then leave it: the approval stays claimed with an
+            // attempt on record, and the next decision (after the lease) learns from Step Functions that the
+            // task is closed and shows the recorded verdict as unconfirmed.
+            if store.finish(id, &claim.id, &self.vote).await.is_err() {
+                let fields = json!({"approvalId": id.as_str(), "status": status.as_str(), "error": e.to_string()});
+                log("error", "decision_not_recorded", fields);
+            }
+        }
+        log("info", "decided", json!({"approvalId": id.as_str(), "status": status.as_str(), "sub": self.who.sub}));
+        respond(id, status, None, self.progress(verdict))
+    }
+
+    /// The task is closed and an attempt that may have been delivered is on record (an earlier request's,
+    /// or one of our own tries that timed out / was reset / got a 5xx): the task most likely closed because
+    /// of it. Its verdict, unconfirmed — never "expired", never a confident decision.
+    async fn unconfirmed(&self, verdict: Verdict, claim: &Claim, code: &str) -> Result<Response, ApiError> {
+        let id = self.id();
+        let recorded = claim.attempt.verdict.unwrap_or(verdict);
+        let ours = claim.attempt.id.as_deref() == Some(&claim.id);
+        // The caller's own attempt (this request's, or an earlier one of theirs with this verdict).
+        let mine = ours || (claim.attempt.sub.as_deref() == Some(self.who.sub.as_str()) && recorded == verdict);
+        self.store.unconfirmed(id, &claim.id, now_ms(), mine.then_some(&self.vote)).await?;
+        log(
+            "warn",
+            "decided_unconfirmed",
+            json!({"approvalId": id.as_str(), "code": code, "verdict": recorded.as_str(), "attemptBy": claim.attempt.sub}),
+        );
+        if !mine {
+            return Err(ApiError::AlreadyDecided(ApprovalStatus::DecidedUnconfirmed));
+        }
+        respond(id, ApprovalStatus::DecidedUnconfirmed, Some(recorded), self.progress(recorded))
+    }
+}

@@ -1,0 +1,214 @@
+//! Registering approvals and reading them back.
+
+use ringi_core::mail::MailState;
+use ringi_core::register::NewApproval;
+use ringi_core::{ApiError, ApprovalId};
+use serde::Deserialize;
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+
+use super::rows::{self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS};
+use super::{changed, n, opt, s, Stmt, Store};
+use crate::error::OrInternal;
+
+/// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
+pub struct Registrant<'a> {
+    pub label: &'a str,
+    pub rate_per_minute: u32,
+}
+
+/// What [`Store::insert`] did.
+pub enum Inserted {
+    Created,
+    /// The ID or the task token is taken: nothing was written (also when an earlier try of this very insert
+    /// went through but its answer was lost: the caller then finds the same request, as for a redelivery).
+    Exists,
+    /// The credential is over its rate: nothing was written.
+    RateLimited {
+        retry_after: u32,
+    },
+}
+
+/// An existing registration, as far as a new one is compared with it.
+#[derive(Debug, Deserialize)]
+pub struct Registered {
+    pub id: String,
+    pub token_sha256: String,
+    pub request_sha256: Option<String>,
+    pub expires_at: f64,
+}
+
+#[derive(Deserialize)]
+struct Count {
+    count: f64,
+}
+
+/// The statements of one registration. Each insert carries the rate condition (its parameters follow the
+/// statement's own), so nothing is written once the credential is over its rate.
+struct InsertBatch<'a> {
+    id: &'a ApprovalId,
+    a: &'a NewApproval,
+    registrant: &'a Registrant<'a>,
+    window_start: i64,
+}
+
+impl InsertBatch<'_> {
+    fn within_rate(&self, sql: &str, mut args: Vec<JsValue>) -> Stmt {
+        let i = args.len() + 1;
+        args.extend([s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))]);
+        let rate = format!(
+            "(SELECT count FROM registration_rate WHERE credential = ?{i} AND window_start = ?{}) <= ?{}",
+            i + 1,
+            i + 2
+        );
+        Stmt::new(sql.replace("{rate}", &rate), args)
+    }
+
+    fn count(&self) -> Stmt {
+        Stmt::new(
+            "INSERT INTO registration_rate (credential, window_start, count) VALUES (?1, ?2, 1)
+             ON CONFLICT (credential, window_start) DO UPDATE SET count = count + 1 RETURNING count",
+            vec![s(self.registrant.label), n(self.window_start)],
+        )
+    }
+
+    /// The approval, unless its ID or task token is taken (then no row changes).
+    fn approval(&self, now: i64, reminded_at: JsValue) -> Result<Stmt, ApiError> {
+        let a = self.a;
+        let args = vec![
+            s(self.id.as_str()),
+            s(a.token.expose()),
+            s(&a.token.fingerprint()),
+            s(&a.title),
+            s(&a.summary),
+            s(&Value::Object(a.details.clone()).to_string()),
+            s(&serde_json::to_string(&a.form).internal("form json")?),
+            s(&a.quorum.as_string()),
+            n(a.approvers.len() as i64),
+            s(&Value::Object(a.context.clone()).to_string()),
+            s(&serde_json::to_string(&a.notify).internal("notify json")?),
+            opt(a.locale.map(|l| l.as_str())),
+            n(now),
+            n(a.expires_at),
+            reminded_at,
+            s(MailState::initial(a.notify.len()).as_str()),
+            s(&a.request_sha256),
+            s(self.registrant.label),
+        ];
+        Ok(self.within_rate(
+            "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
+               quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
+               mail_state, request_sha256, registered_by)
+             SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+             WHERE {rate} ON CONFLICT DO NOTHING",
+            args,
+        ))
+    }
+
+    /// A registration that wrote nothing does not count against the rate (as if it had not been made).
+    /// Runs right after [`Self::approval`], whose changed rows `changes()` reports.
+    fn uncount_if_nothing_written(&self) -> Stmt {
+        Stmt::new(
+            "UPDATE registration_rate SET count = count - 1
+             WHERE credential = ?1 AND window_start = ?2 AND changes() = 0 AND count <= ?3",
+            vec![s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))],
+        )
+    }
+
+    /// The approver rows, only for the approval of this very request (a taken ID keeps its own approvers).
+    fn principals(&self) -> Vec<Stmt> {
+        let (a, id) = (self.a, self.id.as_str());
+        a.approvers
+            .iter()
+            .map(|p| {
+                let args = vec![
+                    s(id),
+                    s(p.kind()),
+                    s(p.value()),
+                    s(&p.key()),
+                    n(a.expires_at),
+                    s(&a.token.fingerprint()),
+                    s(&a.request_sha256),
+                ];
+                self.within_rate(
+                    "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                     SELECT ?1, ?2, ?3, ?4, ?5 WHERE {rate} AND EXISTS (SELECT 1 FROM approvals
+                       WHERE id = ?1 AND token_sha256 = ?6 AND request_sha256 = ?7)
+                     ON CONFLICT DO NOTHING",
+                    args,
+                )
+            })
+            .collect()
+    }
+}
+
+impl Store {
+    pub async fn get(&self, id: &ApprovalId) -> Result<Option<rows::Approval>, ApiError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
+        let row: Option<ApprovalRow> = self.first(Stmt::new(sql, vec![s(id.as_str())]), "get").await?;
+        row.map(ApprovalRow::typed).transpose()
+    }
+
+    /// The approval with its principals and votes, in one D1 round trip (one batch, one snapshot).
+    pub async fn load(&self, id: &ApprovalId) -> Result<Option<Loaded>, ApiError> {
+        let arg = || vec![s(id.as_str())];
+        let stmts = [
+            Stmt::new(format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"), arg()),
+            Stmt::new("SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid", arg()),
+            Stmt::new(
+                format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE approval_id = ?1 ORDER BY at, sub"),
+                arg(),
+            ),
+        ];
+        let results = self.batch(&stmts, "load").await?;
+        let [approval, principals, decisions] = results.as_slice() else {
+            return Err(ApiError::Internal);
+        };
+        let Some(row) = approval.results::<ApprovalRow>().internal("D1 approval row")?.into_iter().next() else {
+            return Ok(None);
+        };
+        let principals = principals.results::<PrincipalRow>().internal("D1 principal rows")?;
+        let principals = principals.iter().map(PrincipalRow::typed).collect::<Result<_, _>>();
+        Ok(Some(Loaded {
+            principals: principals.map_err(rows::corrupt(id.as_str()))?,
+            votes: rows::votes(id, decisions.results::<DecisionRow>().internal("D1 decision rows")?)?,
+            approval: row.typed()?,
+        }))
+    }
+
+    /// Counts the registration against `credential`'s minute and, unless that count is over `rate_per_minute`,
+    /// inserts the approval and its principals — one transaction, one round trip. A taken ID or task token
+    /// changes no row (`ON CONFLICT DO NOTHING`): that is [`Inserted::Exists`].
+    pub async fn insert(
+        &self,
+        id: &ApprovalId,
+        a: &NewApproval,
+        registrant: &Registrant<'_>,
+        now: i64,
+        remind_window_ms: i64,
+    ) -> Result<Inserted, ApiError> {
+        let window_start = now - now.rem_euclid(60_000);
+        let reminded_at = if a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        let batch = InsertBatch { id, a, registrant, window_start };
+        let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
+        stmts.extend(batch.principals());
+        let results = self.batch(&stmts, "insert").await?;
+        let count = results
+            .first()
+            .and_then(|r| r.results::<Count>().ok())
+            .and_then(|rows| rows.first().map(|c| c.count as i64))
+            .ok_or(ApiError::Internal)?;
+        if count > i64::from(registrant.rate_per_minute) {
+            let retry_after = ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1);
+            return Ok(Inserted::RateLimited { retry_after });
+        }
+        Ok(if changed(results.get(1)) == 1 { Inserted::Created } else { Inserted::Exists })
+    }
+
+    /// The approvals an insert collided with: the same ID, or the same task token.
+    pub async fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Result<Vec<Registered>, ApiError> {
+        let sql =
+            "SELECT id, token_sha256, request_sha256, expires_at FROM approvals WHERE id = ?1 OR token_sha256 = ?2";
+        self.rows(Stmt::new(sql, vec![s(id.as_str()), s(token_sha256)]), "registered").await
+    }
+}

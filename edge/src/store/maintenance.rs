@@ -1,0 +1,139 @@
+//! Mail bookkeeping and the cron's steps: expiry, stale claims, retention, mail retries, reminders.
+
+use ringi_core::mail::MailState;
+use ringi_core::{ApiError, ApprovalId};
+
+use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
+use super::votes::ATTEMPT_STATUS;
+use super::{changed, n, s, Stmt, Store};
+
+/// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
+/// one statement running into D1's limits.
+const CRON_BATCH: i64 = 500;
+/// Mails one cron step sends at most per run.
+const MAIL_BATCH: i64 = 50;
+
+impl Store {
+    pub async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
+        let sql = format!("SELECT {MAIL_COLUMNS} FROM approvals WHERE id = ?1");
+        let row: Option<MailRow> = self.first(Stmt::new(sql, vec![s(id.as_str())]), "mail_row").await?;
+        row.map(mail_job).transpose()
+    }
+
+    /// Records a mail outcome. Retried like the rest: a lost answer may count one attempt twice (one
+    /// retry fewer, never one mail more).
+    pub async fn set_mail_state(&self, id: &ApprovalId, state: MailState) -> Result<(), ApiError> {
+        let stmt = Stmt::new(
+            "UPDATE approvals SET mail_state = ?1, mail_attempts = mail_attempts + 1 WHERE id = ?2",
+            vec![s(state.as_str()), s(id.as_str())],
+        );
+        self.changes(stmt, "set_mail_state").await.map(drop)
+    }
+
+    /// Open approvals past their expiry close (token dropped): `expired`, or — when a callback attempt
+    /// may have been delivered — that attempt's verdict, unconfirmed. Returns how many.
+    pub async fn expire_due(&self, now: i64) -> Result<usize, ApiError> {
+        let approvals = Stmt::new(
+            format!(
+                "UPDATE approvals SET
+                   status = CASE WHEN attempt_verdict IS NULL THEN 'expired' ELSE {ATTEMPT_STATUS} END,
+                   decision = CASE WHEN attempt_verdict IS NULL THEN decision ELSE {ATTEMPT_STATUS} END,
+                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END,
+                   task_token = NULL, claim_id = NULL, claimed_until = NULL, decided_at = expires_at
+                 WHERE id IN (SELECT id FROM approvals WHERE expires_at <= ?1
+                   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) LIMIT ?2)"
+            ),
+            vec![n(now), n(CRON_BATCH)],
+        );
+        let expired = self.changes(approvals, "expire_due").await?;
+        // Open inbox rows are keyed by expiry, so the due ones are exactly those with sort_at <= now.
+        let inbox = Stmt::new(
+            "UPDATE approval_principals SET open = 0
+             WHERE rowid IN (SELECT rowid FROM approval_principals WHERE open = 1 AND sort_at <= ?1 LIMIT ?2)",
+            vec![n(now), n(CRON_BATCH * 4)],
+        );
+        self.changes(inbox, "close_due").await?;
+        Ok(expired)
+    }
+
+    /// Claims whose holder died (lease over) go back to pending (their attempt record stays).
+    pub async fn release_stale_claims(&self, now: i64) -> Result<usize, ApiError> {
+        let stmt = Stmt::new(
+            "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL
+             WHERE id IN (SELECT id FROM approvals WHERE status = 'claimed' AND claimed_until <= ?1 LIMIT ?2)",
+            vec![n(now), n(CRON_BATCH)],
+        );
+        self.changes(stmt, "release_stale_claims").await
+    }
+
+    /// Deletes closed approvals decided before `before` (their retention is over), with their audit rows.
+    /// Registration counters of minutes before `rates_before` go too.
+    pub async fn purge(&self, before: i64, rates_before: i64) -> Result<usize, ApiError> {
+        let old = format!(
+            "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1 \
+             ORDER BY id LIMIT {CRON_BATCH}"
+        );
+        let stmts = [
+            Stmt::new(format!("DELETE FROM decisions WHERE approval_id IN ({old})"), vec![n(before)]),
+            Stmt::new(format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), vec![n(before)]),
+            Stmt::new(format!("DELETE FROM approvals WHERE id IN ({old})"), vec![n(before)]),
+            Stmt::new(
+                format!(
+                    "DELETE FROM registration_rate WHERE rowid IN
+                       (SELECT rowid FROM registration_rate WHERE window_start < ?1 LIMIT {})",
+                    CRON_BATCH * 4
+                ),
+                vec![n(rates_before)],
+            ),
+        ];
+        let results = self.batch(&stmts, "purge").await?;
+        Ok(changed(results.get(2)))
+    }
+
+    /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was
+    /// registered before `sender_gone_before` (the worker that was to send it after its response died).
+    pub async fn mail_retries(
+        &self,
+        now: i64,
+        max_attempts: i64,
+        sender_gone_before: i64,
+    ) -> Result<Vec<MailJob>, ApiError> {
+        let stmt = Stmt::new(
+            format!(
+                "SELECT {MAIL_COLUMNS} FROM approvals
+                 WHERE (mail_state = ?4 OR (mail_state = ?5 AND created_at < ?3))
+                   AND mail_attempts < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2 LIMIT {MAIL_BATCH}"
+            ),
+            vec![
+                n(max_attempts),
+                n(now),
+                n(sender_gone_before),
+                s(MailState::Failed.as_str()),
+                s(MailState::Pending.as_str()),
+            ],
+        );
+        Ok(mail_jobs(self.rows(stmt, "mail_retries").await?))
+    }
+
+    /// Open approvals inside the reminder window that were not reminded yet. (Approvals registered inside
+    /// the window count as reminded at insert: their request mail is recent enough.)
+    pub async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<MailJob>, ApiError> {
+        let stmt = Stmt::new(
+            format!(
+                "SELECT {MAIL_COLUMNS} FROM approvals
+                 WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
+                   AND expires_at <= ?1 + ?2 LIMIT {MAIL_BATCH}"
+            ),
+            vec![n(now), n(window_ms)],
+        );
+        Ok(mail_jobs(self.rows(stmt, "reminders_due").await?))
+    }
+
+    pub async fn mark_reminded(&self, id: &ApprovalId, now: i64) -> Result<(), ApiError> {
+        let stmt = Stmt::new(
+            "UPDATE approvals SET reminded_at = ?1 WHERE id = ?2 AND reminded_at IS NULL",
+            vec![n(now), s(id.as_str())],
+        );
+        self.changes(stmt, "mark_reminded").await.map(drop)
+    }
+}

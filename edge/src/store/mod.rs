@@ -1,0 +1,239 @@
+//! D1 storage adapter, split by concern: [`rows`] (stored rows and their typed reading), [`approvals`]
+//! (registration and loading), [`votes`] (votes, the claim and the final writes), [`inbox`] and
+//! [`maintenance`] (cron and mail bookkeeping). The claim is the single source of exactly-once: one
+//! conditional UPDATE that also records the callback attempt, and whose returned row says who won.
+//!
+//! Every D1 call goes through [`Store::call`]: counted per request, retried with bounded jittered backoff
+//! when D1 reports a transient failure (reads and idempotent writes only: every write here is conditional
+//! or keyed so that running it twice is running it once), bounded in time, and — in dev/bench only — made
+//! to fail on purpose by the `D1_FAULTS` switch, through the same error path.
+
+mod approvals;
+mod inbox;
+mod maintenance;
+mod rows;
+mod votes;
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+use ringi_core::storage::{
+    classify_d1_error, injected_message, D1ErrorKind, FaultRng, FaultSpec, Injection, D1_RETRY, D1_TRY_TIMEOUT_MS,
+};
+use ringi_core::ApiError;
+use serde::Deserialize;
+use serde_json::json;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, Delay, Env};
+
+pub use approvals::{Inserted, Registrant};
+pub use rows::{Approval, Attempt, Loaded, MailJob};
+pub use votes::{ClaimRequest, Vote};
+
+use crate::error::OrInternal;
+use crate::platform::{log, random_unit};
+
+/// Per request (or cron run): how many D1 calls and tries it made, and the faults to inject, if any.
+pub struct D1Probe {
+    calls: Cell<u32>,
+    tries: Cell<u32>,
+    faults: Option<FaultSpec>,
+    rng: RefCell<FaultRng>,
+}
+
+impl D1Probe {
+    pub fn new(faults: Option<FaultSpec>) -> Rc<Self> {
+        thread_local! {
+            static REQUESTS: Cell<u64> = const { Cell::new(0) };
+        }
+        // A seeded spec gives each request of the isolate its own, reproducible sequence.
+        let n = REQUESTS.with(|r| {
+            r.set(r.get() + 1);
+            r.get()
+        });
+        let seed = match faults.as_ref().and_then(|f| f.seed) {
+            Some(s) => s.wrapping_add(n.wrapping_mul(0x9E37_79B9)),
+            None => (random_unit() * 1e15) as u64,
+        };
+        Rc::new(Self { calls: Cell::new(0), tries: Cell::new(0), faults, rng: RefCell::new(FaultRng::new(seed)) })
+    }
+
+    pub fn calls(&self) -> u32 {
+        self.calls.get()
+    }
+
+    pub fn tries(&self) -> u32 {
+        self.tries.get()
+    }
+
+    /// The generator's number for one call (drawn once per call, so `pct` chooses calls, not tries).
+    fn draw(&self) -> f64 {
+        if self.faults.is_some() {
+            self.rng.borrow_mut().next_unit()
+        } else {
+            0.0
+        }
+    }
+
+    fn inject(&self, call: u32, what: &str, attempt: u32, rand01: f64) -> Injection {
+        match &self.faults {
+            None => Injection::None,
+            Some(f) => f.decide(call, what, attempt, rand01),
+        }
+    }
+}
+
+/// A D1 call that failed for good (after retries when it was worth retrying).
+#[derive(Debug)]
+pub struct D1Failure {
+    pub kind: D1ErrorKind,
+    pub message: String,
+    pub what: &'static str,
+    pub call: u32,
+    pub tries: u32,
+}
+
+impl From<D1Failure> for ApiError {
+    /// Logged with context (no secrets: D1 messages carry no bound values). A deterministic error is a
+    /// bug (500); anything else means storage is unavailable right now (503, `Retry-After`).
+    fn from(f: D1Failure) -> Self {
+        let permanent = f.kind == D1ErrorKind::Permanent;
+        log(
+            if permanent { "error" } else { "warn" },
+            "d1_failed",
+            json!({"what": f.what, "call": f.call, "tries": f.tries, "kind": format!("{:?}", f.kind), "error": f.message}),
+        );
+        if permanent {
+            ApiError::Internal
+        } else {
+            ApiError::StorageUnavailable
+        }
+    }
+}
+
+/// One SQL statement with its bound values (a batch is a list of these).
+pub(crate) struct Stmt {
+    sql: String,
+    args: Vec<JsValue>,
+}
+
+impl Stmt {
+    pub(crate) fn new(sql: impl Into<String>, args: Vec<JsValue>) -> Self {
+        Self { sql: sql.into(), args }
+    }
+}
+
+pub struct Store {
+    db: D1Database,
+    probe: Rc<D1Probe>,
+}
+
+pub(crate) fn s(v: &str) -> JsValue {
+    JsValue::from_str(v)
+}
+
+pub(crate) fn n(v: i64) -> JsValue {
+    // D1 binds JS numbers; i64 would become a BigInt. Milliseconds fit exactly in an f64.
+    JsValue::from_f64(v as f64)
+}
+
+pub(crate) fn opt(v: Option<&str>) -> JsValue {
+    v.map(JsValue::from_str).unwrap_or(JsValue::NULL)
+}
+
+impl Store {
+    pub fn open(env: &Env, probe: Rc<D1Probe>) -> Result<Self, ApiError> {
+        Ok(Self { db: env.d1("DB").internal("D1 binding DB")?, probe })
+    }
+
+    fn prepare(&self, stmt: &Stmt) -> worker::Result<D1PreparedStatement> {
+        self.db.prepare(&stmt.sql).bind(&stmt.args)
+    }
+
+    /// One try of a call: bounded in time, failed on purpose when the fault switch says so.
+    async fn try_once<T, Fut>(&self, call: u32, what: &str, injection: Injection, f: Fut) -> Result<T, String>
+    where
+        Fut: Future<Output = worker::Result<T>>,
+    {
+        if injection == Injection::Before {
+            return Err(injected_message(call, what));
+        }
+        let timeout = Delay::from(Duration::from_millis(D1_TRY_TIMEOUT_MS));
+        let outcome = match select(Box::pin(f), Box::pin(timeout)).await {
+            Either::Left((r, _)) => r.map_err(|e| e.to_string()),
+            Either::Right(_) => Err(format!("D1_ERROR: D1 call timed out ({D1_TRY_TIMEOUT_MS} ms)")),
+        };
+        match (outcome, injection) {
+            (Ok(_), Injection::After) => Err(injected_message(call, what)),
+            (o, _) => o,
+        }
+    }
+
+    /// Runs one D1 call: numbered, bounded in time, retried while D1 says the failure is transient (every
+    /// statement passed here is a read or an idempotent write), and failed on purpose when `D1_FAULTS`
+    /// says so — before the statement runs, or after it ran (a write whose answer was lost).
+    async fn call<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T, D1Failure>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = worker::Result<T>>,
+    {
+        let call = self.probe.calls.get() + 1;
+        self.probe.calls.set(call);
+        let rand01 = self.probe.draw();
+        let mut attempt = 1;
+        loop {
+            self.probe.tries.set(self.probe.tries.get() + 1);
+            let injection = self.probe.inject(call, what, attempt, rand01);
+            let message = match self.try_once(call, what, injection, f()).await {
+                Ok(v) => return Ok(v),
+                Err(m) => m,
+            };
+            let kind = classify_d1_error(&message);
+            if kind != D1ErrorKind::Transient || attempt >= D1_RETRY.max_attempts {
+                return Err(D1Failure { kind, message, what, call, tries: attempt });
+            }
+            log("info", "d1_retry", json!({"what": what, "call": call, "attempt": attempt, "error": message}));
+            Delay::from(Duration::from_millis(D1_RETRY.backoff_ms(attempt, random_unit()))).await;
+            attempt += 1;
+        }
+    }
+
+    /// All rows of a query, deserialized; `what` names the call in logs and fault specs.
+    async fn rows<T: for<'de> Deserialize<'de>>(&self, stmt: Stmt, what: &'static str) -> Result<Vec<T>, ApiError> {
+        let stmt = &stmt;
+        Ok(self.call(what, || async move { self.prepare(stmt)?.all().await?.results::<T>() }).await?)
+    }
+
+    async fn first<T: for<'de> Deserialize<'de>>(&self, stmt: Stmt, what: &'static str) -> Result<Option<T>, ApiError> {
+        let stmt = &stmt;
+        Ok(self.call(what, || async move { self.prepare(stmt)?.first::<T>(None).await }).await?)
+    }
+
+    /// Runs a write; how many rows it changed.
+    async fn changes(&self, stmt: Stmt, what: &'static str) -> Result<usize, ApiError> {
+        let stmt = &stmt;
+        Ok(self
+            .call(what, || async move {
+                let r = self.prepare(stmt)?.run().await?;
+                Ok(r.meta()?.and_then(|m| m.changes).unwrap_or(0))
+            })
+            .await?)
+    }
+
+    /// Several statements in one D1 transaction.
+    async fn batch(&self, stmts: &[Stmt], what: &'static str) -> Result<Vec<worker::D1Result>, D1Failure> {
+        self.call(what, || async move {
+            let prepared = stmts.iter().map(|st| self.prepare(st)).collect::<worker::Result<Vec<_>>>()?;
+            self.db.batch(prepared).await
+        })
+        .await
+    }
+}
+
+/// Rows a statement of a batch changed.
+fn changed(result: Option<&worker::D1Result>) -> usize {
+    result.and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0)
+}

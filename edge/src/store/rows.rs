@@ -1,0 +1,336 @@
+//! Stored rows as D1 hands them over (strings and floats), and their typed reading. A value no domain
+//! value maps to is a [`CorruptValue`]: logged and answered 500, never replaced by a default.
+
+use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
+use ringi_core::context::ApprovalContext;
+use ringi_core::error::CorruptValue;
+use ringi_core::form::FormField;
+use ringi_core::locale::Locale;
+use ringi_core::principal::Principal;
+use ringi_core::time::format_rfc3339;
+use ringi_core::vote::RecordedVote;
+use ringi_core::wire::{InboxItem, Progress};
+use ringi_core::{ApiError, ApprovalId, TaskToken};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::platform::log;
+
+/// Logs a corrupt row and turns it into a 500.
+pub(crate) fn corrupt(id: &str) -> impl Fn(CorruptValue) -> ApiError + '_ {
+    move |e| {
+        log("error", "corrupt_row", json!({"approvalId": id, "error": e.to_string()}));
+        ApiError::Internal
+    }
+}
+
+fn parse_json<T: DeserializeOwned>(column: &'static str, s: &str) -> Result<T, CorruptValue> {
+    serde_json::from_str(s).map_err(|_| CorruptValue::new(column, s.chars().take(40).collect::<String>()))
+}
+
+fn id(s: &str) -> Result<ApprovalId, CorruptValue> {
+    ApprovalId::parse(s).map_err(|_| CorruptValue::new("approvals.id", s))
+}
+
+fn locale(s: Option<&str>) -> Result<Option<Locale>, CorruptValue> {
+    s.map(|l| Locale::parse(l).ok_or_else(|| CorruptValue::new("approvals.locale", l))).transpose()
+}
+
+/// Columns of [`ApprovalRow`].
+pub(crate) const APPROVAL_COLUMNS: &str = "id, task_token, status, confirmed, title, summary, details_json, \
+     form_json, quorum, approver_count, context_json, locale, created_at, expires_at, claimed_until, decided_at, \
+     attempt_sub, attempt_by, registered_by";
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ApprovalRow {
+    id: String,
+    task_token: Option<String>,
+    status: String,
+    confirmed: f64,
+    title: String,
+    summary: String,
+    details_json: String,
+    form_json: String,
+    quorum: String,
+    approver_count: f64,
+    context_json: String,
+    locale: Option<String>,
+    created_at: f64,
+    expires_at: f64,
+    claimed_until: Option<f64>,
+    decided_at: Option<f64>,
+    attempt_sub: Option<String>,
+    attempt_by: Option<String>,
+    registered_by: Option<String>,
+}
+
+/// An approval as stored, typed.
+#[derive(Debug)]
+pub struct Approval {
+    pub id: ApprovalId,
+    /// `None` once the task is answered or closed.
+    pub token: Option<TaskToken>,
+    pub status: ApprovalStatus,
+    /// The verdict of a decided approval.
+    pub verdict: Option<Verdict>,
+    pub title: String,
+    pub summary: String,
+    pub details: Map<String, Value>,
+    pub form: Vec<FormField>,
+    pub quorum: Quorum,
+    pub approver_count: usize,
+    pub context: Map<String, Value>,
+    pub locale: Option<Locale>,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub claimed_until: Option<i64>,
+    pub decided_at: Option<i64>,
+    pub attempt_sub: Option<String>,
+    pub attempt_by: Option<String>,
+    pub registered_by: Option<String>,
+}
+
+impl TryFrom<ApprovalRow> for Approval {
+    type Error = CorruptValue;
+
+    fn try_from(r: ApprovalRow) -> Result<Self, CorruptValue> {
+        let (status, verdict) = ApprovalStatus::from_row(&r.status, r.confirmed)?;
+        let token = r.task_token.as_deref().map(TaskToken::parse).transpose();
+        Ok(Self {
+            id: id(&r.id)?,
+            // Never the token itself in an error: it is a secret.
+            token: token.map_err(|_| CorruptValue::new("approvals.task_token", "<redacted>"))?,
+            status,
+            verdict,
+            title: r.title,
+            summary: r.summary,
+            details: parse_json("approvals.details_json", &r.details_json)?,
+            form: parse_json("approvals.form_json", &r.form_json)?,
+            quorum: Quorum::from_stored(&r.quorum)?,
+            approver_count: r.approver_count as usize,
+            context: parse_json("approvals.context_json", &r.context_json)?,
+            locale: locale(r.locale.as_deref())?,
+            created_at: r.created_at as i64,
+            expires_at: r.expires_at as i64,
+            claimed_until: r.claimed_until.map(|t| t as i64),
+            decided_at: r.decided_at.map(|t| t as i64),
+            attempt_sub: r.attempt_sub,
+            attempt_by: r.attempt_by,
+            registered_by: r.registered_by,
+        })
+    }
+}
+
+impl ApprovalRow {
+    pub(crate) fn typed(self) -> Result<Approval, ApiError> {
+        let id = self.id.clone();
+        Approval::try_from(self).map_err(corrupt(&id))
+    }
+}
+
+impl Approval {
+    pub fn state(&self) -> ApprovalState {
+        ApprovalState { status: self.status, expires_at: self.expires_at, claimed_until: self.claimed_until }
+    }
+
+    /// Approvals the quorum needs.
+    pub fn required(&self) -> u32 {
+        self.quorum.required(self.approver_count)
+    }
+}
+
+/// An approval with its listed principals and recorded votes (one snapshot).
+pub struct Loaded {
+    pub approval: Approval,
+    pub principals: Vec<Principal>,
+    pub votes: Vec<RecordedVote>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PrincipalRow {
+    kind: String,
+    value: String,
+}
+
+impl PrincipalRow {
+    pub(crate) fn typed(&self) -> Result<Principal, CorruptValue> {
+        Principal::from_parts(&self.kind, &self.value)
+            .ok_or_else(|| CorruptValue::new("approval_principals.kind", &self.kind))
+    }
+}
+
+/// Columns of [`DecisionRow`].
+pub(crate) const DECISION_COLUMNS: &str = "sub, principal, email, username, decision, comment, feedback_json, at";
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DecisionRow {
+    sub: String,
+    principal: String,
+    email: Option<String>,
+    username: Option<String>,
+    decision: String,
+    comment: Option<String>,
+    feedback_json: Option<String>,
+    at: f64,
+}
+
+impl TryFrom<DecisionRow> for RecordedVote {
+    type Error = CorruptValue;
+
+    fn try_from(r: DecisionRow) -> Result<Self, CorruptValue> {
+        Ok(Self {
+            principal: Principal::from_key(&r.principal)
+                .ok_or_else(|| CorruptValue::new("decisions.principal", &r.principal))?,
+            verdict: Verdict::from_stored("decisions.decision", &r.decision)?,
+            feedback: r.feedback_json.as_deref().map(|f| parse_json("decisions.feedback_json", f)).transpose()?,
+            sub: r.sub,
+            email: r.email,
+            username: r.username,
+            comment: r.comment,
+            at: r.at as i64,
+        })
+    }
+}
+
+pub(crate) fn votes(id: &ApprovalId, rows: Vec<DecisionRow>) -> Result<Vec<RecordedVote>, ApiError> {
+    rows.into_iter().map(RecordedVote::try_from).collect::<Result<_, _>>().map_err(corrupt(id.as_str()))
+}
+
+/// The callback attempt on record after a won claim (the earliest one not known to have failed).
+#[derive(Debug, Deserialize)]
+pub(crate) struct AttemptRow {
+    attempt_id: Option<String>,
+    attempt_verdict: Option<String>,
+    attempt_sub: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub id: Option<String>,
+    pub verdict: Option<Verdict>,
+    pub sub: Option<String>,
+}
+
+impl TryFrom<AttemptRow> for Attempt {
+    type Error = CorruptValue;
+
+    fn try_from(r: AttemptRow) -> Result<Self, CorruptValue> {
+        let verdict = r.attempt_verdict.as_deref().map(|v| Verdict::from_stored("approvals.attempt_verdict", v));
+        Ok(Self { id: r.attempt_id, verdict: verdict.transpose()?, sub: r.attempt_sub })
+    }
+}
+
+/// A row of the inbox query (the approval plus its approvals so far).
+#[derive(Debug, Deserialize)]
+pub(crate) struct InboxRow {
+    id: String,
+    status: String,
+    confirmed: f64,
+    title: String,
+    summary: String,
+    quorum: String,
+    approver_count: f64,
+    context_json: String,
+    created_at: f64,
+    expires_at: f64,
+    decided_at: Option<f64>,
+    sort_at: f64,
+    approvals: f64,
+}
+
+/// One inbox item and its place in the order (for the cursor).
+pub struct InboxEntry {
+    pub item: InboxItem,
+    pub sort_at: i64,
+}
+
+impl InboxRow {
+    /// Characters of the summary an inbox item carries.
+    const SUMMARY_CHARS: usize = 280;
+
+    pub(crate) fn typed(self, now: i64) -> Result<InboxEntry, ApiError> {
+        let id = self.id.clone();
+        self.entry(now).map_err(corrupt(&id))
+    }
+
+    fn entry(self, now: i64) -> Result<InboxEntry, CorruptValue> {
+        let (status, verdict) = ApprovalStatus::from_row(&self.status, self.confirmed)?;
+        let required = Quorum::from_stored(&self.quorum)?.required(self.approver_count as usize);
+        let item = InboxItem {
+            id: self.id,
+            status: status.effective(self.expires_at as i64, now),
+            verdict,
+            title: self.title,
+            summary: self.summary.chars().take(Self::SUMMARY_CHARS).collect(),
+            context: parse_json("approvals.context_json", &self.context_json)?,
+            progress: Progress { approvals: self.approvals as u32, required },
+            created_at: format_rfc3339(self.created_at as i64),
+            expires_at: format_rfc3339(self.expires_at as i64),
+            decided_at: self.decided_at.map(|t| format_rfc3339(t as i64)),
+        };
+        Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
+    }
+}
+
+/// Columns of [`MailRow`].
+pub(crate) const MAIL_COLUMNS: &str =
+    "id, title, summary, notify_json, context_json, locale, expires_at, registered_by";
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MailRow {
+    id: String,
+    title: String,
+    summary: String,
+    notify_json: String,
+    context_json: String,
+    locale: Option<String>,
+    expires_at: f64,
+    registered_by: Option<String>,
+}
+
+/// What the mailer needs of an approval.
+#[derive(Debug)]
+pub struct MailJob {
+    pub id: ApprovalId,
+    pub title: String,
+    pub summary: String,
+    pub notify: Vec<String>,
+    pub context: ApprovalContext,
+    pub locale: Locale,
+    pub expires_at: i64,
+    pub registered_by: Option<String>,
+}
+
+impl TryFrom<MailRow> for MailJob {
+    type Error = CorruptValue;
+
+    fn try_from(r: MailRow) -> Result<Self, CorruptValue> {
+        let context: Map<String, Value> = parse_json("approvals.context_json", &r.context_json)?;
+        Ok(Self {
+            id: id(&r.id)?,
+            notify: parse_json("approvals.notify_json", &r.notify_json)?,
+            context: ApprovalContext::from_map(&context),
+            locale: locale(r.locale.as_deref())?.unwrap_or_default(),
+            title: r.title,
+            summary: r.summary,
+            expires_at: r.expires_at as i64,
+            registered_by: r.registered_by,
+        })
+    }
+}
+
+/// Typed mail rows; a corrupt one is logged and skipped, so that it does not stop the others' mail.
+pub(crate) fn mail_jobs(rows: Vec<MailRow>) -> Vec<MailJob> {
+    rows.into_iter()
+        .filter_map(|r| {
+            let id = r.id.clone();
+            MailJob::try_from(r).map_err(corrupt(&id)).ok()
+        })
+        .collect()
+}
+
+pub(crate) fn mail_job(row: MailRow) -> Result<MailJob, ApiError> {
+    let id = row.id.clone();
+    MailJob::try_from(row).map_err(corrupt(&id))
+}
