@@ -52,11 +52,11 @@ impl Locale {
 
     /// The language chosen in the header earlier (a UI preference in localStorage).
     pub fn saved() -> Option<Self> {
-        crate::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
+        crate::infra::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
     }
 
     pub fn save(self) {
-        crate::storage::pref_set(LOCALE_PREF, self.tag());
+        crate::infra::storage::pref_set(LOCALE_PREF, self.tag());
     }
 
     pub fn other(self) -> Self {
