@@ -22,14 +22,15 @@ bootstrap:
 
 lint:
 	$(ENV) cargo fmt --all -- --check
-	$(ENV) cargo clippy -p ringi-core --all-targets -- -D warnings
+	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets -- -D warnings
 	@# The wasm crates too, where rustup's prebuilt wasm32 std exists (Debian's fallback toolchain has no clippy).
 	$(ENV) if [ "$$(cat "$$RINGI_HOME/wasm-std")" = rustup ]; then \
 	  cargo clippy -p ringi-edge -p ringi-app --target wasm32-unknown-unknown -- -D warnings; \
 	else echo "lint: clippy for the wasm crates skipped (build-std toolchain)"; fi
 
+## unit: the core crate's tests and the SPA's (natively: its logic and state run without a browser)
 unit:
-	$(ENV) cargo test -p ringi-core
+	$(ENV) cargo test -p ringi-core -p ringi-app
 
 build: spa worker
 

@@ -17,9 +17,9 @@ function showFailure(error) {
 }
 
 // A short link opened with a session in this tab: ask for the approval now, while the wasm downloads, instead
-// of after the app has started. The app takes this response (app/src/api.rs `take_prefetched`) when it asks
+// of after the app has started. The app takes this response (app/src/infra/api.rs `take_prefetched`) when it asks
 // for the same URL; anything unexpected here just means the app asks itself. The session's shape and expiry
-// margin are those of app/src/auth.rs.
+// margin are those of app/src/infra/auth.rs.
 function prefetchApproval() {
   const match = /^\/a\/([^/]+)$/.exec(location.pathname);
   if (!match) return;

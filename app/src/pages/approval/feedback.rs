@@ -7,6 +7,9 @@ use ringi_core::form::{text_limit, validate_feedback, FieldKind, FormField};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+/// Choices with at most this many options are radio buttons, longer ones a select.
+pub const RADIO_MAX: usize = 5;
+
 /// Why a field's value is refused, translated by the page.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FieldProblem {
@@ -137,6 +140,14 @@ pub struct Draft {
     pub text: Map<String, Value>,
 }
 
+impl Draft {
+    /// Nothing typed: no comment, every text empty, every box unticked.
+    pub fn is_empty(&self) -> bool {
+        self.comment.is_empty()
+            && self.text.values().all(|v| matches!(v, Value::String(s) if s.is_empty()) || v == &Value::Bool(false))
+    }
+}
+
 pub fn draft_of(fields: &[FieldState], comment: &str) -> Draft {
     let mut text = Map::new();
     for s in fields {
@@ -214,5 +225,7 @@ mod tests {
         assert_eq!(again[0].text.get_untracked(), "why");
         assert!(again[3].checked.get_untracked());
         assert_eq!(draft.comment, "a comment");
+        assert!(!draft.is_empty());
+        assert!(draft_of(&states(), "").is_empty(), "nothing typed: nothing to keep");
     }
 }

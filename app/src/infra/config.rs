@@ -52,11 +52,11 @@ impl Locale {
 
     /// The language chosen in the header earlier (a UI preference in localStorage).
     pub fn saved() -> Option<Self> {
-        crate::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
+        crate::infra::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
     }
 
     pub fn save(self) {
-        crate::storage::pref_set(LOCALE_PREF, self.tag());
+        crate::infra::storage::pref_set(LOCALE_PREF, self.tag());
     }
 
     pub fn other(self) -> Self {
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn decodes_the_documented_shape() {
-        let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","defaultLocale":"ja","version":"0.1.0"}"#;
+        let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","tokenUse":"access","defaultLocale":"ja","version":"0.1.0"}"#;
         let cfg: SpaConfig = serde_json::from_str(json).unwrap();
         assert_eq!(default_locale(&cfg), Locale::Ja);
         assert_eq!(cfg.client_id, "abc");

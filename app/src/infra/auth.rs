@@ -34,7 +34,7 @@ use ringi_core::wire::SpaConfig;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
-use crate::storage;
+use crate::infra::storage;
 
 pub const CALLBACK_PATH: &str = "/auth/callback";
 const SESSION_KEY: &str = "ringi.session";

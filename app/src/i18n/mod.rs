@@ -1,0 +1,154 @@
+//! UI strings in English and Japanese. One struct per language keeps a missing translation a compile
+//! error rather than a runtime fallback; texts with numbers in them are functions.
+
+use crate::infra::config::Locale;
+
+mod en;
+mod ja;
+
+pub struct Texts {
+    // shell
+    pub skip_to_content: &'static str,
+    pub home_label: &'static str,
+    pub loading: &'static str,
+    pub config_error_title: &'static str,
+    pub config_error_body: &'static str,
+    pub retry: &'static str,
+    pub retrying: &'static str,
+    pub not_found_title: &'static str,
+    pub not_found_body: &'static str,
+    pub back_to_inbox: &'static str,
+    pub version_label: &'static str,
+    /// The name of the *other* language, in that language (the switch's visible text).
+    pub other_language: &'static str,
+    /// Hidden prefix of the language switch for screen readers.
+    pub switch_language: &'static str,
+    // sign-in
+    pub sign_in: &'static str,
+    pub sign_out: &'static str,
+    pub signed_in_as: &'static str,
+    pub redirecting: &'static str,
+    pub signing_in: &'static str,
+    pub sign_in_failed_title: &'static str,
+    pub sign_in_failed_body: &'static str,
+    pub sign_in_refused_body: &'static str,
+    pub welcome_title: &'static str,
+    pub welcome_body: &'static str,
+    pub signed_out_notice: &'static str,
+    // inbox
+    pub inbox_title: &'static str,
+    pub inbox_tabs_label: &'static str,
+    pub tab_pending: &'static str,
+    pub tab_decided: &'static str,
+    pub refresh: &'static str,
+    pub refreshing: &'static str,
+    pub load_more: &'static str,
+    pub loading_more: &'static str,
+    pub empty_pending_title: &'static str,
+    pub empty_pending_body: &'static str,
+    pub empty_decided_title: &'static str,
+    pub empty_decided_body: &'static str,
+    pub inbox_error_title: &'static str,
+    pub count_pending: fn(usize, bool) -> String,
+    pub count_decided: fn(usize, bool) -> String,
+    pub expires: fn(&str) -> String,
+    pub expired_when: fn(&str) -> String,
+    pub decided_when: fn(&str) -> String,
+    pub requested_by: &'static str,
+    /// The authenticated registrant (API key or machine client), apart from the free-text "requested by".
+    pub registered_by: &'static str,
+    pub execution: &'static str,
+    pub step: &'static str,
+    pub progress: fn(u32, u32) -> String,
+    // statuses
+    pub status_pending: &'static str,
+    pub status_approved: &'static str,
+    pub status_rejected: &'static str,
+    pub status_expired: &'static str,
+    /// `decided_unconfirmed`, by verdict (approve, reject).
+    pub status_unconfirmed: fn(bool) -> &'static str,
+    /// The approval page's notice for `decided_unconfirmed`: (approve?, who sent it).
+    pub unconfirmed_notice: fn(bool, &str) -> String,
+    /// The caller's own decision ended `decided_unconfirmed` (approve?).
+    pub result_unconfirmed: fn(bool) -> String,
+    // approval page
+    pub approval_title: &'static str,
+    pub created_label: &'static str,
+    pub expires_label: &'static str,
+    pub decided_label: &'static str,
+    pub approvals_label: &'static str,
+    pub summary_heading: &'static str,
+    pub details_heading: &'static str,
+    pub items: fn(usize) -> String,
+    pub empty_value: &'static str,
+    pub form_heading: &'static str,
+    pub required: &'static str,
+    pub choose: &'static str,
+    pub comment_label: &'static str,
+    pub comment_help: &'static str,
+    pub max_chars: fn(usize) -> String,
+    pub range: fn(Option<f64>, Option<f64>) -> String,
+    pub approve: &'static str,
+    pub reject: &'static str,
+    pub decide_hint: &'static str,
+    pub confirm_approve_title: &'static str,
+    pub confirm_reject_title: &'static str,
+    pub confirm_approve_body: &'static str,
+    pub confirm_reject_body: &'static str,
+    pub confirm_approve: &'static str,
+    pub confirm_reject: &'static str,
+    pub cancel: &'static str,
+    pub sending: &'static str,
+    pub result_approved: &'static str,
+    pub result_rejected: &'static str,
+    pub result_recorded: fn(u32, u32) -> String,
+    pub expired_notice: fn(&str) -> String,
+    pub decided_notice_approved: &'static str,
+    pub decided_notice_rejected: &'static str,
+    pub you_approved: fn(&str) -> String,
+    pub you_rejected: fn(&str) -> String,
+    pub waiting_for_others: fn(u32, u32) -> String,
+    pub audit_heading: &'static str,
+    pub audit_empty: &'static str,
+    pub audit_approved: &'static str,
+    pub audit_rejected: &'static str,
+    pub feedback_label: &'static str,
+    pub draft_restored: &'static str,
+    pub yes: &'static str,
+    pub no: &'static str,
+    // errors
+    pub err_already_decided: &'static str,
+    pub err_expired: &'static str,
+    pub err_in_progress: &'static str,
+    pub err_already_voted: &'static str,
+    pub err_already_satisfied: &'static str,
+    pub err_conflict: &'static str,
+    pub err_not_found_title: &'static str,
+    pub err_not_found_body: &'static str,
+    pub err_unavailable: &'static str,
+    pub err_load_failed: &'static str,
+    pub err_fix_fields: &'static str,
+    pub err_server: &'static str,
+    pub field_required: &'static str,
+    pub field_too_long: fn(usize) -> String,
+    pub field_not_option: &'static str,
+    pub field_not_number: &'static str,
+    pub field_out_of_range: fn(Option<f64>, Option<f64>) -> String,
+    pub server_says: &'static str,
+}
+
+/// A bound of a number field as people write it (`5`, not `5.0`).
+fn num(n: f64) -> String {
+    if n.fract() == 0.0 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+pub fn texts(locale: Locale) -> &'static Texts {
+    match locale {
+        Locale::En => &en::EN,
+        Locale::Ja => &ja::JA,
+    }
+}

@@ -1,0 +1,117 @@
+//! `/a/{id}`: one approval request — what is asked, the feedback form, Approve / Reject behind a
+//! confirmation, the outcome, and the history.
+
+mod body;
+mod confirm;
+mod feedback;
+mod field;
+mod form;
+mod form_state;
+mod history;
+mod outcome;
+mod overview;
+mod state;
+
+use leptos::prelude::*;
+
+use crate::components::{Block, ErrorCard, Skeleton};
+use crate::context::{tr, use_app, use_title};
+use crate::pages::not_found::Missing;
+use crate::pages::sign_in::Reauthenticate;
+use body::Body;
+use confirm::ConfirmDialog;
+use form::DecisionForm;
+use history::History;
+use outcome::Outcomes;
+use overview::Overview;
+use state::{use_approval, ApprovalState, Phase};
+
+#[component]
+pub fn ApprovalPage(id: String) -> impl IntoView {
+    let ctx = use_app();
+    let state = ApprovalState::new(id);
+    provide_context(state);
+    use_title(move || {
+        state.view.with(|v| v.as_ref().map(|v| v.title.clone())).unwrap_or_else(|| ctx.texts().approval_title.into())
+    });
+    view! {
+        <div class="page approval" data-testid="approval-page">
+            <Transition fallback=ApprovalSkeleton set_pending=state.reloading>
+                {view! { <Content /> }.into_any()}
+            </Transition>
+            <ConfirmDialog />
+        </div>
+    }
+}
+
+#[component]
+fn ApprovalSkeleton() -> impl IntoView {
+    view! {
+        <Skeleton
+            class="card skeleton"
+            testid="approval-loading"
+            label=|t| t.loading
+            blocks=&[Block::Chip, Block::Title, Block::Line, Block::Short]
+        />
+        <Skeleton class="card skeleton" blocks=&[Block::Line, Block::Short, Block::Button] />
+    }
+}
+
+/// The page by load phase. Created under the <Transition>: its phase memo reads the approval there, so that
+/// the Transition shows the skeleton first and reports every reload as pending. A failed retry keeps the
+/// phase, so the error card (and the focused retry button) stays and only its detail changes.
+#[component]
+fn Content() -> impl IntoView {
+    let state = use_approval();
+    let phase = Memo::new(move |_| state.phase());
+    move || match phase.get() {
+        Phase::Loading => ().into_any(),
+        Phase::SignIn => view! { <Reauthenticate /> }.into_any(),
+        Phase::NotFound => view! { <NotYours /> }.into_any(),
+        Phase::Failed => view! {
+            <ErrorCard
+                name="approval"
+                title=|t| t.approval_title
+                body=|t| t.err_load_failed
+                detail=Signal::derive(move || state.load_error())
+                pending=state.reloading
+                on_retry=move || state.approval.refetch()
+            />
+        }
+        .into_any(),
+        Phase::Ready => view! { <Ready /> }.into_any(),
+    }
+}
+
+#[component]
+fn Ready() -> impl IntoView {
+    let state = use_approval();
+    view! {
+        <Overview />
+        <Outcomes />
+        <Show when=move || state.form.restored.get() && state.can_decide.get()>
+            <p class="notice notice--info" role="status" data-testid="draft-restored">
+                {tr(|t| t.draft_restored)}
+            </p>
+        </Show>
+        <Body />
+        <Show when=move || state.can_decide.get()>
+            <DecisionForm />
+        </Show>
+        <History />
+    }
+}
+
+/// 404: unknown, or not addressed to the caller (deliberately the same).
+#[component]
+fn NotYours() -> impl IntoView {
+    view! {
+        <Missing
+            class="card"
+            testid="approval-not-found"
+            title_id="nf-title"
+            title=|t| t.err_not_found_title
+            body=|t| t.err_not_found_body
+        />
+    }
+}

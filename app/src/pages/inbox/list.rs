@@ -1,0 +1,137 @@
+//! The inbox's rows: one per approval, with its status, deadline, origin and progress.
+
+use leptos::prelude::*;
+use ringi_core::approval::ApprovalStatus;
+use ringi_core::wire::InboxItem;
+
+use crate::components::{ProgressDots, StatusBadge};
+use crate::context::{tr, use_app, AppContext};
+use crate::infra::api::ContextInfo;
+use crate::infra::time::{self, Urgency};
+
+#[component]
+pub fn List(items: Signal<Vec<InboxItem>>, decided: Memo<bool>) -> impl IntoView {
+    let ctx = use_app();
+    let empty = move || {
+        let t = ctx.texts();
+        let (title, body) = if decided.get() {
+            (t.empty_decided_title, t.empty_decided_body)
+        } else {
+            (t.empty_pending_title, t.empty_pending_body)
+        };
+        view! {
+            <div class="empty" data-testid="inbox-empty">
+                <span class="empty__mark" aria-hidden="true">
+                    "✓"
+                </span>
+                <h2 class="empty__title">{title}</h2>
+                <p>{body}</p>
+            </div>
+        }
+    };
+    view! {
+        <Show when=move || items.with(|l| !l.is_empty()) fallback=empty>
+            <ul class="items" data-testid="inbox-list">
+                <For each=move || items.get() key=|item| (item.id.clone(), item.status.as_str()) let:item>
+                    <Item item />
+                </For>
+            </ul>
+        </Show>
+    }
+}
+
+#[component]
+fn Item(item: InboxItem) -> impl IntoView {
+    let ctx = use_app();
+    let context = ContextInfo::of(&item.context);
+    let expires_ms = time::parse(&item.expires_at);
+    let decided_ms = item.decided_at.as_deref().and_then(time::parse);
+    let status = item.status;
+    let progress = item.progress;
+    let summary = first_line(&item.summary);
+    let when = move || when_text(ctx, status, expires_ms, decided_ms);
+    let urgency = move || match (status, expires_ms) {
+        (ApprovalStatus::Pending | ApprovalStatus::Claimed, Some(ms)) => Urgency::of(ms, ctx.now.get()).class(),
+        _ => "urgency",
+    };
+    let absolute = move || expires_ms.map(|ms| time::absolute(ms, ctx.locale.get())).unwrap_or_default();
+    view! {
+        <li class="item" data-testid="inbox-item" data-id=item.id.clone()>
+            <div class="item__top">
+                <StatusBadge status verdict=item.verdict />
+                <span class=urgency>
+                    <time datetime=item.expires_at.clone() title=absolute>
+                        {when}
+                    </time>
+                </span>
+            </div>
+            <h2 class="item__title" id=format!("item-{}", item.id)>
+                <a class="item__link" href=format!("/a/{}", item.id)>
+                    {item.title.clone()}
+                </a>
+            </h2>
+            {(!summary.is_empty()).then(|| view! { <p class="item__summary">{summary}</p> })}
+            <div class="item__bottom">
+                <ContextLine context />
+                // Decided: the status says it all, unless several approvals were needed.
+                {(matches!(status, ApprovalStatus::Pending | ApprovalStatus::Claimed) || progress.required > 1)
+                    .then(|| view! { <ProgressDots progress /> })}
+            </div>
+        </li>
+    }
+}
+
+fn when_text(ctx: AppContext, status: ApprovalStatus, expires_ms: Option<f64>, decided_ms: Option<f64>) -> String {
+    let t = ctx.texts();
+    let now = ctx.now.get();
+    let locale = ctx.locale.get();
+    match status {
+        ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::DecidedUnconfirmed => {
+            decided_ms.map(|ms| (t.decided_when)(&time::relative(ms, now, locale))).unwrap_or_default()
+        }
+        _ => match expires_ms {
+            Some(ms) if ms <= now || status == ApprovalStatus::Expired => {
+                (t.expired_when)(&time::relative(ms, now, locale))
+            }
+            Some(ms) => (t.expires)(&time::relative(ms, now, locale)),
+            None => String::new(),
+        },
+    }
+}
+
+/// The first non-blank line of a summary (a row has room for one).
+fn first_line(summary: &str) -> String {
+    summary.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned()
+}
+
+/// Who asked and from which state machine step.
+#[component]
+fn ContextLine(context: ContextInfo) -> impl IntoView {
+    let source = context.source();
+    view! {
+        <p class="item__context">
+            {context
+                .requested_by
+                .map(|who| {
+                    view! {
+                        <span class="item__who">
+                            <span class="item__label">{tr(|t| t.requested_by)}" "</span>
+                            {who}
+                        </span>
+                    }
+                })}
+            {source.map(|s| view! { <span class="item__source">{s}</span> })}
+        </p>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_line;
+
+    #[test]
+    fn first_line_skips_blank_lines() {
+        assert_eq!(first_line("\n  \n  Deploy v2  \nmore"), "Deploy v2");
+        assert_eq!(first_line(""), "");
+    }
+}

@@ -1,0 +1,6 @@
+//! The screens of the main area, one room each.
+
+pub mod approval;
+pub mod inbox;
+pub mod not_found;
+pub mod sign_in;
