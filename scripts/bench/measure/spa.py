@@ -111,7 +111,7 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
                 page = context.new_page()
                 page.add_init_script(SPA_PROBE % json.dumps(selector))
                 if signed_in_as:
-                    # The shape of app/src/auth.rs `Session` (sessionStorage['ringi.session']).
+                    # The shape of app/src/infra/auth.rs `Session` (sessionStorage['ringi.session']).
                     now_ms = int(time.time() * 1000)
                     session = {"bearer": stack.mint(signed_in_as), "expiresAt": now_ms + 3600_000,
                                "obtainedAt": now_ms, "viaReauth": False}
