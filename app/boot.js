@@ -41,7 +41,58 @@ try {
   // Not worth a failure: the app asks for the approval itself.
 }
 
-try {
+// Sign-in with authorization code + PKCE (S256). The one writer of the pending sign-in record
+// (sessionStorage["ringi.auth.pending"]: state, PKCE verifier, page to come back to) that
+// app/src/infra/auth.rs `complete` consumes on /auth/callback, where the oauth2 crate exchanges the code. The
+// app calls it too (globalThis.ringiSignIn), so a short link opened signed-out need not wait for the wasm.
+const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const randomB64url = (n) => b64url(crypto.getRandomValues(new Uint8Array(n)));
+
+async function startSignIn(config, returnTo, lang, reauth) {
+  // As many random bytes as the oauth2 crate's own CsrfToken::new_random / PkceCodeChallenge::new_random_sha256.
+  const state = randomB64url(16);
+  const verifier = randomB64url(32);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  const url = new URL(`${config.cognitoDomain.replace(/\/+$/, "")}/oauth2/authorize`);
+  const params = {
+    response_type: "code",
+    client_id: config.clientId,
+    state,
+    code_challenge: b64url(new Uint8Array(digest)),
+    code_challenge_method: "S256",
+    redirect_uri: config.redirectUri,
+    scope: "openid email profile",
+    // Cognito's managed login picks its language from `lang`.
+    lang,
+  };
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  sessionStorage.setItem("ringi.auth.pending", JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));
+  sessionStorage.removeItem("ringi.signedOut");
+  location.assign(url.href);
+}
+globalThis.ringiSignIn = startSignIn;
+
+// The UI language the app would choose (app/src/infra/config.rs): the one picked in the header earlier, else the
+// browser's first that the UI speaks, else the configured default.
+function uiLanguage(config) {
+  const speaks = (tag) => ["en", "ja"].find((l) => (tag || "").split(/[-_]/)[0].toLowerCase() === l);
+  const chosen = [localStorage.getItem("ringi.locale"), ...(navigator.languages || [])].map(speaks).find(Boolean);
+  return chosen || speaks(config.defaultLocale) || "en";
+}
+
+// A short link opened with no session in this tab has nothing to show before sign-in: go to the Hosted UI now
+// rather than after the wasm has downloaded and started. A tab with an expired session is left to the app (it
+// knows when signing in again would loop). Resolves false when the app should start instead.
+async function signInFirst() {
+  if (!/^\/a\/[^/]+$/.test(location.pathname) || sessionStorage.getItem("ringi.session") !== null) return false;
+  const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
+  if (!config?.cognitoDomain || !config.clientId || !config.redirectUri) return false;
+  await startSignIn(config, location.pathname + location.search, uiLanguage(config), false);
+  return true;
+}
+
+// Starts the wasm app.
+async function startApp() {
   const js = meta("ringi-js");
   const wasm = meta("ringi-wasm");
   if (!js || !wasm) {
@@ -56,6 +107,10 @@ try {
   const response = fetch(wasm, { integrity, credentials: "same-origin" });
   const { default: init } = await import(js);
   await init({ module_or_path: response });
+}
+
+try {
+  if (!(await signInFirst().catch(() => false))) await startApp();
 } catch (error) {
   showFailure(error);
 }

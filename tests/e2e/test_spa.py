@@ -147,6 +147,44 @@ def test_short_link_signed_out_goes_through_the_hosted_ui_and_approves(stack, wo
     expect(tab.inbox.by("inbox-page")).to_be_visible()
 
 
+def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_wasm(stack, workflows, api, browser):
+    approval_id, _, _ = register(workflows, api, title="Sign-in before the app")
+    with Tab(browser, locale="ja-JP") as t:
+        page = t.page
+        wasm, authorize = [], []
+        # boot.js alone starts the sign-in: the app's wasm (only preloaded by the page) cannot load. The authorize
+        # request is answered 204 once (the browser stays on the page), so that the record it left in this tab
+        # can be read.
+        page.route("**/*.wasm", lambda route: (wasm.append(route.request.url), route.abort()))
+        page.route(f"{stack.idp_url}/oauth2/authorize*", lambda route: (authorize.append(route.request.url),
+                                                                          route.fulfill(status=204)))
+        page.goto(f"{stack.base_url}/a/{approval_id}", wait_until="commit")
+        deadline = time.monotonic() + 15
+        while not authorize and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        assert authorize, "boot.js did not leave for the Hosted UI"
+        url = authorize[0]
+        query = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&"))
+        assert query["response_type"] == "code" and query["code_challenge_method"] == "S256", url
+        assert re.fullmatch(r"[A-Za-z0-9_-]{43}", query["code_challenge"]), url
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", query["state"]), url
+        assert query["scope"] == "openid+email+profile" and query["lang"] == "ja", url
+        assert approval_id not in url
+        # The record the app's callback consumes: this tab's state, the verifier behind the challenge.
+        pending = json.loads(page.evaluate("sessionStorage.getItem('ringi.auth.pending')"))
+        assert pending["state"] == query["state"] and pending["returnTo"] == f"/a/{approval_id}"
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(pending["verifier"].encode()).digest()).rstrip(b"=")
+        assert challenge.decode() == query["code_challenge"]
+        assert wasm, "the page preloads the wasm; none came through"
+        # The app (wasm allowed again) completes that sign-in with the oauth2 crate and lands on the link.
+        page.unroute("**/*.wasm")
+        page.unroute(f"{stack.idp_url}/oauth2/authorize*")
+        page.goto(url)
+        HostedUi(page, stack).wait().sign_in("alice")
+        page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
+        expect(t.approval.title).to_have_text("Sign-in before the app")
+
+
 def test_reject_with_confirmation_takes_the_rejected_branch(stack, workflows, api, tab):
     approval_id, arn, task_token = register(workflows, api, title="Rotate the ledger DB credentials")
     page = tab.open_signed_in(stack, f"/a/{approval_id}")

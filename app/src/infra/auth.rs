@@ -1,10 +1,12 @@
-//! Sign-in with the Cognito Hosted UI: authorization code + PKCE (S256), built and checked with the `oauth2`
-//! crate; the token request goes through [`GlooHttp`], oauth2's async HTTP client trait implemented with
-//! gloo-net (the browser's `fetch`).
+//! Sign-in with the Cognito Hosted UI: authorization code + PKCE (S256). app/boot.js starts every sign-in (so
+//! a short link opened signed-out leaves for the Hosted UI before the wasm has downloaded); the callback is
+//! checked here and the code exchanged with the `oauth2` crate, whose token request goes through
+//! [`GlooHttp`], oauth2's async HTTP client trait implemented with gloo-net (the browser's `fetch`).
 //!
 //! * `state` is a fresh random value per sign-in, stored in sessionStorage together with the PKCE verifier and
 //!   the page to come back to (`/a/{id}` for a short link opened signed-out): the state is the key of that
-//!   record, so only this tab's own sign-in can complete, and it lands where the user was going.
+//!   record ([`Pending`], written by boot.js `startSignIn`), so only this tab's own sign-in can complete, and
+//!   it lands where the user was going.
 //! * The callback (`/auth/callback?code&state`) is read and removed from the address bar and history in
 //!   `main` before anything else runs; the code is exchanged at `{cognitoDomain}/oauth2/token`.
 //! * Tokens live in memory and sessionStorage only, never localStorage. Only the API bearer is kept: the
@@ -25,9 +27,9 @@ use oauth2::basic::{
 };
 use oauth2::url::Url;
 use oauth2::{
-    AsyncHttpClient, AuthUrl, AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet,
-    ExtraTokenFields, HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RequestTokenError,
-    Scope, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+    AsyncHttpClient, AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields,
+    HttpRequest, HttpResponse, PkceCodeVerifier, RedirectUrl, RequestTokenError, StandardRevocableToken,
+    StandardTokenResponse, TokenResponse, TokenUrl,
 };
 use ringi_core::jwt::TokenUse;
 use ringi_core::wire::SpaConfig;
@@ -70,7 +72,8 @@ type CognitoClient<A = EndpointNotSet, T = EndpointNotSet> = Client<
     EndpointNotSet,
     T,
 >;
-type OauthClient = CognitoClient<EndpointSet, EndpointSet>;
+/// Only the token endpoint: the authorize URL is built by app/boot.js, which starts every sign-in.
+type OauthClient = CognitoClient<EndpointNotSet, EndpointSet>;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,8 +88,8 @@ struct Session {
     via_reauth: bool,
 }
 
-/// One sign-in in flight, keyed by its `state`.
-#[derive(Debug, Serialize, Deserialize)]
+/// One sign-in in flight, keyed by its `state`: the record app/boot.js `startSignIn` writes.
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Pending {
     state: String,
@@ -147,7 +150,6 @@ fn client(cfg: &SpaConfig) -> Result<OauthClient, AuthError> {
     let domain = cfg.cognito_domain.trim_end_matches('/');
     let bad = |e: oauth2::url::ParseError| AuthError::Config(e.to_string());
     Ok(<CognitoClient>::new(ClientId::new(cfg.client_id.clone()))
-        .set_auth_uri(AuthUrl::new(format!("{domain}/oauth2/authorize")).map_err(bad)?)
         .set_token_uri(TokenUrl::new(format!("{domain}/oauth2/token")).map_err(bad)?)
         .set_redirect_uri(RedirectUrl::new(cfg.redirect_uri.clone()).map_err(bad)?))
 }
@@ -204,26 +206,34 @@ pub fn sign_in(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<(), AuthE
 }
 
 fn start(cfg: &SpaConfig, return_to: &str, lang: &str, reauth: bool) -> Result<(), AuthError> {
-    let client = client(cfg)?;
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, state) = client
-        .authorize_url(CsrfToken::new_random)
-        .add_scopes(["openid", "email", "profile"].map(|s| Scope::new(s.to_owned())))
-        .set_pkce_challenge(challenge)
-        // Cognito's managed login picks its language from `lang`.
-        .add_extra_param("lang", lang)
-        .url();
-    let pending = Pending {
-        state: state.secret().clone(),
-        verifier: verifier.secret().clone(),
-        return_to: safe_return(return_to),
-        created_at: now(),
-        reauth,
-    };
-    storage::session_set_json(PENDING_KEY, &pending);
-    storage::session_remove(SIGNED_OUT_KEY);
-    navigate_away(url.as_str());
+    let config = serde_json::to_string(cfg)
+        .ok()
+        .and_then(|json| js_sys::JSON::parse(&json).ok())
+        .ok_or_else(|| AuthError::Config("unreadable".into()))?;
+    // app/boot.js: writes the pending record `complete` reads (and forgets an explicit sign-out), then leaves
+    // for the Hosted UI.
+    let leaving =
+        ringi_sign_in(&config, &safe_return(return_to), lang, reauth).map_err(|e| AuthError::Config(js_message(&e)))?;
+    wasm_bindgen_futures::spawn_local(async move {
+        // Only fails before the browser leaves (no Web Crypto): the page stays on "Redirecting…".
+        if let Err(e) = wasm_bindgen_futures::JsFuture::from(leaving).await {
+            leptos::logging::warn!("ringi: sign-in could not start: {}", js_message(&e));
+        }
+    });
     Ok(())
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `globalThis.ringiSignIn` (app/boot.js): the one place that starts a sign-in (state, PKCE, record).
+    #[wasm_bindgen(js_namespace = globalThis, js_name = ringiSignIn, catch)]
+    fn ringi_sign_in(config: &JsValue, return_to: &str, lang: &str, reauth: bool) -> Result<js_sys::Promise, JsValue>;
+}
+
+fn js_message(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| js_sys::Error::from(e.clone()).message().as_string())
+        .unwrap_or_else(|| "sign-in could not start".into())
 }
 
 /// Signs in again after the token expired or was refused, coming back to `return_to`. Refuses (instead of
@@ -444,5 +454,19 @@ mod tests {
         assert_eq!(safe_return("https://evil.example/"), "/");
         assert_eq!(safe_return("/\\evil.example"), "/");
         assert_eq!(safe_return("/auth/callback?code=x"), "/");
+    }
+
+    /// The record exactly as app/boot.js `startSignIn` writes it (the browser test drives the writer).
+    #[test]
+    fn reads_the_pending_sign_in_that_boot_js_writes() {
+        let written =
+            r#"{"state":"s-16","verifier":"v-43","returnTo":"/a/abc","createdAt":1764570000000,"reauth":true}"#;
+        let p: Pending = serde_json::from_str(written).unwrap();
+        assert_eq!((p.state.as_str(), p.verifier.as_str(), p.return_to.as_str()), ("s-16", "v-43", "/a/abc"));
+        assert_eq!((p.created_at, p.reauth), (1_764_570_000_000.0, true));
+        // A record of an older boot.js without `reauth` still completes.
+        let old: Pending =
+            serde_json::from_str(r#"{"state":"s","verifier":"v","returnTo":"/","createdAt":1}"#).unwrap();
+        assert!(!old.reauth);
     }
 }
