@@ -34,9 +34,9 @@ unit:
 
 build: spa worker
 
-## SPA: Trunk (release profile) into dist/ (no inline script: see Trunk.toml)
+## SPA: Trunk (release profile, std rebuilt for size: scripts/wasm-env.sh) into dist/ (no inline script: see Trunk.toml)
 spa:
-	$(ENV) scripts/wasm-env.sh trunk build --release
+	$(ENV) scripts/wasm-env.sh --spa trunk build --release
 
 ## worker: worker-build (same release profile, same target dir) into edge/build/
 worker:

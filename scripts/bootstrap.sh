@@ -40,6 +40,10 @@ else
   fi
 fi
 echo "   wasm32 std: $(cat "$RINGI_HOME/wasm-std")"
+if [ "$(cat "$RINGI_HOME/wasm-std")" = rustup ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library" ]; then
+  # The SPA rebuilds std for size (scripts/wasm-env.sh --spa); without the sources it is only larger.
+  timeout 600 rustup component add rust-src || echo "   rust-src unavailable: the SPA will be built with the prebuilt std"
+fi
 done_in $t
 
 step "cargo tools (wasm-bindgen-cli $WASM_BINDGEN_VERSION, worker-build $WORKER_BUILD_VERSION, trunk $TRUNK_VERSION)"; t=$SECONDS

@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Runs a wasm build command (trunk, worker-build, cargo --target wasm32…) with whichever wasm32 std
 # bootstrap.sh found: rustup's prebuilt one, or Debian's rustc-web + rust-web-src with -Zbuild-std.
+#   wasm-env.sh [--spa] command…
+# --spa: the SPA's build. Its std is rebuilt for size and panics trap without formatting or location strings
+# (`-Cpanic=immediate-abort`, `optimize_for_size`, `-Zlocation-detail=none`: ≈ 9 % smaller wasm, see
+# docs/benchmarks.md). Only the SPA: the worker shares the release profile but keeps its panic messages in
+# the logs. Own target dir, since the flags differ.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+if [ "${1:-}" = "--spa" ]; then
+  shift
+  if [ "$(cat "$RINGI_HOME/wasm-std" 2>/dev/null)" = "build-std" ] || [ -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library" ]; then
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$RINGI_ROOT/target/spa}" RUSTC_BOOTSTRAP=1 \
+      CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size \
+      RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
+  else
+    echo "wasm-env: no std sources (rustup component rust-src): the SPA is built with the prebuilt std, larger" >&2
+  fi
+fi
 if [ "$(cat "$RINGI_HOME/wasm-std" 2>/dev/null)" = "build-std" ]; then
   # worker-build insists that `rustc --print target-libdir` names an existing directory; Debian's rustc has
   # no prebuilt wasm32 std, so a shim answers that one query and passes everything else through.
