@@ -12,6 +12,7 @@ pub mod form;
 pub mod ids;
 pub mod inbox;
 pub mod jwt;
+pub mod latency;
 pub mod locale;
 pub mod mail;
 pub mod principal;

@@ -114,7 +114,7 @@ impl DecisionAttempt<'_> {
             store.release(id, &claim.id, true).await?;
             return Err(ApiError::Expired);
         };
-        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, id, callback, token).await;
+        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, &self.ctx.probe, id, callback, token).await;
         match outcome {
             CallbackOutcome::Delivered => self.delivered(verdict, &claim).await,
             CallbackOutcome::TaskClosed(code) if claim.attempt.id.as_deref() != Some(&claim.id) || maybe_delivered => {
