@@ -29,7 +29,7 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
 pub use rows::{Approval, Attempt, Loaded, MailJob};
-pub use votes::{ClaimRequest, Vote};
+pub use votes::{ClaimRequest, Guess, Opened, Vote};
 
 use crate::error::OrInternal;
 use crate::platform::{log, random_unit};
