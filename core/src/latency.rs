@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::devswitch::DevSwitch;
+
 /// The remote round trips of one request or cron run: D1 round trips (a batch is one; made one after the
 /// other), Step Functions calls (each try, one after the other) and SES calls (one per recipient: those of
 /// one mail go in parallel).
@@ -70,25 +72,11 @@ impl Delays {
 
 /// `INJECT_LATENCY`: off in production; `header` honours `x-ringi-latency` per request; anything else is
 /// the [`Delays`] of every request and cron run of that worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LatencyModel {
-    #[default]
-    Off,
-    Header,
-    Always(Delays),
-}
+pub type LatencyModel = DevSwitch<Delays>;
 
 impl LatencyModel {
     pub fn parse(v: &str) -> Result<Self, String> {
-        match v.trim() {
-            "" | "off" => Ok(Self::Off),
-            "header" => Ok(Self::Header),
-            spec => Delays::parse(spec).map(Self::Always),
-        }
-    }
-
-    pub fn enabled(&self) -> bool {
-        *self != Self::Off
+        Self::parse_with(v, Delays::parse)
     }
 }
 

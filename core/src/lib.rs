@@ -7,6 +7,7 @@ mod body;
 pub mod config;
 pub mod context;
 pub mod decision;
+pub mod devswitch;
 pub mod error;
 pub mod form;
 pub mod ids;

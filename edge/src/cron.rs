@@ -10,9 +10,10 @@
 //! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
 //! failed send or a failed write.
 
-use ringi_core::latency::{Delays, LatencyModel};
+use ringi_core::devswitch::cron_part;
+use ringi_core::latency::Delays;
 use ringi_core::mail::MailKind;
-use ringi_core::storage::{D1Faults, FaultSpec};
+use ringi_core::storage::FaultSpec;
 use serde_json::json;
 use worker::Env;
 
@@ -26,34 +27,14 @@ const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// still `pending` after this long lost its sender.
 const MAIL_SENDER_GRACE_MS: i64 = 2 * 60_000;
 
-/// Dev/bench only: with `D1_FAULTS=header` a cron run takes its fault spec from the trigger's cron string
-/// (`wrangler dev --test-scheduled`: `/__scheduled?cron=… d1-fault=call=3`), as requests take the header.
-fn cron_faults(faults: &D1Faults, cron: &str) -> Option<FaultSpec> {
-    match faults {
-        D1Faults::Off => None,
-        D1Faults::Always(spec) => Some(spec.clone()),
-        D1Faults::Header => cron
-            .split_once("d1-fault=")
-            .and_then(|(_, spec)| FaultSpec::parse(spec.split_whitespace().next().unwrap_or("")).ok()),
-    }
-}
-
-/// Dev/bench only: with `INJECT_LATENCY=header` a cron run takes its delays from the cron string
-/// (`… latency=d1=80,aws=80`).
-fn cron_delays(model: &LatencyModel, cron: &str) -> Delays {
-    match model {
-        LatencyModel::Off => Delays::default(),
-        LatencyModel::Always(d) => *d,
-        LatencyModel::Header => cron
-            .split_once("latency=")
-            .and_then(|(_, spec)| Delays::parse(spec.split_whitespace().next().unwrap_or("")).ok())
-            .unwrap_or_default(),
-    }
-}
-
 pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     let cfg = crate::config::load(env).map_err(|e| e.to_string())?;
-    let probe = Probe::new(cron_faults(&cfg.d1_faults, cron), cron_delays(&cfg.inject_latency, cron));
+    // Dev/bench only: with a switch at `header`, a cron run takes its setting from the trigger's cron string
+    // (`wrangler dev --test-scheduled`: `/__scheduled?cron=… d1-fault=call=3 latency=d1=80`), as requests
+    // take a header; a malformed one is ignored.
+    let faults = cfg.d1_faults.resolve(cron_part(cron, "d1-fault"), FaultSpec::parse).ok().flatten();
+    let delays = cfg.inject_latency.resolve(cron_part(cron, "latency"), Delays::parse).ok().flatten();
+    let probe = Probe::new(faults, delays.unwrap_or_default());
     let store = Store::open(env, probe.clone()).map_err(|e| e.to_string())?;
     let now = now_ms();
     let mut failed: Vec<&str> = Vec::new();

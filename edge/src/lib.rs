@@ -17,8 +17,8 @@ mod store;
 use std::cell::OnceCell;
 
 use ringi_core::config::Config;
-use ringi_core::latency::{Delays, LatencyModel};
-use ringi_core::storage::{D1Faults, FaultSpec};
+use ringi_core::latency::Delays;
+use ringi_core::storage::FaultSpec;
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
@@ -36,26 +36,15 @@ const ROUND_TRIPS_HEADER: &str = "x-ringi-round-trips";
 
 /// The faults this request runs with: none in production (the config refuses the switch there).
 fn request_faults(cfg: &Config, req: &Request) -> Result<Option<FaultSpec>, ApiError> {
-    match &cfg.d1_faults {
-        D1Faults::Off => Ok(None),
-        D1Faults::Always(spec) => Ok(Some(spec.clone())),
-        D1Faults::Header => match req.headers().get(FAULT_HEADER).ok().flatten() {
-            None => Ok(None),
-            Some(h) => FaultSpec::parse(&h).map(Some).map_err(|e| ApiError::invalid(FAULT_HEADER, e)),
-        },
-    }
+    let given = req.headers().get(FAULT_HEADER).ok().flatten();
+    cfg.d1_faults.resolve(given.as_deref(), FaultSpec::parse).map_err(|e| ApiError::invalid(FAULT_HEADER, e))
 }
 
 /// The delays this request's round trips are given: none in production (the config refuses the switch).
 fn request_delays(cfg: &Config, req: &Request) -> Result<Delays, ApiError> {
-    match cfg.inject_latency {
-        LatencyModel::Off => Ok(Delays::default()),
-        LatencyModel::Always(d) => Ok(d),
-        LatencyModel::Header => match req.headers().get(LATENCY_HEADER).ok().flatten() {
-            None => Ok(Delays::default()),
-            Some(h) => Delays::parse(&h).map_err(|e| ApiError::invalid(LATENCY_HEADER, e)),
-        },
-    }
+    let given = req.headers().get(LATENCY_HEADER).ok().flatten();
+    let delays = cfg.inject_latency.resolve(given.as_deref(), Delays::parse);
+    delays.map(Option::unwrap_or_default).map_err(|e| ApiError::invalid(LATENCY_HEADER, e))
 }
 
 /// Sent with every response, with [`csp`]; the SPA is built to run under that CSP (no inline script or style).
