@@ -73,7 +73,7 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
         for wan in pl.edge_region_ms:
             for kind in ("view", "decision approve", "quorum vote (not final)"):
                 cells = [pl.modeled(kind, place, wan) for place in PLACEMENTS]
-                row(f"modeled {kind}, edge↔region {wan} ms: near / smart / reference warm / cold (median)",
+                row(f"modeled {kind}, edge↔region {wan} ms: " + " / ".join(PLACEMENT_SHORT) + " (median)",
                     " / ".join("—" if c is None else f"{c[0]:.0f}" for c in cells) + " ms", pl.round_trips.get(kind, ""))
     if ib := r.inbox:
         for size, d in ib.sizes.items():
@@ -105,6 +105,7 @@ def previous_section(begin: str, end: str) -> str | None:
 
 
 PLACEMENT_HEADING = "## 8. Latency model"
+PLACEMENT_SHORT = ("worker+D1 near", "D1 in region", "smart", "ref warm", "ref cold")
 
 
 def placement_text(doc: str) -> str:

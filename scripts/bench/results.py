@@ -248,8 +248,8 @@ class SpaLoad:
 
 
 # ------------------------------------------------------------------------------------------------ latency model
-PLACEMENTS = ("worker near the approver", "Smart Placement (worker in region)", "reference, warm Lambda",
-              "reference, cold Lambda")
+PLACEMENTS = ("worker + D1 near the approver", "worker near the approver, D1 in region",
+              "Smart Placement (worker + D1 in region)", "reference, warm Lambda", "reference, cold Lambda")
 # The reference design's answers to an approver: its decision handler (no quorum: one approver decides).
 REFERENCE_DECISIONS = ("decision approve", "decision reject")
 
@@ -272,21 +272,27 @@ class Placements:
     def lambda_init_median_ms(self) -> float:
         return statistics.median(self.lambda_init_ms)
 
-    def _at(self, delay: int) -> dict[str, Latency]:
-        return self.measured[f"d1={delay},aws={delay}"]
+    def _at(self, d1: int, aws: int) -> dict[str, Latency]:
+        return self.measured[f"d1={d1},aws={aws}"]
 
     def modeled(self, kind: str, placement: str, wan: int) -> tuple[float, float] | None:
         """(median, p99) in ms of one request type at one placement, with edge↔region RTT `wan`; None: the
         reference design has no such request. A registration's caller is the workflow, in the region: the worker that
         serves it runs near the region in either placement, and only D1's place differs."""
-        region = self.in_region_ms
-        to_region = self.approver_edge_ms + wan  # the approver reaching a server in the region
+        region, near = self.in_region_ms, self.approver_edge_ms
+        to_region = near + wan  # the approver reaching a server in the region
+        if kind == "register" and placement in PLACEMENTS[:3]:
+            # The worker runs near the region (its caller); D1 is near the approvers (far) or in the region.
+            d = self._at(wan, wan) if placement == PLACEMENTS[0] else self._at(region, region)
+            return d[kind].median_ms + region, d[kind].p99_ms + region
         if placement == PLACEMENTS[0]:
-            d, hop = self._at(wan)[kind], (region if kind == "register" else self.approver_edge_ms)
+            d, hop = self._at(near, wan)[kind], near
         elif placement == PLACEMENTS[1]:
-            d, hop = self._at(region)[kind], (region if kind == "register" else to_region)
+            d, hop = self._at(wan, wan)[kind], near
+        elif placement == PLACEMENTS[2]:
+            d, hop = self._at(region, region)[kind], to_region
         else:
-            cold = self.lambda_init_median_ms if placement == PLACEMENTS[3] else 0.0
+            cold = self.lambda_init_median_ms if placement == PLACEMENTS[4] else 0.0
             if kind in REFERENCE_DECISIONS:
                 d, hop = self.reference_decision, to_region + cold
             elif kind == "register":

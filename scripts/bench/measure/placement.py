@@ -112,8 +112,8 @@ def placements(stack, n: int, cold_runs: int) -> Placements:
     # Warm-up: JWKS, the isolate, the statements.
     ringi_requests(stack, c, paused, 3, "d1=0,aws=0")
     measured, trips = {}, {}
-    for delays in (f"d1={IN_REGION_MS},aws={IN_REGION_MS}",
-                   *(f"d1={r},aws={r}" for r in EDGE_REGION_MS), "d1=0,aws=0"):
+    for delays in (f"d1={IN_REGION_MS},aws={IN_REGION_MS}", *(f"d1={r},aws={r}" for r in EDGE_REGION_MS),
+                   *(f"d1={APPROVER_EDGE_MS},aws={r}" for r in EDGE_REGION_MS), "d1=0,aws=0"):
         t0 = time.monotonic()
         times, trips = ringi_requests(stack, c, paused, n, delays)
         measured[delays] = {k: Latency.of(v) for k, v in times.items()}
