@@ -82,6 +82,8 @@ KEYS = (
         "RINGI_NAME"),
     Key("WORKER_NAME", "", r"|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "lower-case letters, digits and '-'; "
         "default: RINGI_NAME"),
+    Key("D1_LOCATION", "", r"|wnam|enam|weur|eeur|apac|oc", "empty (near whoever deploys), or the D1 location hint "
+        "where most approvers are: wnam, enam, weur, eeur, apac or oc"),
     Key("DEFAULT_LOCALE", "en", r"en|ja", "en or ja"),
     Key("MAIL_ALLOWED_DOMAINS", "", rf"|{HOST}(,{HOST})*", "empty, or domains separated by ',' (no spaces)"),
     Key("TOKEN_USE", "id", r"id|access", "id (email approvers work) or access"),
@@ -473,9 +475,12 @@ def step_d1(d: Deploy) -> str | None:
     d.db_id = find_database(d)
     if d.db_id:
         return f"exists: {d.db_id}"
-    if not d.plan(f"create D1 database {name}"):
+    # Where D1's primary lives decides what every request pays (docs/benchmarks.md §8): near the approvers.
+    location = d.s["D1_LOCATION"]
+    if not d.plan(f"create D1 database {name}" + (f" (location hint {location})" if location else "")):
         return None
-    d.run(["wrangler", "d1", "create", name])  # its id is read back from the list, not from this text
+    # Its id is read back from the list, not from this text.
+    d.run(["wrangler", "d1", "create", name, *(["--location", location] if location else [])])
     d.db_id = find_database(d)
     if not d.db_id:
         raise StepError(f"`wrangler d1 create {name}` succeeded but `wrangler d1 list --json` does not show it")

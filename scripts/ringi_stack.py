@@ -439,10 +439,12 @@ class Stack:
     def d1_dir(self) -> Path:
         return self.state / "worker-d1"
 
-    def run_cron(self, base_url: str | None = None, d1_fault: str | None = None) -> None:
+    def run_cron(self, base_url: str | None = None, d1_fault: str | None = None, latency: str | None = None) -> None:
         """Fires the worker's scheduled handler now (wrangler dev --test-scheduled). `d1_fault`: a D1 fault spec
-        for this run, honoured by a worker with D1_FAULTS=header (it rides in the trigger's cron string)."""
-        cron = "*/5 * * * *" + (f" d1-fault={d1_fault}" if d1_fault else "")
+        for this run, honoured by a worker with D1_FAULTS=header; `latency`: delays (`d1=80,aws=80`), honoured
+        with INJECT_LATENCY=header (both ride in the trigger's cron string)."""
+        cron = ("*/5 * * * *" + (f" d1-fault={d1_fault}" if d1_fault else "")
+                + (f" latency={latency}" if latency else ""))
         query = urllib.parse.urlencode({"cron": cron})
         with urllib.request.urlopen(f"{base_url or self.base_url}/__scheduled?{query}", timeout=60) as r:
             assert r.status == 200, r.status

@@ -3,6 +3,7 @@
 use std::net::Ipv4Addr;
 
 use crate::jwt::{JwtRules, TokenUse};
+use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
 use crate::storage::D1Faults;
@@ -60,6 +61,16 @@ pub struct Config {
     /// Dev/bench only (`D1_FAULTS`): makes chosen D1 calls fail. Refused unless `PUBLIC_BASE_URL` is a
     /// loopback origin, so a production config cannot carry it.
     pub d1_faults: D1Faults,
+    /// Dev/bench only (`INJECT_LATENCY`): a delay before each D1 round trip and AWS call, to model a
+    /// placement. Refused off loopback like `D1_FAULTS`.
+    pub inject_latency: LatencyModel,
+}
+
+impl Config {
+    /// A dev/bench switch is on: responses may then carry the worker's own counts (round trips).
+    pub fn dev_switches_on(&self) -> bool {
+        self.d1_faults.enabled() || self.inject_latency.enabled()
+    }
 }
 
 /// `http(s)://127.x.x.x`, `localhost` or `[::1]`, any port.
@@ -226,16 +237,23 @@ impl Config {
             None => D1Faults::Off,
             Some(v) => D1Faults::parse(&v).map_err(|e| ConfigError::Invalid("D1_FAULTS", e))?,
         };
-        if d1_faults.enabled() && !is_loopback_origin(&public_base_url) {
-            return Err(ConfigError::Invalid(
-                "D1_FAULTS",
-                "the D1 fault switch is for local development and benchmarks only: it is refused unless \
-                 PUBLIC_BASE_URL is a loopback origin (127.0.0.1, localhost, [::1])"
-                    .into(),
-            ));
+        let inject_latency = match opt("INJECT_LATENCY") {
+            None => LatencyModel::Off,
+            Some(v) => LatencyModel::parse(&v).map_err(|e| ConfigError::Invalid("INJECT_LATENCY", e))?,
+        };
+        for (name, on) in [("D1_FAULTS", d1_faults.enabled()), ("INJECT_LATENCY", inject_latency.enabled())] {
+            if on && !is_loopback_origin(&public_base_url) {
+                return Err(ConfigError::Invalid(
+                    name,
+                    "this switch is for local development and benchmarks only: it is refused unless \
+                     PUBLIC_BASE_URL is a loopback origin (127.0.0.1, localhost, [::1])"
+                        .into(),
+                ));
+            }
         }
         Ok(Self {
             d1_faults,
+            inject_latency,
             public_base_url,
             issuer,
             jwks_url,
@@ -340,6 +358,22 @@ mod tests {
         assert!(is_loopback_origin("http://localhost:8787") && is_loopback_origin("http://[::1]:1"));
         assert!(!is_loopback_origin("http://127.0.0.1.nip.io") && !is_loopback_origin("https://example.com"));
         assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().d1_faults, D1Faults::Off);
+    }
+
+    #[test]
+    fn injected_latency_only_on_loopback() {
+        let mut local = BASE.to_vec();
+        local.push(("INJECT_LATENCY", "d1=80,aws=80"));
+        let c = Config::from_lookup(lookup(&local)).unwrap();
+        assert!(c.inject_latency.enabled() && c.dev_switches_on());
+        let mut prod = local.clone();
+        prod[0] = ("PUBLIC_BASE_URL", "https://ringi.example.com");
+        let err = Config::from_lookup(lookup(&prod)).unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid("INJECT_LATENCY", m) if m.contains("loopback")), "{err}");
+        let mut bad = BASE.to_vec();
+        bad.push(("INJECT_LATENCY", "d1=forever"));
+        assert!(matches!(Config::from_lookup(lookup(&bad)).unwrap_err(), ConfigError::Invalid("INJECT_LATENCY", _)));
+        assert!(!Config::from_lookup(lookup(BASE)).unwrap().dev_switches_on());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Storage failure rules (platform-free): which D1 errors are worth retrying, the retry budget, and the
 //! dev/bench-only fault switch (`D1_FAULTS`) that makes chosen D1 calls fail the way D1 fails.
 
+use crate::devswitch::DevSwitch;
 use crate::sfn::RetryPolicy;
 
 /// What a D1 error message says about retrying the statement.
@@ -69,25 +70,11 @@ pub const D1_TRY_TIMEOUT_MS: u64 = D1_RETRY.attempt_timeout_ms;
 
 /// `D1_FAULTS`: off in production; `header` honours `x-ringi-d1-fault` per request; anything else is a
 /// [`FaultSpec`] applied to every request and cron run of that worker.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum D1Faults {
-    #[default]
-    Off,
-    Header,
-    Always(FaultSpec),
-}
+pub type D1Faults = DevSwitch<FaultSpec>;
 
 impl D1Faults {
     pub fn parse(v: &str) -> Result<Self, String> {
-        match v.trim() {
-            "" | "off" => Ok(Self::Off),
-            "header" => Ok(Self::Header),
-            spec => FaultSpec::parse(spec).map(Self::Always),
-        }
-    }
-
-    pub fn enabled(&self) -> bool {
-        *self != Self::Off
+        Self::parse_with(v, FaultSpec::parse)
     }
 }
 

@@ -1,6 +1,7 @@
 //! SigV4-signed POSTs to AWS endpoints (Step Functions, SES) through the Workers fetch API.
 
 use ringi_core::config::Config;
+use ringi_core::latency::Remote;
 use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, SignOptions, SignRequest};
 use std::time::Duration;
 
@@ -8,17 +9,43 @@ use futures_util::future::{select, Either};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
 use crate::platform::now_ms;
+use crate::probe::Probe;
 
 /// Mail goes out after the response, where nobody waits: a slow SES gets longer, and an answer that comes
 /// late is still an answer (no resend). Stays well inside the 30 s a worker may run after responding.
 pub const MAIL_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The AWS services the worker calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AwsService {
+    StepFunctions,
+    Ses,
+}
+
+impl AwsService {
+    /// The SigV4 signing name.
+    fn signing_name(self) -> &'static str {
+        match self {
+            Self::StepFunctions => "states",
+            Self::Ses => "ses",
+        }
+    }
+
+    fn remote(self) -> Remote {
+        match self {
+            Self::StepFunctions => Remote::StepFunctions,
+            Self::Ses => Remote::Ses,
+        }
+    }
+}
+
 /// Sends `body` signed for `service`; returns the status and body text, or a transport error (including
-/// no answer within `timeout`).
+/// no answer within `timeout`). Counted as one round trip of this request (`probe`).
 pub async fn signed_post(
     cfg: &Config,
+    probe: &Probe,
     url: &str,
-    service: &str,
+    service: AwsService,
     headers: &[(&str, &str)],
     body: &str,
     timeout: Duration,
@@ -31,7 +58,7 @@ pub async fn signed_post(
             headers,
             body: body.as_bytes(),
             region: &cfg.aws_region,
-            service,
+            service: service.signing_name(),
             time: unix_ms_to_system_time(now_ms()),
         },
         creds,
@@ -45,6 +72,7 @@ pub async fn signed_post(
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_headers(all).with_body(Some(body.into()));
     let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
+    probe.before_round_trip(service.remote()).await;
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {

@@ -10,34 +10,32 @@
 //! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
 //! failed send or a failed write.
 
+use ringi_core::devswitch::cron_part;
+use ringi_core::latency::Delays;
 use ringi_core::mail::MailKind;
-use ringi_core::storage::{D1Faults, FaultSpec};
+use ringi_core::storage::FaultSpec;
 use serde_json::json;
 use worker::Env;
 
 use crate::mailer;
 use crate::platform::{log, now_ms};
-use crate::store::{D1Probe, Store};
+use crate::probe::Probe;
+use crate::store::Store;
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
 /// still `pending` after this long lost its sender.
 const MAIL_SENDER_GRACE_MS: i64 = 2 * 60_000;
 
-/// Dev/bench only: with `D1_FAULTS=header` a cron run takes its fault spec from the trigger's cron string
-/// (`wrangler dev --test-scheduled`: `/__scheduled?cron=… d1-fault=call=3`), as requests take the header.
-fn cron_faults(faults: &D1Faults, cron: &str) -> Option<FaultSpec> {
-    match faults {
-        D1Faults::Off => None,
-        D1Faults::Always(spec) => Some(spec.clone()),
-        D1Faults::Header => cron.split_once("d1-fault=").and_then(|(_, spec)| FaultSpec::parse(spec.trim()).ok()),
-    }
-}
-
 pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     let cfg = crate::config::load(env).map_err(|e| e.to_string())?;
-    let d1 = D1Probe::new(cron_faults(&cfg.d1_faults, cron));
-    let store = Store::open(env, d1.clone()).map_err(|e| e.to_string())?;
+    // Dev/bench only: with a switch at `header`, a cron run takes its setting from the trigger's cron string
+    // (`wrangler dev --test-scheduled`: `/__scheduled?cron=… d1-fault=call=3 latency=d1=80`), as requests
+    // take a header; a malformed one is ignored.
+    let faults = cfg.d1_faults.resolve(cron_part(cron, "d1-fault"), FaultSpec::parse).ok().flatten();
+    let delays = cfg.inject_latency.resolve(cron_part(cron, "latency"), Delays::parse).ok().flatten();
+    let probe = Probe::new(faults, delays.unwrap_or_default());
+    let store = Store::open(env, probe.clone()).map_err(|e| e.to_string())?;
     let now = now_ms();
     let mut failed: Vec<&str> = Vec::new();
     let mut step = |name: &'static str, r: Result<usize, ringi_core::ApiError>| -> usize {
@@ -66,7 +64,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     for row in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await) {
         // Sent first, marked after: a failed send is retried by the next run, a failed mark costs at most
         // one more reminder (never a lost one).
-        match mailer::send(&cfg, &row, MailKind::Reminder).await {
+        match mailer::send(&cfg, &probe, &row, MailKind::Reminder).await {
             Ok(_) => reminded += step("mark_reminded", store.mark_reminded(&row.id, now).await.map(|_| 1)),
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
         }
@@ -75,7 +73,8 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         "info",
         "cron",
         json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
-               "reminded": reminded, "failedSteps": failed, "d1Calls": d1.calls()}),
+               "reminded": reminded, "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
+               "d1Tries": probe.d1_tries()}),
     );
     if failed.is_empty() {
         Ok(())

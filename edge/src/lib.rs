@@ -9,6 +9,7 @@ mod error;
 mod jwks;
 mod mailer;
 mod platform;
+mod probe;
 mod routes;
 mod sfn_client;
 mod store;
@@ -16,28 +17,34 @@ mod store;
 use std::cell::OnceCell;
 
 use ringi_core::config::Config;
-use ringi_core::storage::{D1Faults, FaultSpec};
+use ringi_core::latency::Delays;
+use ringi_core::storage::FaultSpec;
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
 
 use crate::error::error_response;
 use crate::platform::log;
-use crate::store::D1Probe;
+use crate::probe::Probe;
 
 /// Dev/bench only: the per-request D1 fault spec, honoured when `D1_FAULTS=header`.
 const FAULT_HEADER: &str = "x-ringi-d1-fault";
+/// Dev/bench only: the per-request delays (`d1=80,aws=80`), honoured when `INJECT_LATENCY=header`.
+const LATENCY_HEADER: &str = "x-ringi-latency";
+/// Dev/bench only: the request's round trips (`d1=2;sfn=1;ses=0`), sent while a dev switch is on.
+const ROUND_TRIPS_HEADER: &str = "x-ringi-round-trips";
 
 /// The faults this request runs with: none in production (the config refuses the switch there).
 fn request_faults(cfg: &Config, req: &Request) -> Result<Option<FaultSpec>, ApiError> {
-    match &cfg.d1_faults {
-        D1Faults::Off => Ok(None),
-        D1Faults::Always(spec) => Ok(Some(spec.clone())),
-        D1Faults::Header => match req.headers().get(FAULT_HEADER).ok().flatten() {
-            None => Ok(None),
-            Some(h) => FaultSpec::parse(&h).map(Some).map_err(|e| ApiError::invalid(FAULT_HEADER, e)),
-        },
-    }
+    let given = req.headers().get(FAULT_HEADER).ok().flatten();
+    cfg.d1_faults.resolve(given.as_deref(), FaultSpec::parse).map_err(|e| ApiError::invalid(FAULT_HEADER, e))
+}
+
+/// The delays this request's round trips are given: none in production (the config refuses the switch).
+fn request_delays(cfg: &Config, req: &Request) -> Result<Delays, ApiError> {
+    let given = req.headers().get(LATENCY_HEADER).ok().flatten();
+    let delays = cfg.inject_latency.resolve(given.as_deref(), Delays::parse);
+    delays.map(Option::unwrap_or_default).map_err(|e| ApiError::invalid(LATENCY_HEADER, e))
 }
 
 /// Sent with every response, with [`csp`]; the SPA is built to run under that CSP (no inline script or style).
@@ -95,11 +102,11 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     let resp = if routes::is_api(&path) {
         let mut probe = None;
         let outcome = match config::load(&env) {
-            Ok(cfg) => match request_faults(&cfg, &req) {
-                Ok(faults) => {
-                    let d1 = D1Probe::new(faults);
-                    probe = Some((d1.clone(), cfg.d1_faults.enabled()));
-                    routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx, d1 }).await
+            Ok(cfg) => match request_faults(&cfg, &req).and_then(|f| Ok((f, request_delays(&cfg, &req)?))) {
+                Ok((faults, delays)) => {
+                    let p = Probe::new(faults, delays);
+                    probe = Some((p.clone(), cfg.dev_switches_on()));
+                    routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx, probe: p }).await
                 }
                 Err(e) => Err(e),
             },
@@ -110,11 +117,13 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
         };
         let mut resp = outcome.unwrap_or_else(|e| error_response(&e));
         let _ = resp.headers_mut().set("cache-control", "no-store");
-        if let Some((d1, switch_on)) = probe.filter(|(d1, _)| d1.calls() > 0) {
-            log("debug", "d1_calls", json!({"path": path, "calls": d1.calls(), "tries": d1.tries()}));
+        if let Some((p, switch_on)) = probe {
+            // Work after the response (the request mail) is not in these: it has its own log line.
+            let trips = p.round_trips().to_string();
+            log("debug", "round_trips", json!({"path": path, "roundTrips": trips, "d1Tries": p.d1_tries()}));
             if switch_on {
-                // Dev/bench only: lets a fault test aim at every D1 call of a request.
-                let _ = resp.headers_mut().set("x-ringi-d1-calls", &d1.calls().to_string());
+                // Dev/bench only: lets tests assert the round-trip budget and aim faults at every D1 call.
+                let _ = resp.headers_mut().set(ROUND_TRIPS_HEADER, &trips);
             }
         }
         resp

@@ -11,12 +11,13 @@ use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Env;
 
-use crate::aws::{signed_post, MAIL_TIMEOUT};
+use crate::aws::{signed_post, AwsService, MAIL_TIMEOUT};
 use crate::platform::log;
-use crate::store::{D1Probe, MailJob, Store};
+use crate::probe::Probe;
+use crate::store::{MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
-pub async fn send(cfg: &Config, row: &MailJob, kind: MailKind) -> Result<bool, String> {
+pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
     let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
     let recipients = &row.notify;
     if recipients.is_empty() {
@@ -36,14 +37,14 @@ pub async fn send(cfg: &Config, row: &MailJob, kind: MailKind) -> Result<bool, S
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
     // run after its response.
-    let sends =
-        recipients.iter().map(|to| {
-            let body = ses_send_email_body(from, to, &mail);
-            let endpoint = &endpoint;
-            async move {
-                signed_post(cfg, endpoint, "ses", &[("content-type", "application/json")], &body, MAIL_TIMEOUT).await
-            }
-        });
+    let sends = recipients.iter().map(|to| {
+        let body = ses_send_email_body(from, to, &mail);
+        let endpoint = &endpoint;
+        async move {
+            let headers = [("content-type", "application/json")];
+            signed_post(cfg, probe, endpoint, AwsService::Ses, &headers, &body, MAIL_TIMEOUT).await
+        }
+    });
     let mut failed = 0;
     for outcome in join_all(sends).await {
         let status = match &outcome {
@@ -77,7 +78,7 @@ pub async fn send(cfg: &Config, row: &MailJob, kind: MailKind) -> Result<bool, S
 
 /// Sends the request mail of a just-stored approval and records the outcome for the cron.
 pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<(), ApiError> {
-    let state = match send(cfg, row, MailKind::Request).await {
+    let state = match send(cfg, store.probe(), row, MailKind::Request).await {
         Ok(true) => MailState::Sent,
         Ok(false) => MailState::None,
         Err(_) => MailState::Failed,
@@ -87,9 +88,9 @@ pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
 /// answer, so failures are logged (and the `mail_state` left for the cron).
-pub async fn send_request_of(cfg: &Config, env: &Env, d1: Rc<D1Probe>, id: &ApprovalId) {
+pub async fn send_request_of(cfg: &Config, env: &Env, probe: Rc<Probe>, id: &ApprovalId) {
     let outcome = async {
-        let store = Store::open(env, d1)?;
+        let store = Store::open(env, probe.clone())?;
         match store.mail_job(id).await? {
             Some(row) => send_request(cfg, &store, &row).await,
             None => Ok(()),
@@ -98,4 +99,5 @@ pub async fn send_request_of(cfg: &Config, env: &Env, d1: Rc<D1Probe>, id: &Appr
     if let Err(e) = outcome.await {
         log("error", "mail_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));
     }
+    log("debug", "round_trips", json!({"after": "register", "roundTrips": probe.round_trips().to_string()}));
 }

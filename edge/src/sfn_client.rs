@@ -8,8 +8,9 @@ use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;
 
-use crate::aws::signed_post;
+use crate::aws::{signed_post, AwsService};
 use crate::platform::{log, random_unit};
+use crate::probe::Probe;
 
 /// What came of delivering a callback: the last answer, and whether any try may have reached Step
 /// Functions although it did not say 200 (a timeout, a reset connection, a 5xx: the request may have been
@@ -22,7 +23,7 @@ pub struct Delivery {
 
 /// Delivers `cb` with bounded, jittered retries. It never presumes anything: "task closed" after an
 /// ambiguous try is reported as such, with `maybe_delivered`, and the caller records it as unconfirmed.
-pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> Delivery {
+pub async fn deliver(cfg: &Config, probe: &Probe, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> Delivery {
     if cfg.aws_credentials.is_none() {
         return Delivery {
             outcome: CallbackOutcome::Refused("NoCredentialsConfigured".into()),
@@ -39,10 +40,11 @@ pub async fn deliver(cfg: &Config, id: &ApprovalId, cb: &SfnCallback, token: &Ta
     let mut attempt = 1;
     let mut maybe_delivered = false;
     loop {
-        let outcome = match signed_post(cfg, &url, "states", &headers, &body, attempt_timeout).await {
-            Ok((status, text)) => classify(status, &text),
-            Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
-        };
+        let outcome =
+            match signed_post(cfg, probe, &url, AwsService::StepFunctions, &headers, &body, attempt_timeout).await {
+                Ok((status, text)) => classify(status, &text),
+                Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
+            };
         log(
             "info",
             "sfn_callback",

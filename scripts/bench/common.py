@@ -23,6 +23,7 @@ class Client:
     def __init__(self, port: int, timeout: float = 60):
         self.port, self.timeout = port, timeout
         self.conn = None
+        self.last_headers: dict[str, str] = {}
 
     def request(self, method: str, path: str, body=None, headers=None) -> tuple[int, bytes, float]:
         """(status, body, seconds) — seconds from sending the request to the last byte of the response."""
@@ -38,6 +39,7 @@ class Client:
                 resp = self.conn.getresponse()
                 data = resp.read()
                 dt = time.perf_counter() - t0
+                self.last_headers = {k.lower(): v for k, v in resp.getheaders()}
                 if resp.getheader("connection", "").lower() == "close":
                     self.close()
                 return resp.status, data, dt

@@ -176,26 +176,29 @@ class Paused:
             time.sleep(0.5)
 
 
-def setup_seed(stack: Stack, table: str = "seed-approvals"):
-    """The reference design's AWS side: its DynamoDB table and an IAM user for its Lambdas; then its server."""
+def setup_seed(stack: Stack, table: str = "seed-approvals", port: int = SEED_PORT, inject_ms: float = 0.0,
+               name: str = "seed"):
+    """The reference design's AWS side: its DynamoDB table and an IAM user for its Lambdas; then its server on
+    `port` (`inject_ms`: a delay before each of its AWS calls, the latency model's in-region RTT)."""
     stack.aws("dynamodb").create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
                                        KeySchema=[{"AttributeName": "approvalId", "KeyType": "HASH"}],
                                        AttributeDefinitions=[{"AttributeName": "approvalId", "AttributeType": "S"}])
     iam = stack.aws("iam")
-    iam.create_user(UserName="seed-lambda")
-    iam.put_user_policy(UserName="seed-lambda", PolicyName="seed-lambda", PolicyDocument=json.dumps({
+    iam.create_user(UserName=f"{name}-lambda")
+    iam.put_user_policy(UserName=f"{name}-lambda", PolicyName="seed-lambda", PolicyDocument=json.dumps({
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Resource": "*", "Action": [
             "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem",
             "states:SendTaskSuccess", "states:SendTaskFailure"]}]}))
-    key = iam.create_access_key(UserName="seed-lambda")["AccessKey"]
-    proc = stack._spawn("seed", [sys.executable, str(HERE / "seed_server.py"), "--port", str(SEED_PORT),
-                                 "--issuer", stack.issuer, "--client-id", stack.client_id, "--seed-dir", str(seed_dir())],
+    key = iam.create_access_key(UserName=f"{name}-lambda")["AccessKey"]
+    proc = stack._spawn(name, [sys.executable, str(HERE / "seed_server.py"), "--port", str(port),
+                               "--issuer", stack.issuer, "--client-id", stack.client_id, "--seed-dir", str(seed_dir()),
+                               "--inject-ms", str(inject_ms)],
                         env={"AWS_ENDPOINT_URL": stack.moto_url, "AWS_DEFAULT_REGION": REGION,
                              "AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
                              "TABLE_NAME": table, "PYTHONUNBUFFERED": "1"},
                         drop=("AWS_",))
-    stack._wait(proc, lambda: http_ok(f"http://127.0.0.1:{SEED_PORT}/healthz"), 30)
+    stack._wait(proc, lambda: http_ok(f"http://127.0.0.1:{port}/healthz"), 30)
     return proc
 
 

@@ -6,7 +6,7 @@ import jinja2
 
 from harness import DOC, HERE, SEED_PORT
 from measure.spa import SPA_LABELS
-from results import Results
+from results import PLACEMENTS, Results
 
 # The sections measured only on request: kept across runs without their switch, between these markers.
 OPT_BEGIN = "<!-- opt-levels:begin (kept across runs without BENCH_OPT_LEVELS=1) -->"
@@ -69,6 +69,12 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
             row("SPA TTI /a/{id} signed in, warm cache, 4× CPU + Slow 4G (median)",
                 f"{tti['signed_in_warm_throttled'].median_tti_ms:.0f} ms",
                 f"signed out warm: {tti['throttled_warm'].median_tti_ms:.0f} ms")
+    if pl := r.placements:
+        for wan in pl.edge_region_ms:
+            for kind in ("view", "decision approve", "quorum vote (not final)"):
+                cells = [pl.modeled(kind, place, wan) for place in PLACEMENTS]
+                row(f"modeled {kind}, edge↔region {wan} ms: " + " / ".join(PLACEMENT_SHORT) + " (median)",
+                    " / ".join("—" if c is None else f"{c[0]:.0f}" for c in cells) + " ms", pl.round_trips.get(kind, ""))
     if ib := r.inbox:
         for size, d in ib.sizes.items():
             row(f"inbox, {int(size):,} pending (median / p99)", f"{d.latency.median_ms:.1f} / {d.latency.p99_ms:.1f} ms",
@@ -98,10 +104,19 @@ def previous_section(begin: str, end: str) -> str | None:
     return None
 
 
+PLACEMENT_HEADING = "## 8. Latency model"
+PLACEMENT_SHORT = ("worker+D1 near", "D1 in region", "smart", "ref warm", "ref cold")
+
+
+def placement_text(doc: str) -> str:
+    """The latency model's section of the document alone, for the terminal."""
+    return PLACEMENT_HEADING + doc.split(PLACEMENT_HEADING, 1)[1] if PLACEMENT_HEADING in doc else ""
+
+
 def report(r: Results) -> tuple[str, str]:
     """(summary table for the terminal, the markdown document)."""
     rows = summary_rows(r)
-    doc = TEMPLATE.render(r=r, summary=rows, labels=SPA_LABELS, seed_port=SEED_PORT,
+    doc = TEMPLATE.render(r=r, summary=rows, labels=SPA_LABELS, seed_port=SEED_PORT, placements=PLACEMENTS,
                           opt=(OPT_BEGIN, r.previous_opt_section or OPT_PLACEHOLDER, OPT_END),
                           twiggy=(TWIGGY_BEGIN, r.previous_twiggy_section or TWIGGY_PLACEHOLDER, TWIGGY_END))
     return terminal(rows), doc

@@ -46,11 +46,13 @@ class Params:
     throughput_requests: int = 4000
     throughput_seconds: float = 20.0
     opt_decisions: int = 100
+    placement_requests: int = 20  # per request type and injected delay
 
     @classmethod
     def quick(cls) -> "Params":
         return cls(decisions=20, warmup=5, requests=30, rounds=2, cold_runs=1, inbox_sizes=[100, 1000], tti_runs=2,
-                   throughput_requests=500, throughput_seconds=5.0, opt_decisions=20)
+                   throughput_requests=500, throughput_seconds=5.0, opt_decisions=20,
+                   placement_requests=4)
 
 
 # ------------------------------------------------------------------------------------------------ sizes
@@ -245,6 +247,67 @@ class SpaLoad:
         return sorted({r.ended_by for r in self.runs})
 
 
+# ------------------------------------------------------------------------------------------------ latency model
+PLACEMENTS = ("worker + D1 near the approver", "worker near the approver, D1 in region",
+              "Smart Placement (worker + D1 in region)", "reference, warm Lambda", "reference, cold Lambda")
+# The reference design's answers to an approver: its decision handler (no quorum: one approver decides).
+REFERENCE_DECISIONS = ("decision approve", "decision reject")
+
+
+@dataclass
+class Placements:
+    """Request types with each remote round trip delayed by a stated RTT (measured through the real code path), and
+    the hop between caller and serving side added as a constant. `measured`: injected delays → type → latency."""
+    n: int
+    approver_edge_ms: int
+    edge_region_ms: list[int]
+    in_region_ms: int
+    round_trips: dict[str, str]
+    measured: dict[str, dict[str, Latency]]
+    reference_decision: Latency
+    reference_save: Latency
+    lambda_init_ms: list[float]
+
+    @property
+    def lambda_init_median_ms(self) -> float:
+        return statistics.median(self.lambda_init_ms)
+
+    def _at(self, d1: int, aws: int) -> dict[str, Latency]:
+        return self.measured[f"d1={d1},aws={aws}"]
+
+    def modeled(self, kind: str, placement: str, wan: int) -> tuple[float, float] | None:
+        """(median, p99) in ms of one request type at one placement, with edge↔region RTT `wan`; None: the
+        reference design has no such request. A registration's caller is the workflow, in the region: the worker that
+        serves it runs near the region in either placement, and only D1's place differs."""
+        region, near = self.in_region_ms, self.approver_edge_ms
+        to_region = near + wan  # the approver reaching a server in the region
+        if kind == "register" and placement in PLACEMENTS[:3]:
+            # The worker runs near the region (its caller); D1 is near the approvers (far) or in the region.
+            d = self._at(wan, wan) if placement == PLACEMENTS[0] else self._at(region, region)
+            return d[kind].median_ms + region, d[kind].p99_ms + region
+        if placement == PLACEMENTS[0]:
+            d, hop = self._at(near, wan)[kind], near
+        elif placement == PLACEMENTS[1]:
+            d, hop = self._at(wan, wan)[kind], near
+        elif placement == PLACEMENTS[2]:
+            d, hop = self._at(region, region)[kind], to_region
+        else:
+            cold = self.lambda_init_median_ms if placement == PLACEMENTS[4] else 0.0
+            if kind in REFERENCE_DECISIONS:
+                d, hop = self.reference_decision, to_region + cold
+            elif kind == "register":
+                d, hop = self.reference_save, region + cold
+            elif kind in ("view", "inbox"):
+                # No read API in the reference design: stated, one in-region read behind the WAN hop.
+                return (to_region + region + cold,) * 2
+            else:
+                return None
+        return d.median_ms + hop, d.p99_ms + hop
+
+    def loopback(self, kind: str) -> Latency:
+        return self.measured["d1=0,aws=0"][kind]
+
+
 # ------------------------------------------------------------------------------------------------ on request
 @dataclass
 class OptLevels:
@@ -281,6 +344,7 @@ class Results:
     cold_start: ColdStart | None = None
     inbox: InboxScale | None = None
     opt_levels: OptLevels | None = None
+    placements: Placements | None = None
     twiggy: Twiggy | None = None
     duration_s: float = 0.0
     loadavg_at_end: tuple = ()

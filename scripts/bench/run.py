@@ -19,7 +19,9 @@ then measures (one module of measure/ each, typed results in results.py, the doc
      (measure/inbox.py);
   5. JWT verification throughput (measure/worker.py);
   6. (BENCH_OPT_LEVELS=1) opt-level "s" vs "z" for both wasm artefacts (measure/opt_levels.py);
-  7. (BENCH_TWIGGY=1) what the SPA wasm is made of (measure/twiggy.py).
+  7. (BENCH_TWIGGY=1) what the SPA wasm is made of (measure/twiggy.py);
+  8. the latency model: every request type with each remote round trip delayed by a stated RTT, for three
+     placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py).
 Every loop is bounded in count and time; everything listens on 127.0.0.1; everything started is stopped.
 """
 from __future__ import annotations
@@ -43,14 +45,15 @@ from ringi_stack import Stack, fresh_state
 from measure.decision import side_by_side
 from measure.inbox import inbox_scale, inbox_sql
 from measure.opt_levels import build_opt_levels, opt_levels
+from measure.placement import placements
 from measure.sizes import bundle_sizes
 from measure.spa import SPA_CONDITIONS, SPA_LABELS, spa_tti
 from measure.twiggy import twiggy
 from measure.worker import cold_starts, request_types, throughput
-from report import OPT_BEGIN, OPT_END, TWIGGY_BEGIN, TWIGGY_END, previous_section, report
+from report import OPT_BEGIN, OPT_END, TWIGGY_BEGIN, TWIGGY_END, placement_text, previous_section, report
 from results import Params, Results
 
-SECTIONS = ("sizes", "cold", "decision", "types", "throughput", "inbox", "spa")
+SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa")
 
 
 def main() -> None:
@@ -110,6 +113,9 @@ def main() -> None:
             log(f"ringi {s.ringi.median_ms:.1f}/{s.ringi.p99_ms:.1f} ms, reference "
                 f"{s.other.median_ms:.1f}/{s.other.p99_ms:.1f} ms (median/p99)")
             stack.stop_component("seed")
+        if "placement" in sections:
+            log(f"latency model: {params.placement_requests} requests per type and placement …")
+            r.placements = placements(stack, params.placement_requests, params.cold_runs)
         inbox_ids = None
         if "types" in sections or "spa" in sections:
             log("request types …")
@@ -152,6 +158,7 @@ def main() -> None:
     (STATE / "results.json").write_text(json.dumps(dataclasses.asdict(r), indent=1, default=str))
     term, doc = report(r)
     print("\n" + term + "\n")
+    print(placement_text(doc))
     for key, d in r.tti.items():
         print(f"\n{SPA_LABELS[key]}: median {d.median_tti_ms:.0f} ms, runs " + ", ".join("%.0f" % x.tti_ms for x in d.runs))
         for s in d.steps:

@@ -17,6 +17,8 @@ What API Gateway (HTTP API, JWT authorizer) + Lambda would do, in one stdlib thr
 The reference design's two handlers (seed_*.py) are loaded with importlib from --seed-dir at start: they are
 never copied into this project. Their boto3 reads endpoint, region and credentials from the environment (AWS_ENDPOINT_URL,
 AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and the table from TABLE_NAME, as in Lambda.
+`--inject-ms N` waits N ms before each AWS call of the handlers (a boto3 `before-send` hook): the latency model of
+`make bench` puts the Lambda's DynamoDB and Step Functions calls in-region that way.
 Listens on 127.0.0.1 only; stops on SIGTERM/SIGINT.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -126,7 +129,13 @@ def main() -> None:
     ap.add_argument("--issuer", required=True)
     ap.add_argument("--client-id", required=True)
     ap.add_argument("--seed-dir", type=Path, required=True)
+    ap.add_argument("--inject-ms", type=float, default=0.0, help="delay before each AWS call (latency model)")
     args = ap.parse_args()
+    if args.inject_ms > 0:
+        # Registered on the default session before the handlers create their clients, which copy its hooks.
+        import boto3
+        boto3.setup_default_session()
+        boto3.DEFAULT_SESSION.events.register("before-send", lambda **_: time.sleep(args.inject_ms / 1000))
     approve = load(args.seed_dir, "seed_approve")
     save = load(args.seed_dir, "seed_save_task_token")
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(Authorizer(args.issuer, args.client_id),

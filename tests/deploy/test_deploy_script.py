@@ -92,6 +92,22 @@ def test_first_deploy_creates_everything_in_order(deployer):
     assert config["env"]["production"]["vars"]["PUBLIC_BASE_URL"] == "https://approvals.example.com"
 
 
+def test_d1_is_created_where_the_settings_say(deployer):
+    """D1_LOCATION is the location hint of the database's primary (where the approvers are); empty: D1's own choice,
+    near whoever deploys."""
+    deployer.settings["D1_LOCATION"] = "apac"
+    assert deployer.run().returncode == 0
+    [create] = [c["argv"] for c in deployer.calls() if command(c).startswith("d1 create")]
+    assert create[create.index("--location") + 1] == "apac", create
+
+
+def test_d1_location_is_checked_before_anything_runs(deployer):
+    deployer.settings["D1_LOCATION"] = "us-east-1"
+    proc = deployer.run()
+    assert proc.returncode != 0 and "D1_LOCATION" in proc.stderr
+    assert not [c for c in deployer.calls() if not is_read_only(c)]
+
+
 def test_every_wrangler_call_after_the_config_uses_it(deployer):
     assert deployer.run().returncode == 0
     scoped = [c for c in deployer.calls() if c["program"] == "wrangler"

@@ -52,6 +52,14 @@ def test_production_serves_only_its_custom_domain_and_keeps_logs():
     assert not set(SECRETS) & set(PROD["vars"])
 
 
+def test_production_serves_from_the_edge_nearest_the_approver():
+    # No [placement]: with run_worker_first every asset request would travel to a placed worker (wrangler warns),
+    # and with D1 near the approvers the edge is where a request makes its round trips fastest (docs/benchmarks.md
+    # §8, docs/deploy.md "Latency").
+    assert "placement" not in PROD and "placement" not in TOML
+    assert PROD["assets"]["run_worker_first"] is True
+
+
 def rendered(deploy_module) -> dict:
     s = {k.name: k.default or "" for k in deploy_module.KEYS} | SETTINGS
     d = deploy_module.Deploy(root=ROOT, s=deploy_module.derive(s), run=deploy_module.Runner(ROOT))

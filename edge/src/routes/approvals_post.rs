@@ -82,8 +82,8 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
         // Answer first, mail after the response: an EventBridge API destination gives up after 5 s and
         // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
         // the cron retries failures and mails whose sender vanished.
-        let (cfg, env, d1, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.d1.clone(), id.clone());
-        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, d1, &id).await });
+        let (cfg, env, probe, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
+        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, probe, &id).await });
     }
     super::json(
         status,

@@ -1,7 +1,6 @@
 //! One attempt to deliver a decision: claim the approval (recording the attempt), call Step Functions,
 //! write what came of it. Each step's storage failure has the outcome design.md §8 lists.
 
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::approval::{check_decidable, ApprovalStatus, Verdict};
 use ringi_core::decision::{DecisionRecord, DecisionRequest, PriorApproval};
 use ringi_core::principal::Identity;
@@ -13,7 +12,7 @@ use worker::Response;
 
 use super::decision_post::respond;
 use super::Ctx;
-use crate::platform::{log, now_ms, random_bytes};
+use crate::platform::{log, now_ms};
 use crate::sfn_client::{deliver, Delivery};
 use crate::store::{Approval, Attempt, ClaimRequest, Store, Vote};
 
@@ -38,6 +37,8 @@ pub struct DecisionAttempt<'a> {
     /// Earlier approvals the workflow is told about.
     pub prior: Vec<PriorApproval>,
     pub completion: Completion,
+    /// The claim this request takes (or took already, in its first round trip).
+    pub claim: &'a ClaimRequest<'a>,
 }
 
 /// A claim this request holds.
@@ -57,7 +58,8 @@ impl DecisionAttempt<'_> {
     }
 
     /// Builds the callback (its size limits are checked before anything is claimed), then claims and delivers.
-    pub async fn run(self, verdict: Verdict) -> Result<Response, ApiError> {
+    /// `taken`: the claim this request took in its first round trip (its recorded attempt), if it did.
+    pub async fn run(self, verdict: Verdict, taken: Option<Attempt>) -> Result<Response, ApiError> {
         let record = DecisionRecord {
             approval_id: self.id(),
             verdict,
@@ -67,8 +69,15 @@ impl DecisionAttempt<'_> {
             decided_at_ms: self.vote.at,
             prior_approvals: &self.prior,
         };
-        let callback = record.callback()?;
-        match self.claim(verdict).await? {
+        let callback = match record.callback() {
+            Ok(c) => c,
+            Err(e) => return Err(self.undo(taken.is_some(), e).await),
+        };
+        let claim = match taken {
+            Some(attempt) => Some(Claim { id: self.claim.claim_id.to_owned(), attempt }),
+            None => self.claim().await?,
+        };
+        match claim {
             Some(claim) => self.deliver(verdict, claim, &callback).await,
             None if self.completion == Completion::JoinsQuorum => {
                 // Our vote is recorded; the approver who won the claim is delivering the decision.
@@ -83,28 +92,21 @@ impl DecisionAttempt<'_> {
     }
 
     /// Takes the claim; `None` if another request holds it or the approval is no longer decidable.
-    async fn claim(&self, verdict: Verdict) -> Result<Option<Claim>, ApiError> {
-        let id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
-        let now = now_ms();
-        let who = self.who;
-        let by = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
-        let request = ClaimRequest {
-            claim_id: &id,
-            now,
-            until: now + self.ctx.cfg.claim_lease_ms,
-            verdict,
-            sub: &who.sub,
-            by: &by,
-        };
-        match self.store.claim(self.id(), &request).await {
-            Ok(won) => Ok(won.map(|attempt| Claim { id, attempt })),
-            Err(e) => {
-                // Nothing was sent. The claim may have been taken all the same (its answer lost): release it and
-                // forget its attempt, or, if storage is still failing, its lease frees it.
-                let _ = self.store.release(self.id(), &id, true).await;
-                Err(e)
-            }
+    async fn claim(&self) -> Result<Option<Claim>, ApiError> {
+        match self.store.claim(self.id(), self.claim).await {
+            Ok(won) => Ok(won.map(|attempt| Claim { id: self.claim.claim_id.to_owned(), attempt })),
+            // The claim may have been taken all the same (its answer lost).
+            Err(e) => Err(self.undo(true, e).await),
         }
+    }
+
+    /// Nothing was sent under this request's claim: release it and forget its attempt (if storage is still
+    /// failing, its lease frees it). `e` is what the caller is told.
+    async fn undo(&self, claimed: bool, e: ApiError) -> ApiError {
+        if claimed {
+            let _ = self.store.release(self.id(), self.claim.claim_id, true).await;
+        }
+        e
     }
 
     /// Calls Step Functions under the claim and records what came of it.
@@ -114,7 +116,7 @@ impl DecisionAttempt<'_> {
             store.release(id, &claim.id, true).await?;
             return Err(ApiError::Expired);
         };
-        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, id, callback, token).await;
+        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, &self.ctx.probe, id, callback, token).await;
         match outcome {
             CallbackOutcome::Delivered => self.delivered(verdict, &claim).await,
             CallbackOutcome::TaskClosed(code) if claim.attempt.id.as_deref() != Some(&claim.id) || maybe_delivered => {

@@ -10,11 +10,13 @@ use ringi_core::wire::{DecisionResponse, Progress};
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};
 
-use super::approval_get::load_for;
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use ringi_core::vote::RecordedVote;
+
 use super::decision_attempt::{Completion, DecisionAttempt};
 use super::Ctx;
-use crate::platform::now_ms;
-use crate::store::{Loaded, Store, Vote};
+use crate::platform::{now_ms, random_bytes};
+use crate::store::{ClaimRequest, Guess, Loaded, Opened, Store, Vote};
 
 pub async fn post(
     req: &mut Request,
@@ -24,16 +26,74 @@ pub async fn post(
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
     let body = super::body_bytes(req).await?;
-    let Loaded { approval, principals, votes } = load_for(store, id, who).await?;
-    let request = DecisionRequest::parse(&body)?;
-    request.validate_against(&approval.form)?;
+    // Checked after the approver check, as before: a non-approver learns nothing from a 400.
+    let parsed = DecisionRequest::parse(&body);
     let now = now_ms();
-    check_decidable(&approval.state(), now)?;
+    let claim_id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
+    let by = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
+    let keys: Vec<String> = who.principals().iter().map(Principal::key).collect();
+    let claim = ClaimRequest {
+        claim_id: &claim_id,
+        now,
+        until: now + ctx.cfg.claim_lease_ms,
+        verdict: parsed.as_ref().map_or(Verdict::Approve, |r| r.decision),
+        sub: &who.sub,
+        by: &by,
+        keys: serde_json::Value::from(keys).to_string(),
+    };
+    // Feedback is checked against the approval's form, which only the load brings: no guess with feedback.
+    let guess = parsed.as_ref().ok().filter(|r| r.feedback.as_ref().is_none_or(|f| f.is_empty())).map(|r| Guess {
+        claim: &claim,
+        email: who.email.as_deref(),
+        username: who.username.as_deref(),
+        comment: r.comment.as_deref(),
+        at: now,
+    });
+    let opened = match store.open_decision(id, guess.as_ref()).await {
+        Ok(o) => o,
+        Err(e) => {
+            // The guess may have taken the claim with its answer lost: nothing was sent under it.
+            if guess.is_some() {
+                let _ = store.release(id, &claim_id, true).await;
+            }
+            return Err(e);
+        }
+    };
+    decide(ctx, store, who, id, parsed, &claim, opened).await
+}
+
+/// The decision once its first round trip is back: the checks of the request against the approval as it was,
+/// then the step the quorum rules give. A claim the first round trip took that the checks refuse is released.
+async fn decide(
+    ctx: &Ctx,
+    store: &Store,
+    who: &Identity,
+    id: &ApprovalId,
+    parsed: Result<DecisionRequest, ApiError>,
+    claim: &ClaimRequest<'_>,
+    opened: Opened,
+) -> Result<Response, ApiError> {
+    let Opened { loaded, claimed, voted, votes_after } = opened;
+    let release_unused = |e: ApiError| async {
+        if claimed.is_some() {
+            let _ = store.release(id, claim.claim_id, true).await;
+        }
+        e
+    };
+    let checked = check(loaded, who, parsed);
+    let (Loaded { approval, principals, votes }, request) = match checked {
+        Ok(v) => v,
+        Err(e) => return Err(release_unused(e).await),
+    };
     let mine = votes.iter().find(|v| v.sub == who.sub);
-    if mine.is_some_and(|v| v.verdict != request.decision) {
-        return Err(ApiError::AlreadyVoted);
-    }
-    let step = next_step(request.decision, approval.quorum, &principals, who, &cast_approvals(&votes))?;
+    let step = match mine.filter(|v| v.verdict != request.decision) {
+        Some(_) => Err(ApiError::AlreadyVoted),
+        None => next_step(request.decision, approval.quorum, &principals, who, &cast_approvals(&votes)),
+    };
+    let step = match step {
+        Ok(s) => s,
+        Err(e) => return Err(release_unused(e).await),
+    };
     let vote = |principal: Principal| Vote {
         sub: &who.sub,
         principal,
@@ -42,7 +102,7 @@ pub async fn post(
         verdict: request.decision,
         comment: request.comment.as_deref(),
         feedback: request.feedback.as_ref(),
-        at: now,
+        at: claim.now,
     };
     let attempt = |vote, completion| DecisionAttempt {
         ctx,
@@ -53,17 +113,44 @@ pub async fn post(
         vote,
         prior: PriorApproval::of_others(&votes, &who.sub),
         completion,
+        claim,
     };
     match step {
-        Step::Complete { verdict, principal } => attempt(vote(principal), Completion::Decides).run(verdict).await,
+        Step::Complete { verdict, principal } => {
+            attempt(vote(principal), Completion::Decides).run(verdict, claimed).await
+        }
         Step::Record { principal, required, .. } => {
+            if claimed.is_some() {
+                // The guess took the claim for a vote the rules say does not decide: give it back.
+                let _ = store.release(id, claim.claim_id, true).await;
+            }
             let vote = vote(principal);
-            match record_vote(store, id, who, &vote, mine.is_none(), required).await? {
+            // The first round trip recorded the vote (or found it) and re-read the votes, unless its guess did
+            // not apply.
+            let counted = match votes_after.filter(|_| voted || mine.is_some()) {
+                Some(after) => count(after, who, required)?,
+                None => record_vote(store, id, who, &vote, mine.is_none(), required).await?,
+            };
+            match counted {
                 Recorded::Pending(progress) => respond(id, ApprovalStatus::Pending, None, progress),
-                Recorded::QuorumReached => attempt(vote, Completion::JoinsQuorum).run(Verdict::Approve).await,
+                Recorded::QuorumReached => attempt(vote, Completion::JoinsQuorum).run(Verdict::Approve, None).await,
             }
         }
     }
+}
+
+/// The approval, if the caller is one of its approvers (else the same 404 as for none), and the request, valid
+/// against it and decidable now.
+fn check(
+    loaded: Option<Loaded>,
+    who: &Identity,
+    parsed: Result<DecisionRequest, ApiError>,
+) -> Result<(Loaded, DecisionRequest), ApiError> {
+    let loaded = loaded.filter(|l| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    let request = parsed?;
+    request.validate_against(&loaded.approval.form)?;
+    check_decidable(&loaded.approval.state(), now_ms())?;
+    Ok((loaded, request))
 }
 
 /// What recording a vote that does not decide by itself came to.
@@ -87,7 +174,11 @@ async fn record_vote(
     if new {
         store.record_vote(id, vote).await?;
     }
-    let votes = store.votes(id).await?;
+    count(store.votes(id).await?, who, required)
+}
+
+/// Counts the votes after this caller's was recorded.
+fn count(votes: Vec<RecordedVote>, who: &Identity, required: u32) -> Result<Recorded, ApiError> {
     if !votes.iter().any(|v| v.sub == who.sub) {
         // Someone satisfied the same principal at the same moment: deciding again places this vote anew.
         return Err(ApiError::InProgress);

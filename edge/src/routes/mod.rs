@@ -28,13 +28,14 @@ pub struct Ctx {
     pub env: Env,
     pub cfg: Rc<Config>,
     pub worker: worker::Context,
-    /// This request's D1 call counter and injected faults (dev/bench: `D1_FAULTS`).
-    pub d1: Rc<crate::store::D1Probe>,
+    /// This request's round trips, and its injected faults and delays (dev/bench: `D1_FAULTS`,
+    /// `INJECT_LATENCY`).
+    pub probe: Rc<crate::probe::Probe>,
 }
 
 impl Ctx {
     pub fn store(&self) -> Result<Store, ApiError> {
-        Store::open(&self.env, self.d1.clone())
+        Store::open(&self.env, self.probe.clone())
     }
 }
 

@@ -142,6 +142,40 @@ impl InsertBatch<'_> {
     }
 }
 
+/// The statements of [`Store::load`]: the approval, its principals, its votes.
+pub(super) fn load_stmts(id: &ApprovalId) -> Vec<Stmt> {
+    let arg = || vec![s(id.as_str())];
+    vec![
+        Stmt::new(format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"), arg()),
+        Stmt::new("SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid", arg()),
+        decisions_stmt(id),
+    ]
+}
+
+pub(super) fn decisions_stmt(id: &ApprovalId) -> Stmt {
+    Stmt::new(
+        format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE approval_id = ?1 ORDER BY at, sub"),
+        vec![s(id.as_str())],
+    )
+}
+
+/// Reads the results of [`load_stmts`] (the first three of a batch).
+pub(super) fn read_loaded(id: &ApprovalId, results: &[worker::D1Result]) -> Result<Option<Loaded>, ApiError> {
+    let [approval, principals, decisions, ..] = results else {
+        return Err(ApiError::Internal);
+    };
+    let Some(row) = approval.results::<ApprovalRow>().internal("D1 approval row")?.into_iter().next() else {
+        return Ok(None);
+    };
+    let principals = principals.results::<PrincipalRow>().internal("D1 principal rows")?;
+    let principals = principals.iter().map(PrincipalRow::typed).collect::<Result<_, _>>();
+    Ok(Some(Loaded {
+        principals: principals.map_err(rows::corrupt(id.as_str()))?,
+        votes: rows::votes(id, decisions.results::<DecisionRow>().internal("D1 decision rows")?)?,
+        approval: row.typed()?,
+    }))
+}
+
 impl Store {
     pub async fn get(&self, id: &ApprovalId) -> Result<Option<rows::Approval>, ApiError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
@@ -151,29 +185,8 @@ impl Store {
 
     /// The approval with its principals and votes, in one D1 round trip (one batch, one snapshot).
     pub async fn load(&self, id: &ApprovalId) -> Result<Option<Loaded>, ApiError> {
-        let arg = || vec![s(id.as_str())];
-        let stmts = [
-            Stmt::new(format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"), arg()),
-            Stmt::new("SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid", arg()),
-            Stmt::new(
-                format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE approval_id = ?1 ORDER BY at, sub"),
-                arg(),
-            ),
-        ];
-        let results = self.batch(&stmts, "load").await?;
-        let [approval, principals, decisions] = results.as_slice() else {
-            return Err(ApiError::Internal);
-        };
-        let Some(row) = approval.results::<ApprovalRow>().internal("D1 approval row")?.into_iter().next() else {
-            return Ok(None);
-        };
-        let principals = principals.results::<PrincipalRow>().internal("D1 principal rows")?;
-        let principals = principals.iter().map(PrincipalRow::typed).collect::<Result<_, _>>();
-        Ok(Some(Loaded {
-            principals: principals.map_err(rows::corrupt(id.as_str()))?,
-            votes: rows::votes(id, decisions.results::<DecisionRow>().internal("D1 decision rows")?)?,
-            approval: row.typed()?,
-        }))
+        let results = self.batch(&load_stmts(id), "load").await?;
+        read_loaded(id, &results)
     }
 
     /// Counts the registration against `credential`'s minute and, unless that count is over `rate_per_minute`,

@@ -3,7 +3,7 @@
 //! [`maintenance`] (cron and mail bookkeeping). The claim is the single source of exactly-once: one
 //! conditional UPDATE that also records the callback attempt, and whose returned row says who won.
 //!
-//! Every D1 call goes through [`Store::call`]: counted per request, retried with bounded jittered backoff
+//! Every D1 call goes through [`Store::call`]: counted per request (a batch is one round trip), retried with bounded jittered backoff
 //! when D1 reports a transient failure (reads and idempotent writes only: every write here is conditional
 //! or keyed so that running it twice is running it once), bounded in time, and — in dev/bench only — made
 //! to fail on purpose by the `D1_FAULTS` switch, through the same error path.
@@ -14,15 +14,13 @@ mod maintenance;
 mod rows;
 mod votes;
 
-use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use ringi_core::storage::{
-    classify_d1_error, injected_message, D1ErrorKind, FaultRng, FaultSpec, Injection, D1_RETRY, D1_TRY_TIMEOUT_MS,
-};
+use ringi_core::latency::Remote;
+use ringi_core::storage::{classify_d1_error, injected_message, D1ErrorKind, Injection, D1_RETRY, D1_TRY_TIMEOUT_MS};
 use ringi_core::ApiError;
 use serde::Deserialize;
 use serde_json::json;
@@ -31,60 +29,11 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
 pub use rows::{Approval, Attempt, Loaded, MailJob};
-pub use votes::{ClaimRequest, Vote};
+pub use votes::{ClaimRequest, Guess, Opened, Vote};
 
 use crate::error::OrInternal;
 use crate::platform::{log, random_unit};
-
-/// Per request (or cron run): how many D1 calls and tries it made, and the faults to inject, if any.
-pub struct D1Probe {
-    calls: Cell<u32>,
-    tries: Cell<u32>,
-    faults: Option<FaultSpec>,
-    rng: RefCell<FaultRng>,
-}
-
-impl D1Probe {
-    pub fn new(faults: Option<FaultSpec>) -> Rc<Self> {
-        thread_local! {
-            static REQUESTS: Cell<u64> = const { Cell::new(0) };
-        }
-        // A seeded spec gives each request of the isolate its own, reproducible sequence.
-        let n = REQUESTS.with(|r| {
-            r.set(r.get() + 1);
-            r.get()
-        });
-        let seed = match faults.as_ref().and_then(|f| f.seed) {
-            Some(s) => s.wrapping_add(n.wrapping_mul(0x9E37_79B9)),
-            None => (random_unit() * 1e15) as u64,
-        };
-        Rc::new(Self { calls: Cell::new(0), tries: Cell::new(0), faults, rng: RefCell::new(FaultRng::new(seed)) })
-    }
-
-    pub fn calls(&self) -> u32 {
-        self.calls.get()
-    }
-
-    pub fn tries(&self) -> u32 {
-        self.tries.get()
-    }
-
-    /// The generator's number for one call (drawn once per call, so `pct` chooses calls, not tries).
-    fn draw(&self) -> f64 {
-        if self.faults.is_some() {
-            self.rng.borrow_mut().next_unit()
-        } else {
-            0.0
-        }
-    }
-
-    fn inject(&self, call: u32, what: &str, attempt: u32, rand01: f64) -> Injection {
-        match &self.faults {
-            None => Injection::None,
-            Some(f) => f.decide(call, what, attempt, rand01),
-        }
-    }
-}
+use crate::probe::Probe;
 
 /// A D1 call that failed for good (after retries when it was worth retrying).
 #[derive(Debug)]
@@ -128,7 +77,7 @@ impl Stmt {
 
 pub struct Store {
     db: D1Database,
-    probe: Rc<D1Probe>,
+    probe: Rc<Probe>,
 }
 
 pub(crate) fn s(v: &str) -> JsValue {
@@ -145,8 +94,13 @@ pub(crate) fn opt(v: Option<&str>) -> JsValue {
 }
 
 impl Store {
-    pub fn open(env: &Env, probe: Rc<D1Probe>) -> Result<Self, ApiError> {
+    pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {
         Ok(Self { db: env.d1("DB").internal("D1 binding DB")?, probe })
+    }
+
+    /// This request's round trips (AWS calls count there too).
+    pub fn probe(&self) -> &Probe {
+        &self.probe
     }
 
     fn prepare(&self, stmt: &Stmt) -> worker::Result<D1PreparedStatement> {
@@ -180,12 +134,12 @@ impl Store {
         F: Fn() -> Fut,
         Fut: Future<Output = worker::Result<T>>,
     {
-        let call = self.probe.calls.get() + 1;
-        self.probe.calls.set(call);
+        let call = self.probe.start_d1_call();
         let rand01 = self.probe.draw();
         let mut attempt = 1;
         loop {
-            self.probe.tries.set(self.probe.tries.get() + 1);
+            // Each try is a round trip to D1's primary: a modeled placement pays its RTT every time.
+            self.probe.before_round_trip(Remote::D1).await;
             let injection = self.probe.inject(call, what, attempt, rand01);
             let message = match self.try_once(call, what, injection, f()).await {
                 Ok(v) => return Ok(v),

@@ -5,9 +5,12 @@ use ringi_core::principal::Principal;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
+use wasm_bindgen::JsValue;
 
-use super::rows::{self, Attempt, AttemptRow, DecisionRow, DECISION_COLUMNS};
-use super::{n, opt, s, Stmt, Store};
+use super::approvals::{decisions_stmt, load_stmts, read_loaded};
+use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
+use super::{changed, n, opt, s, Stmt, Store};
+use crate::error::OrInternal;
 
 /// SET clause that forgets the attempt record.
 const CLEAR_ATTEMPT: &str =
@@ -37,6 +40,116 @@ pub struct ClaimRequest<'a> {
     pub sub: &'a str,
     /// Shown as "attempted by" if the attempt ends unconfirmed.
     pub by: &'a str,
+    /// The caller's principal keys as a JSON array, in the order the quorum rules try them.
+    pub keys: String,
+}
+
+/// The claim (see [`Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
+/// id, ?4 now, ?5 verdict, ?6 sub, ?7 attempted by, then `extra_args` from ?8 on (D1 refuses a binding the
+/// statement does not use: they come only with the conditions that use them).
+fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Vec<JsValue>) -> Stmt {
+    let mut args = vec![s(c.claim_id), n(c.until), s(id.as_str()), n(c.now), s(c.verdict.as_str()), s(c.sub), s(c.by)];
+    args.extend(extra_args);
+    Stmt::new(
+        format!(
+            "UPDATE approvals SET status = 'claimed', claim_id = ?1, claimed_until = ?2,
+               attempt_id = COALESCE(attempt_id, ?1),
+               attempt_verdict = CASE WHEN attempt_id IS NULL THEN ?5 ELSE attempt_verdict END,
+               attempt_sub = CASE WHEN attempt_id IS NULL THEN ?6 ELSE attempt_sub END,
+               attempt_by = CASE WHEN attempt_id IS NULL THEN ?7 ELSE attempt_by END,
+               attempt_at = CASE WHEN attempt_id IS NULL THEN ?4 ELSE attempt_at END
+             WHERE id = ?3 AND expires_at > ?4 AND task_token IS NOT NULL
+               AND (status = 'pending' OR (status = 'claimed' AND (claimed_until <= ?4 OR claim_id = ?1))) {extra}
+             RETURNING attempt_id, attempt_verdict, attempt_sub"
+        ),
+        args,
+    )
+}
+
+/// What a decision request most likely comes to, written in its first round trip (see
+/// [`Store::open_decision`]). Only for requests without feedback, on approvals without a form: the form is
+/// the one check the SQL cannot make.
+pub struct Guess<'a> {
+    pub claim: &'a ClaimRequest<'a>,
+    pub email: Option<&'a str>,
+    pub username: Option<&'a str>,
+    pub comment: Option<&'a str>,
+    pub at: i64,
+}
+
+/// The approvals the quorum of the row `approvals` needs (`Quorum::required`).
+const REQUIRED_SQL: &str =
+    "(CASE approvals.quorum WHEN 'any' THEN 1 WHEN 'all' THEN MAX(approvals.approver_count, 1) ELSE CAST(approvals.quorum AS INTEGER) END)";
+
+impl Guess<'_> {
+    /// The caller (keys ?8) is a listed approver of approval ?3, and the approval has no form.
+    fn approver_sql(&self) -> &'static str {
+        "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
+           WHERE p.approval_id = ?3 AND p.pkey IN (SELECT value FROM json_each(?8)))"
+    }
+
+    /// The verdict ?5 of caller ?6 (keys ?8, verified email ?9) decides: a rejection, or an approval that
+    /// satisfies a listed principal nobody else satisfied, from a person who did not approve under another
+    /// account, and completes the quorum. Never when the caller voted the other way.
+    fn decides_sql(&self) -> String {
+        let others = "FROM decisions d WHERE d.approval_id = ?3 AND d.decision = 'approve' AND d.sub != ?6";
+        format!(
+            "NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?3 AND d.sub = ?6 AND d.decision != ?5)
+             AND (?5 = 'reject' OR (
+               EXISTS (SELECT 1 FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
+                 WHERE p.approval_id = ?3 AND NOT EXISTS (SELECT 1 {others} AND d.principal = p.pkey))
+               AND NOT EXISTS (SELECT 1 {others} AND ?9 IS NOT NULL AND lower(d.email) = lower(?9))
+               AND (SELECT COUNT(DISTINCT d.principal) {others}) + 1 >= {REQUIRED_SQL}))"
+        )
+    }
+
+    /// The caller's approval that does not complete the quorum, as `ringi_core::quorum::next_step` places it: on
+    /// the first of the caller's keys (their order: sub, email, groups) that is listed and not satisfied yet,
+    /// unless the caller voted already or their verified email approved under another account.
+    fn vote_stmt(&self, id: &ApprovalId) -> Stmt {
+        let c = self.claim;
+        Stmt::new(
+            format!(
+                "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
+                   feedback_json, at)
+                 SELECT ?1, ?2, p.pkey, ?3, ?4, 'approve', ?5, NULL, ?6
+                 FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
+                   JOIN approvals ON approvals.id = p.approval_id
+                 WHERE p.approval_id = ?1 AND ?9 = 'approve' AND approvals.form_json = '[]'
+                   AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
+                   AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
+                   AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)
+                   AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.decision = 'approve'
+                     AND (d.principal = p.pkey OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
+                   AND (SELECT COUNT(DISTINCT d.principal) FROM decisions d
+                     WHERE d.approval_id = ?1 AND d.decision = 'approve') + 1 < {REQUIRED_SQL}
+                 ORDER BY k.key LIMIT 1"
+            ),
+            vec![
+                s(id.as_str()),
+                s(c.sub),
+                opt(self.email),
+                opt(self.username),
+                opt(self.comment),
+                n(self.at),
+                n(c.now),
+                s(&c.keys),
+                s(c.verdict.as_str()),
+            ],
+        )
+    }
+}
+
+/// What the first round trip of a decision found and did.
+pub struct Opened {
+    /// The approval before this request's writes; `None`: no such approval.
+    pub loaded: Option<Loaded>,
+    /// The claim, if the guess took it: the attempt on record.
+    pub claimed: Option<Attempt>,
+    /// The caller's approval was recorded (a vote that does not complete the quorum).
+    pub voted: bool,
+    /// The votes after this request's writes (`None` without a guess).
+    pub votes_after: Option<Vec<RecordedVote>>,
 }
 
 /// Moves the approval from its approvers' pending inboxes to their decided ones.
@@ -60,7 +173,7 @@ fn vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
             opt(v.username),
             s(v.verdict.as_str()),
             opt(v.comment),
-            v.feedback.map(|f| s(&Value::Object(f.clone()).to_string())).unwrap_or(wasm_bindgen::JsValue::NULL),
+            v.feedback.map(|f| s(&Value::Object(f.clone()).to_string())).unwrap_or(JsValue::NULL),
             n(v.at),
         ],
     )
@@ -68,9 +181,32 @@ fn vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
 
 impl Store {
     pub async fn votes(&self, id: &ApprovalId) -> Result<Vec<RecordedVote>, ApiError> {
-        let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE approval_id = ?1 ORDER BY at, sub");
-        let rows: Vec<DecisionRow> = self.rows(Stmt::new(sql, vec![s(id.as_str())]), "decisions").await?;
+        let rows: Vec<DecisionRow> = self.rows(decisions_stmt(id), "decisions").await?;
         rows::votes(id, rows)
+    }
+
+    /// The first round trip of a decision: the approval as it was (to check the request against), and — with
+    /// `guess` — what the decision most likely comes to, done in the same transaction: the claim if the
+    /// caller's verdict decides, else the caller's approval recorded, then the votes re-read. Both writes are
+    /// conditional in SQL on the caller being a listed approver (a non-approver never takes the claim nor
+    /// votes) and on everything the request is later checked against; the caller checks again in Rust and
+    /// undoes a claim the checks refuse. One D1 round trip either way.
+    pub async fn open_decision(&self, id: &ApprovalId, guess: Option<&Guess<'_>>) -> Result<Opened, ApiError> {
+        let Some(g) = guess else {
+            return Ok(Opened { loaded: self.load(id).await?, claimed: None, voted: false, votes_after: None });
+        };
+        let mut stmts = load_stmts(id);
+        let cond = format!("AND {} AND {}", g.approver_sql(), g.decides_sql());
+        stmts.push(claim_stmt(id, g.claim, &cond, vec![s(&g.claim.keys), opt(g.email)]));
+        stmts.push(g.vote_stmt(id));
+        stmts.push(decisions_stmt(id));
+        let results = self.batch(&stmts, "open_decision").await?;
+        let loaded = read_loaded(id, &results)?;
+        let claimed = results[3].results::<AttemptRow>().internal("D1 claim row")?;
+        let claimed =
+            claimed.into_iter().next().map(Attempt::try_from).transpose().map_err(rows::corrupt(id.as_str()))?;
+        let after = results[5].results::<DecisionRow>().internal("D1 decision rows")?;
+        Ok(Opened { loaded, claimed, voted: changed(results.get(4)) == 1, votes_after: Some(rows::votes(id, after)?) })
     }
 
     /// Records one approver's vote (idempotent: an approver votes once).
@@ -84,19 +220,7 @@ impl Store {
     /// task. Exactly one concurrent caller wins; `Some(recorded attempt)` for the winner. Running it again
     /// with the same `claim_id` (a retry whose first answer was lost) wins again.
     pub async fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Result<Option<Attempt>, ApiError> {
-        let stmt = Stmt::new(
-            "UPDATE approvals SET status = 'claimed', claim_id = ?1, claimed_until = ?2,
-               attempt_id = COALESCE(attempt_id, ?1),
-               attempt_verdict = CASE WHEN attempt_id IS NULL THEN ?5 ELSE attempt_verdict END,
-               attempt_sub = CASE WHEN attempt_id IS NULL THEN ?6 ELSE attempt_sub END,
-               attempt_by = CASE WHEN attempt_id IS NULL THEN ?7 ELSE attempt_by END,
-               attempt_at = CASE WHEN attempt_id IS NULL THEN ?4 ELSE attempt_at END
-             WHERE id = ?3 AND expires_at > ?4 AND task_token IS NOT NULL
-               AND (status = 'pending' OR (status = 'claimed' AND (claimed_until <= ?4 OR claim_id = ?1)))
-             RETURNING attempt_id, attempt_verdict, attempt_sub",
-            vec![s(c.claim_id), n(c.until), s(id.as_str()), n(c.now), s(c.verdict.as_str()), s(c.sub), s(c.by)],
-        );
-        let rows: Vec<AttemptRow> = self.rows(stmt, "claim").await?;
+        let rows: Vec<AttemptRow> = self.rows(claim_stmt(id, c, "", Vec::new()), "claim").await?;
         rows.into_iter().next().map(Attempt::try_from).transpose().map_err(rows::corrupt(id.as_str()))
     }
 

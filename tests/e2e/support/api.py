@@ -52,6 +52,13 @@ def paused_factory(workflows, api):
     return make
 
 
+def round_trips(resp) -> dict:
+    """The worker's own count of a response's remote round trips ({"d1": 2, "sfn": 1, "ses": 0}); sent only
+    while a dev switch (D1_FAULTS, INJECT_LATENCY) is on."""
+    header = resp.headers["x-ringi-round-trips"]
+    return {k: int(v) for k, v in (part.split("=") for part in header.split(";"))}
+
+
 def d1(stack, sql: str, persist=None) -> list:
     """Reads the worker's local D1 directly, as an operator would."""
     out = subprocess.run(["wrangler", "d1", "execute", "DB", "--local", "--persist-to",
