@@ -1,7 +1,7 @@
 //! UI strings in English and Japanese. One struct per language keeps a missing translation a compile
 //! error rather than a runtime fallback; texts with numbers in them are functions.
 
-use crate::infra::config::Locale;
+use ringi_core::locale::Locale;
 
 mod en;
 mod ja;
