@@ -6,6 +6,7 @@ use leptos::html;
 use leptos::prelude::*;
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::decision::DecisionRequest;
+use ringi_core::error::ErrorDetail;
 use ringi_core::wire::{ApprovalView, DecisionResponse};
 
 use super::form_state::FormState;
@@ -45,8 +46,8 @@ pub enum Outcome {
         verdict: Verdict,
         response: DecisionResponse,
     },
-    /// 409 with its code: explained, and the view is reloaded.
-    Conflict(String),
+    /// 409: explained by its code, and the view is reloaded.
+    Conflict(ErrorDetail),
     NotFound,
     /// Network / 503: nothing decided, the form is kept, Retry sends the same decision again.
     Retry(Verdict, String),
@@ -69,7 +70,7 @@ impl Outcome {
             Ok(response) => Outcome::Done { verdict, response },
             Err(ApiError::Unauthorized) => Outcome::SignIn,
             Err(ApiError::NotFound) => Outcome::NotFound,
-            Err(ApiError::Conflict { code, .. }) => Outcome::Conflict(code),
+            Err(ApiError::Conflict(e)) => Outcome::Conflict(e),
             Err(ApiError::Invalid { field: Some(field), message }) if place(&field, &message) => Outcome::FixFields,
             Err(ApiError::Invalid { message, .. }) => Outcome::Failed(message),
             Err(ApiError::Unavailable(message)) => Outcome::Retry(verdict, message),
@@ -275,8 +276,11 @@ mod tests {
         let nowhere = |_: &str, _: &str| false;
         let ok = Outcome::of(Verdict::Approve, Ok(response(ApprovalStatus::Approved)), nowhere);
         assert!(matches!(ok, Outcome::Done { verdict: Verdict::Approve, .. }));
-        let conflict = ApiError::Conflict { code: "already_decided".into(), message: "m".into() };
-        assert_eq!(Outcome::of(Verdict::Reject, Err(conflict), nowhere), Outcome::Conflict("already_decided".into()));
+        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        assert_eq!(
+            Outcome::of(Verdict::Reject, Err(ApiError::Conflict(conflict.clone())), nowhere),
+            Outcome::Conflict(conflict)
+        );
         assert_eq!(
             Outcome::of(Verdict::Reject, Err(ApiError::Unavailable("down".into())), nowhere),
             Outcome::Retry(Verdict::Reject, "down".into())
