@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use ringi_core::decision::{DecisionField, COMMENT_MAX_CHARS};
-use ringi_core::form::FieldKind;
+use ringi_core::form::{FieldKind, Issue};
 use ringi_core::wire::ApprovalView;
 use serde_json::{Map, Value};
 
@@ -71,7 +71,7 @@ impl FormState {
     pub fn check(self) -> Option<Map<String, Value>> {
         let feedback = feedback::collect(&self.fields.get_untracked()).ok()?;
         let too_long = self.comment.with_untracked(|c| c.chars().count() > COMMENT_MAX_CHARS);
-        self.comment_problem.set(too_long.then_some(FieldProblem::TooLong(COMMENT_MAX_CHARS)));
+        self.comment_problem.set(too_long.then_some(FieldProblem::Issue(Issue::TooLong(COMMENT_MAX_CHARS))));
         (!too_long).then_some(feedback)
     }
 
