@@ -84,17 +84,6 @@ impl Outcome {
     }
 }
 
-/// The status the user should see: a pending request past its expiry is over, even before the server has
-/// marked it; a claim in flight is still pending to the user.
-pub fn shown_status(status: ApprovalStatus, expires_ms: Option<f64>, now_ms: f64) -> ApprovalStatus {
-    let expired = expires_ms.is_some_and(|ms| ms <= now_ms);
-    match status {
-        ApprovalStatus::Pending | ApprovalStatus::Claimed if expired => ApprovalStatus::Expired,
-        ApprovalStatus::Claimed => ApprovalStatus::Pending,
-        s => s,
-    }
-}
-
 #[derive(Clone, Copy)]
 pub struct ApprovalState {
     pub approval: LocalResource<Result<ApprovalView, ApiError>>,
@@ -140,8 +129,14 @@ impl ApprovalState {
                 _ => prev.cloned().flatten(),
             })
         });
+        // What the user should see: past its expiry a pending request is over, even before the server has
+        // marked it; a claim in flight is still pending (an expiry that does not parse never passes).
         let status = Memo::new(move |_| {
-            view.with(|v| v.as_ref().map(|v| shown_status(v.status, time::parse(&v.expires_at), now.get())))
+            view.with(|v| {
+                let v = v.as_ref()?;
+                let expires = time::parse(&v.expires_at).map_or(i64::MAX, |ms| ms as i64);
+                Some(v.status.effective(expires, now.get() as i64))
+            })
         });
         let signing_in = RwSignal::new(false);
         let decide = Action::new_local(move |(verdict, request): &(Verdict, DecisionRequest)| {
@@ -320,14 +315,5 @@ mod tests {
         assert_eq!(Phase::of(Some(&down), true), Phase::Ready, "a failed reload keeps the page");
         assert_eq!(Phase::of(Some(&Err(ApiError::NotFound)), true), Phase::NotFound);
         assert_eq!(Phase::of(Some(&Err(ApiError::Unauthorized)), true), Phase::SignIn);
-    }
-
-    #[test]
-    fn shown_statuses() {
-        let now = 1_000.0;
-        assert_eq!(shown_status(ApprovalStatus::Pending, Some(999.0), now), ApprovalStatus::Expired);
-        assert_eq!(shown_status(ApprovalStatus::Claimed, Some(2_000.0), now), ApprovalStatus::Pending);
-        assert_eq!(shown_status(ApprovalStatus::Approved, Some(999.0), now), ApprovalStatus::Approved);
-        assert_eq!(shown_status(ApprovalStatus::Pending, None, now), ApprovalStatus::Pending);
     }
 }
