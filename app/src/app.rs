@@ -13,7 +13,7 @@ use web_sys::HtmlElement;
 use crate::components::{Block, ErrorCard, Skeleton};
 use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::auth;
-use crate::infra::config::{self, ConfigError, Locale, SpaConfig};
+use crate::infra::config::{self, ConfigError, SpaConfig};
 use crate::pages::approval::ApprovalPage;
 use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
@@ -26,7 +26,7 @@ pub fn App() -> impl IntoView {
     // The configuration embedded in the page by the worker; `/config.json` only if it is missing.
     let embedded = config::embedded();
     // The language: the one chosen in the header earlier, else the browser's, else the configured default.
-    let chosen = Locale::saved().or_else(Locale::from_browser);
+    let chosen = config::saved_locale().or_else(config::browser_locale);
     let locale = RwSignal::new(chosen.or_else(|| embedded.as_ref().map(config::default_locale)).unwrap_or_default());
     let resource: ConfigResource = LocalResource::new(move || {
         let embedded = embedded.clone();
@@ -54,7 +54,7 @@ pub fn App() -> impl IntoView {
     // <html lang> follows the UI language (screen readers pick their voice from it).
     Effect::new(move |_| {
         if let Some(root) = document().document_element() {
-            let _ = root.set_attribute("lang", locale.get().tag());
+            let _ = root.set_attribute("lang", locale.get().as_str());
         }
     });
 
@@ -187,8 +187,8 @@ fn ApprovalRoute() -> impl IntoView {
 fn SiteHeader() -> impl IntoView {
     let ctx = use_app();
     let switch = move |_| {
-        let next = ctx.locale.get_untracked().other();
-        next.save();
+        let next = config::other_locale(ctx.locale.get_untracked());
+        config::save_locale(next);
         ctx.locale.set(next);
     };
     view! {
@@ -204,7 +204,7 @@ fn SiteHeader() -> impl IntoView {
                 <div class="site-header__actions">
                     <button type="button" class="chip" data-testid="language-switch" on:click=switch>
                         <span class="visually-hidden">{tr(|t| t.switch_language)}" "</span>
-                        <span lang=move || ctx.locale.get().other().tag()>{tr(|t| t.other_language)}</span>
+                        <span lang=move || config::other_locale(ctx.locale.get()).as_str()>{tr(|t| t.other_language)}</span>
                     </button>
                     <Show when=move || ctx.user.with(Option::is_some)>
                         <span class="user" title=move || ctx.user.get().unwrap_or_default()>

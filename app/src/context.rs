@@ -2,12 +2,13 @@
 //! helpers built on it (translated texts, the document title, moving focus).
 
 use leptos::prelude::*;
+use ringi_core::locale::Locale;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
 use crate::i18n::{texts, Texts};
 use crate::infra::auth::{self, AuthError};
-use crate::infra::config::{Locale, SpaConfig};
+use crate::infra::config::SpaConfig;
 
 #[derive(Clone, Copy)]
 pub struct AppContext {
@@ -28,7 +29,7 @@ impl AppContext {
     }
 
     fn lang(&self) -> &'static str {
-        self.locale.get_untracked().tag()
+        self.locale.get_untracked().as_str()
     }
 
     /// Goes to the Hosted UI; after sign-in the app comes back to `return_to`.

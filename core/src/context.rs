@@ -92,6 +92,9 @@ mod tests {
         let c = ctx(json!({"requestedBy": "ops bot", "executionArn": "not-an-arn"}));
         assert_eq!(c.requested_by_line(), Some("ops bot"));
         assert_eq!((c.machine(), c.execution().as_deref()), (None, Some("not-an-arn")));
+        assert_eq!(c.source().as_deref(), Some("not-an-arn"), "an ARN that does not parse is shown as it is");
         assert_eq!(ctx(json!({})).requested_by_line(), None);
+        assert_eq!(ctx(json!({})).source(), None);
+        assert_eq!(ctx(json!({"stateName": "Approve"})).source().as_deref(), Some("Approve"));
     }
 }

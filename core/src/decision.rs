@@ -51,6 +51,36 @@ impl DecisionRequest {
     }
 }
 
+/// The request field a decision's 400 names in `error.field`: the comment, or one answer of the feedback
+/// form (`feedback.<name>`). The worker writes these paths and the SPA reads them (to show the message next
+/// to that field), both through this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionField<'a> {
+    Comment,
+    Feedback(&'a str),
+}
+
+impl<'a> DecisionField<'a> {
+    const COMMENT: &'static str = "comment";
+    const FEEDBACK_PREFIX: &'static str = "feedback.";
+
+    /// The `error.field` value.
+    pub fn path(self) -> String {
+        match self {
+            Self::Comment => Self::COMMENT.to_owned(),
+            Self::Feedback(name) => format!("{}{name}", Self::FEEDBACK_PREFIX),
+        }
+    }
+
+    /// Reads an `error.field` value; `None` for fields of other requests (`approvers[0]`, `cursor`, …).
+    pub fn parse(path: &'a str) -> Option<Self> {
+        if path == Self::COMMENT {
+            return Some(Self::Comment);
+        }
+        path.strip_prefix(Self::FEEDBACK_PREFIX).map(Self::Feedback)
+    }
+}
+
 const VERDICT_RULE: &str = "must be \"approve\" or \"reject\"";
 
 /// The decision body as sent (`null` = absent); [`DecisionRequest`] is the checked value.
@@ -68,7 +98,8 @@ impl TryFrom<DecisionBody> for DecisionRequest {
     fn try_from(b: DecisionBody) -> Result<Self, ApiError> {
         let decision = b.decision.ok_or_else(|| ApiError::invalid("decision", VERDICT_RULE))?;
         if b.comment.as_deref().is_some_and(|c| c.chars().count() > COMMENT_MAX_CHARS) {
-            return Err(ApiError::invalid("comment", format!("must be at most {COMMENT_MAX_CHARS} characters")));
+            let path = DecisionField::Comment.path();
+            return Err(ApiError::invalid(path, format!("must be at most {COMMENT_MAX_CHARS} characters")));
         }
         Ok(Self { decision, comment: b.comment, feedback: b.feedback })
     }
@@ -243,6 +274,19 @@ mod tests {
             scopes: vec![],
             client_id: "c".into(),
         }
+    }
+
+    #[test]
+    fn error_fields_name_the_comment_or_a_feedback_answer() {
+        assert_eq!(DecisionField::parse("comment"), Some(DecisionField::Comment));
+        assert_eq!(DecisionField::parse("feedback.risk"), Some(DecisionField::Feedback("risk")));
+        assert_eq!(DecisionField::parse("approvers[0]"), None);
+        for f in [DecisionField::Comment, DecisionField::Feedback("risk")] {
+            assert_eq!(DecisionField::parse(&f.path()), Some(f));
+        }
+        let long = format!(r#"{{"decision":"reject","comment":"{}"}}"#, "x".repeat(COMMENT_MAX_CHARS + 1));
+        let ApiError::Invalid { field, .. } = DecisionRequest::parse(long.as_bytes()).unwrap_err() else { panic!() };
+        assert_eq!(DecisionField::parse(&field), Some(DecisionField::Comment));
     }
 
     #[test]

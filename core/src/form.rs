@@ -173,7 +173,7 @@ pub struct FieldIssue {
 
 impl From<FieldIssue> for ApiError {
     fn from(i: FieldIssue) -> Self {
-        ApiError::invalid(format!("feedback.{}", i.field), i.issue.message())
+        ApiError::invalid(crate::decision::DecisionField::Feedback(&i.field).path(), i.issue.message())
     }
 }
 

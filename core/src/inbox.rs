@@ -15,11 +15,21 @@ pub enum InboxFilter {
 }
 
 impl InboxFilter {
+    /// The `status` query value (what the SPA asks for).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Decided => "decided",
+        }
+    }
+
     pub fn parse(s: Option<&str>) -> Result<Self, ApiError> {
         match s {
-            None | Some("pending") => Ok(Self::Pending),
-            Some("decided") => Ok(Self::Decided),
-            Some(_) => Err(ApiError::invalid("status", "must be pending or decided")),
+            None => Ok(Self::Pending),
+            Some(s) => [Self::Pending, Self::Decided]
+                .into_iter()
+                .find(|f| f.as_str() == s)
+                .ok_or_else(|| ApiError::invalid("status", "must be pending or decided")),
         }
     }
 }
@@ -97,5 +107,8 @@ mod tests {
         assert_eq!(InboxFilter::parse(None).unwrap(), InboxFilter::Pending);
         assert_eq!(InboxFilter::parse(Some("decided")).unwrap(), InboxFilter::Decided);
         assert!(InboxFilter::parse(Some("all")).is_err());
+        for f in [InboxFilter::Pending, InboxFilter::Decided] {
+            assert_eq!(InboxFilter::parse(Some(f.as_str())).unwrap(), f);
+        }
     }
 }

@@ -52,6 +52,9 @@ mod tests {
         assert_eq!(Locale::parse("ja-JP"), None, "stored values are exact");
         assert_eq!(Locale::from_tag("ja-JP"), Some(Locale::Ja));
         assert_eq!(Locale::from_tag("EN_us"), Some(Locale::En));
+        assert_eq!(Locale::from_tag("EN-us"), Some(Locale::En));
+        assert_eq!(Locale::from_tag("ja"), Some(Locale::Ja));
         assert_eq!(Locale::from_tag("fr"), None);
+        assert_eq!(Locale::from_tag(""), None);
     }
 }

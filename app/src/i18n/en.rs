@@ -156,5 +156,6 @@ pub(super) const EN: Texts = Texts {
         (None, Some(b)) => format!("Enter a number of at most {}.", num(b)),
         (None, None) => "Enter a number.".into(),
     },
-    server_says: "Server:",
+    field_invalid: "Check this value.",
+    server_refused: |message| format!("Server: {message}"),
 };

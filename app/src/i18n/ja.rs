@@ -153,5 +153,6 @@ pub(super) const JA: Texts = Texts {
         (None, Some(b)) => format!("{} 以下の数値を入力してください。", num(b)),
         (None, None) => "数値を入力してください。".into(),
     },
-    server_says: "サーバー:",
+    field_invalid: "この値を確認してください。",
+    server_refused: |_| "サーバーがこの値を受け付けませんでした。内容を確認してください。".into(),
 };

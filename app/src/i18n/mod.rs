@@ -1,7 +1,8 @@
 //! UI strings in English and Japanese. One struct per language keeps a missing translation a compile
 //! error rather than a runtime fallback; texts with numbers in them are functions.
 
-use crate::infra::config::Locale;
+use ringi_core::form::Issue;
+use ringi_core::locale::Locale;
 
 mod en;
 mod ja;
@@ -134,7 +135,24 @@ pub struct Texts {
     pub field_not_option: &'static str,
     pub field_not_number: &'static str,
     pub field_out_of_range: fn(Option<f64>, Option<f64>) -> String,
-    pub server_says: &'static str,
+    /// A value the form itself cannot produce (not text, not true/false, no such field).
+    pub field_invalid: &'static str,
+    /// A field the worker refused (a 400 naming it). Its message is English: only the English UI shows it.
+    pub server_refused: fn(&str) -> String,
+}
+
+impl Texts {
+    /// Why a feedback value or the comment is refused (core's `Issue`, as the worker's rules find it).
+    pub fn issue(&self, issue: &Issue) -> String {
+        match issue {
+            Issue::Required => self.field_required.into(),
+            Issue::TooLong(n) => (self.field_too_long)(*n),
+            Issue::NotAnOption => self.field_not_option.into(),
+            Issue::NotANumber => self.field_not_number.into(),
+            Issue::OutOfRange { min, max } => (self.field_out_of_range)(*min, *max),
+            Issue::NotText | Issue::NotABoolean | Issue::UnknownField => self.field_invalid.into(),
+        }
+    }
 }
 
 /// A bound of a number field as people write it (`5`, not `5.0`).

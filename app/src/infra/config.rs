@@ -3,6 +3,7 @@
 //! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
 
 use gloo_net::http::Request;
+use ringi_core::locale::Locale;
 pub use ringi_core::wire::SpaConfig;
 use web_sys::RequestCache;
 
@@ -12,62 +13,34 @@ pub const CONFIG_URL: &str = "/config.json";
 
 const LOCALE_PREF: &str = "ringi.locale";
 
-/// UI languages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Locale {
-    #[default]
-    En,
-    Ja,
+/// The language the user chose in the header earlier (a UI preference in localStorage).
+pub fn saved_locale() -> Option<Locale> {
+    crate::infra::storage::pref_get(LOCALE_PREF).and_then(|t| Locale::from_tag(&t))
 }
 
-impl Locale {
-    /// The value for `<html lang>` and `lang` attributes.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Locale::En => "en",
-            Locale::Ja => "ja",
-        }
-    }
+pub fn save_locale(locale: Locale) {
+    crate::infra::storage::pref_set(LOCALE_PREF, locale.as_str());
+}
 
-    /// Reads a BCP 47 tag by its primary subtag (`"ja"`, `"ja-JP"` → Japanese); `None` for other languages.
-    pub fn from_tag(tag: &str) -> Option<Self> {
-        let primary = tag.split(['-', '_']).next().unwrap_or_default();
-        if primary.eq_ignore_ascii_case("ja") {
-            Some(Locale::Ja)
-        } else if primary.eq_ignore_ascii_case("en") {
-            Some(Locale::En)
-        } else {
-            None
-        }
-    }
+/// The first of the browser's languages that the UI speaks, if any.
+pub fn browser_locale() -> Option<Locale> {
+    let languages = web_sys::window()
+        .map(|w| w.navigator().languages())
+        .map(|list| list.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    languages.iter().find_map(|tag| Locale::from_tag(tag))
+}
 
-    /// The first of the browser's languages that the UI speaks, if any.
-    pub fn from_browser() -> Option<Self> {
-        let languages = web_sys::window()
-            .map(|w| w.navigator().languages())
-            .map(|list| list.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
-            .unwrap_or_default();
-        languages.iter().find_map(|tag| Self::from_tag(tag))
-    }
-
-    /// The language chosen in the header earlier (a UI preference in localStorage).
-    pub fn saved() -> Option<Self> {
-        crate::infra::storage::pref_get(LOCALE_PREF).and_then(|t| Self::from_tag(&t))
-    }
-
-    pub fn save(self) {
-        crate::infra::storage::pref_set(LOCALE_PREF, self.tag());
-    }
-
-    pub fn other(self) -> Self {
-        match self {
-            Locale::En => Locale::Ja,
-            Locale::Ja => Locale::En,
-        }
+/// The language the header's switch offers: the other one.
+pub fn other_locale(locale: Locale) -> Locale {
+    match locale {
+        Locale::En => Locale::Ja,
+        Locale::Ja => Locale::En,
     }
 }
 
-/// The UI language of a configuration (`defaultLocale`): `"en"` or `"ja"`, anything else English.
+/// The UI language of a configuration (`defaultLocale`): `"en"` or `"ja"` (also as `ja-JP`), anything else
+/// English.
 pub fn default_locale(cfg: &SpaConfig) -> Locale {
     Locale::from_tag(&cfg.default_locale).unwrap_or_default()
 }
@@ -142,14 +115,5 @@ mod tests {
         let json = r#"{"cognitoDomain":"d","redirectUri":"r","issuer":"i","defaultLocale":"en","version":"v"}"#;
         let err = serde_json::from_str::<SpaConfig>(json).unwrap_err().to_string();
         assert!(err.contains("clientId"), "{err}");
-    }
-
-    #[test]
-    fn locale_tags() {
-        assert_eq!(Locale::from_tag("ja"), Some(Locale::Ja));
-        assert_eq!(Locale::from_tag("ja-JP"), Some(Locale::Ja));
-        assert_eq!(Locale::from_tag("EN-us"), Some(Locale::En));
-        assert_eq!(Locale::from_tag("fr"), None);
-        assert_eq!(Locale::from_tag(""), None);
     }
 }

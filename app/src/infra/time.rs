@@ -1,6 +1,6 @@
 //! Dates for people: relative ("in 45 min", "あと45分") and absolute (the browser's Intl, local time zone).
 
-use crate::infra::config::Locale;
+use ringi_core::locale::Locale;
 
 const MINUTE: f64 = 60_000.0;
 const HOUR: f64 = 60.0 * MINUTE;
@@ -110,7 +110,7 @@ pub fn absolute(ms: f64, locale: Locale) -> String {
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"dateStyle".into(), &"medium".into());
     let _ = js_sys::Reflect::set(&options, &"timeStyle".into(), &"short".into());
-    date.to_locale_string(locale.tag(), &options).into()
+    date.to_locale_string(locale.as_str(), &options).into()
 }
 
 /// Absolute form of an API timestamp, or the raw text when it does not parse.

@@ -1,27 +1,21 @@
 //! The feedback form of an approval: the values the user typed, turned into the `feedback` JSON object and
-//! checked with the same rules as the worker (`ringi_core::form::validate_feedback`), field by field so every
-//! problem shows next to its field at once.
+//! checked with the worker's own rule (`ringi_core::form::check`, which `validate` applies to every field),
+//! field by field so every problem shows next to its field at once.
 
 use leptos::prelude::*;
-use ringi_core::form::{text_limit, validate_feedback, FieldKind, FormField};
+use ringi_core::form::{check, FieldKind, FormField, Issue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 /// Choices with at most this many options are radio buttons, longer ones a select.
 pub const RADIO_MAX: usize = 5;
 
-/// Why a field's value is refused, translated by the page.
+/// Why a field's value (or the comment) is refused, translated by the page.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FieldProblem {
-    Required,
-    TooLong(usize),
-    NotAnOption,
-    NotANumber,
-    OutOfRange {
-        min: Option<f64>,
-        max: Option<f64>,
-    },
-    /// A message of the worker (400 with `field`), shown as it came.
+    /// Found here, with the worker's rules.
+    Issue(Issue),
+    /// A message of the worker (400 with `field`).
     Server(String),
 }
 
@@ -47,7 +41,7 @@ impl FieldState {
     }
 
     /// The JSON value to send, `None` when left empty; `Err` when a number does not parse.
-    fn value(&self) -> Result<Option<Value>, FieldProblem> {
+    fn value(&self) -> Result<Option<Value>, Issue> {
         match &self.field.kind {
             FieldKind::Boolean => Ok(Some(Value::Bool(self.checked.get_untracked()))),
             FieldKind::Number { .. } => {
@@ -56,14 +50,14 @@ impl FieldState {
                 if raw.is_empty() {
                     return Ok(None);
                 }
-                let n: f64 = raw.parse().map_err(|_| FieldProblem::NotANumber)?;
+                let n: f64 = raw.parse().map_err(|_| Issue::NotANumber)?;
                 if !n.is_finite() {
-                    return Err(FieldProblem::NotANumber);
+                    return Err(Issue::NotANumber);
                 }
                 let number = if n.fract() == 0.0 && n.abs() < 9.0e15 {
                     Number::from(n as i64)
                 } else {
-                    Number::from_f64(n).ok_or(FieldProblem::NotANumber)?
+                    Number::from_f64(n).ok_or(Issue::NotANumber)?
                 };
                 Ok(Some(Value::Number(number)))
             }
@@ -73,64 +67,27 @@ impl FieldState {
             }
         }
     }
-
-    /// The same checks as `validate_feedback`, with a reason the page can translate.
-    fn check(&self, value: Option<&Value>) -> Option<FieldProblem> {
-        let f = &self.field;
-        let Some(value) = value else {
-            return f.required.then_some(FieldProblem::Required);
-        };
-        let problem = match &f.kind {
-            FieldKind::Text { max_length } | FieldKind::Textarea { max_length } => {
-                let max = text_limit(*max_length);
-                let len = value.as_str().map_or(0, |s| s.chars().count());
-                (len > max).then_some(FieldProblem::TooLong(max))
-            }
-            FieldKind::Choice { options } => {
-                (!value.as_str().is_some_and(|s| options.iter().any(|o| o == s))).then_some(FieldProblem::NotAnOption)
-            }
-            FieldKind::Number { min, max } => {
-                let n = value.as_f64().unwrap_or(f64::NAN);
-                (min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m))
-                    .then_some(FieldProblem::OutOfRange { min: *min, max: *max })
-            }
-            FieldKind::Boolean => None,
-        };
-        // Belt and braces: the worker's own rule for this one field.
-        problem.or_else(|| {
-            let mut one = Map::new();
-            one.insert(f.name.clone(), value.clone());
-            validate_feedback(std::slice::from_ref(f), &one).err().map(|e| match e {
-                ringi_core::ApiError::Invalid { message, .. } => FieldProblem::Server(message),
-                other => FieldProblem::Server(other.to_string()),
-            })
-        })
-    }
 }
 
-/// Validates every field, setting their problems; returns the feedback object when all are fine.
+/// Checks every field, setting their problems; returns the feedback object when all are fine.
 pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
     let mut feedback = Map::new();
     let mut ok = true;
     for state in fields {
-        let problem = match state.value() {
-            Err(p) => Some(p),
+        let checked = state.value().and_then(|value| check(&state.field, value.as_ref()).map(|()| value));
+        let problem = match checked {
             Ok(value) => {
-                let p = state.check(value.as_ref());
-                if let (None, Some(v)) = (&p, value) {
+                if let Some(v) = value {
                     feedback.insert(state.field.name.clone(), v);
                 }
-                p
+                None
             }
+            Err(issue) => Some(FieldProblem::Issue(issue)),
         };
         ok &= problem.is_none();
         state.problem.set(problem);
     }
-    if !ok {
-        return Err(());
-    }
-    let specs: Vec<FormField> = fields.iter().map(|s| s.field.clone()).collect();
-    validate_feedback(&specs, &feedback).map(|()| feedback).map_err(|_| ())
+    ok.then_some(feedback).ok_or(())
 }
 
 /// What is stashed in sessionStorage while the user signs in again.
@@ -188,21 +145,25 @@ mod tests {
 
     #[test]
     fn mirrors_the_worker_rules() {
+        let issue = |s: &FieldState| match s.problem.get_untracked() {
+            Some(FieldProblem::Issue(i)) => Some(i),
+            _ => None,
+        };
         let s = states();
         assert!(collect(&s).is_err());
-        assert_eq!(s[0].problem.get_untracked(), Some(FieldProblem::Required));
+        assert_eq!(issue(&s[0]), Some(Issue::Required));
         s[0].text.set("   ".into());
         assert!(collect(&s).is_err(), "blank is empty");
         s[0].text.set("toolong".into());
         assert!(collect(&s).is_err());
-        assert_eq!(s[0].problem.get_untracked(), Some(FieldProblem::TooLong(5)));
+        assert_eq!(issue(&s[0]), Some(Issue::TooLong(5)));
         s[0].text.set("fine".into());
         s[2].text.set("500".into());
         assert!(collect(&s).is_err());
-        assert_eq!(s[2].problem.get_untracked(), Some(FieldProblem::OutOfRange { min: Some(0.0), max: Some(100.0) }));
+        assert_eq!(issue(&s[2]), Some(Issue::OutOfRange { min: Some(0.0), max: Some(100.0) }));
         s[2].text.set("1e".into());
         assert!(collect(&s).is_err());
-        assert_eq!(s[2].problem.get_untracked(), Some(FieldProblem::NotANumber));
+        assert_eq!(issue(&s[2]), Some(Issue::NotANumber));
         s[2].text.set("7".into());
         s[1].text.set("high".into());
         s[3].checked.set(true);

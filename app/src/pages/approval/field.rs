@@ -10,12 +10,8 @@ use crate::i18n::Texts;
 
 pub fn problem_text(t: &Texts, p: &FieldProblem) -> String {
     match p {
-        FieldProblem::Required => t.field_required.into(),
-        FieldProblem::TooLong(n) => (t.field_too_long)(*n),
-        FieldProblem::NotAnOption => t.field_not_option.into(),
-        FieldProblem::NotANumber => t.field_not_number.into(),
-        FieldProblem::OutOfRange { min, max } => (t.field_out_of_range)(*min, *max),
-        FieldProblem::Server(m) => format!("{} {m}", t.server_says),
+        FieldProblem::Issue(issue) => t.issue(issue),
+        FieldProblem::Server(message) => (t.server_refused)(message),
     }
 }
 

@@ -2,14 +2,13 @@
 //! draft kept in sessionStorage while the user signs in again.
 
 use leptos::prelude::*;
-use ringi_core::decision::COMMENT_MAX_CHARS;
-use ringi_core::form::FieldKind;
+use ringi_core::decision::{DecisionField, COMMENT_MAX_CHARS};
+use ringi_core::form::{FieldKind, Issue};
 use ringi_core::wire::ApprovalView;
 use serde_json::{Map, Value};
 
 use super::feedback::{self, Draft, FieldProblem, FieldState, RADIO_MAX};
 use crate::context::focus_id;
-use crate::infra::api::FieldRef;
 use crate::infra::storage;
 
 fn draft_key(id: &str) -> String {
@@ -72,7 +71,7 @@ impl FormState {
     pub fn check(self) -> Option<Map<String, Value>> {
         let feedback = feedback::collect(&self.fields.get_untracked()).ok()?;
         let too_long = self.comment.with_untracked(|c| c.chars().count() > COMMENT_MAX_CHARS);
-        self.comment_problem.set(too_long.then_some(FieldProblem::TooLong(COMMENT_MAX_CHARS)));
+        self.comment_problem.set(too_long.then_some(FieldProblem::Issue(Issue::TooLong(COMMENT_MAX_CHARS))));
         (!too_long).then_some(feedback)
     }
 
@@ -86,12 +85,12 @@ impl FormState {
     /// not on the page.
     pub fn place(self, field: &str, message: &str) -> bool {
         let problem = Some(FieldProblem::Server(message.to_owned()));
-        match FieldRef::of(field) {
-            Some(FieldRef::Comment) => {
+        match DecisionField::parse(field) {
+            Some(DecisionField::Comment) => {
                 self.comment_problem.set(problem);
                 true
             }
-            Some(FieldRef::Feedback(name)) => self.fields.with_untracked(|list| {
+            Some(DecisionField::Feedback(name)) => self.fields.with_untracked(|list| {
                 list.iter().find(|s| s.field.name == name).map(|s| s.problem.set(problem)).is_some()
             }),
             None => false,

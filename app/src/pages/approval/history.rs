@@ -1,13 +1,13 @@
 //! The audit trail: every recorded decision with its comment and feedback.
 
 use leptos::prelude::*;
+use ringi_core::approval::Verdict;
 use ringi_core::wire::AuditEntry;
 use serde_json::{Map, Value};
 
 use super::state::use_approval;
 use crate::components::rows_view;
 use crate::context::{tr, use_app, AppContext};
-use crate::infra::api;
 use crate::infra::time;
 
 #[component]
@@ -53,7 +53,7 @@ fn feedback_rows(feedback: &Map<String, Value>, labels: &[(String, String)]) -> 
 }
 
 fn audit_entry(ctx: AppContext, d: AuditEntry, labels: &[(String, String)]) -> impl IntoView {
-    let approve = api::approves(&d);
+    let approve = d.verdict() == Some(Verdict::Approve);
     let at = d.at.clone();
     let when = move || time::absolute_str(&at, ctx.locale.get());
     let verb = move || if approve { ctx.texts().audit_approved } else { ctx.texts().audit_rejected };

@@ -3,12 +3,12 @@
 
 use leptos::prelude::*;
 use ringi_core::approval::{ApprovalStatus, Verdict};
+use ringi_core::error::ErrorCode;
 use ringi_core::wire::DecisionResponse;
 
 use super::state::{use_approval, ApprovalState, Outcome};
 use crate::context::{tr, use_app};
 use crate::i18n::Texts;
-use crate::infra::api::Conflict;
 
 #[component]
 pub fn Outcomes() -> impl IntoView {
@@ -30,11 +30,11 @@ pub fn Outcomes() -> impl IntoView {
 fn outcome_view(t: &'static Texts, outcome: Outcome, state: ApprovalState) -> AnyView {
     match outcome {
         Outcome::Done { verdict, response } => done_view(t, verdict, response),
-        Outcome::Conflict(code) => {
-            let text = conflict_text(t, Conflict::of(&code));
-            problem_view(code, text, None, None)
+        Outcome::Conflict(e) => {
+            let text = conflict_text(t, e.error_code());
+            problem_view(e.code, text, None, None)
         }
-        Outcome::NotFound => problem_view("not_found".into(), t.err_not_found_body, None, None),
+        Outcome::NotFound => problem_view(ErrorCode::NotFound.code().into(), t.err_not_found_body, None, None),
         Outcome::Retry(verdict, detail) => {
             let retry = view! {
                 <button type="button" class="button button--primary" data-testid="retry" on:click=move |_| state.send(verdict)>
@@ -87,13 +87,14 @@ fn problem_view(code: String, text: &'static str, detail: Option<String>, retry:
     .into_any()
 }
 
-fn conflict_text(t: &'static Texts, conflict: Conflict) -> &'static str {
-    match conflict {
-        Conflict::AlreadyDecided => t.err_already_decided,
-        Conflict::Expired => t.err_expired,
-        Conflict::InProgress => t.err_in_progress,
-        Conflict::AlreadyVoted => t.err_already_voted,
-        Conflict::AlreadySatisfied => t.err_already_satisfied,
-        Conflict::Other => t.err_conflict,
+/// The five 409s of a decision (design §8); any other code (a newer worker's) gets the general text.
+fn conflict_text(t: &'static Texts, code: Option<ErrorCode>) -> &'static str {
+    match code {
+        Some(ErrorCode::AlreadyDecided) => t.err_already_decided,
+        Some(ErrorCode::Expired) => t.err_expired,
+        Some(ErrorCode::InProgress) => t.err_in_progress,
+        Some(ErrorCode::AlreadyVoted) => t.err_already_voted,
+        Some(ErrorCode::AlreadySatisfied) => t.err_already_satisfied,
+        _ => t.err_conflict,
     }
 }

@@ -7,7 +7,6 @@ use ringi_core::wire::{ApprovalView, AuditEntry, Progress};
 use super::state::{use_approval, Outcome};
 use crate::components::{FactRow, ProgressDots, StatusBadge};
 use crate::context::use_app;
-use crate::infra::api::{self, ContextInfo};
 use crate::infra::time::{self, Urgency};
 
 #[component]
@@ -29,7 +28,7 @@ pub fn Overview() -> impl IntoView {
 fn Head(v: ApprovalView, status: ApprovalStatus) -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
-    let info = ContextInfo::of(&v.context);
+    let info = v.context();
     let decided = matches!(status, ApprovalStatus::Approved | ApprovalStatus::Rejected);
     let absolute = move |raw: String| move || time::absolute_str(&raw, ctx.locale.get());
     let expires_ms = time::parse(&v.expires_at);
@@ -40,7 +39,7 @@ fn Head(v: ApprovalView, status: ApprovalStatus) -> impl IntoView {
     let expires_rel =
         move || expires_ms.map(|ms| time::relative(ms, ctx.now.get(), ctx.locale.get())).unwrap_or_default();
     let execution = info.execution_arn.clone().map(|arn| {
-        let shown = match (&info.machine, &info.execution) {
+        let shown = match (info.machine(), info.execution()) {
             (Some(m), Some(e)) => format!("{m} / {e}"),
             _ => arn.clone(),
         };
@@ -133,7 +132,7 @@ fn Notices(v: ApprovalView, status: ApprovalStatus, just_decided: bool) -> impl 
 #[component]
 fn MyDecision(mine: AuditEntry, status: ApprovalStatus, progress: Progress) -> impl IntoView {
     let ctx = use_app();
-    let approve = api::approves(&mine);
+    let approve = mine.verdict() == Some(Verdict::Approve);
     let text = move || {
         let when = time::absolute_str(&mine.at, ctx.locale.get());
         if approve {

@@ -6,6 +6,7 @@ use leptos::html;
 use leptos::prelude::*;
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::decision::DecisionRequest;
+use ringi_core::error::ErrorDetail;
 use ringi_core::wire::{ApprovalView, DecisionResponse};
 
 use super::form_state::FormState;
@@ -45,8 +46,8 @@ pub enum Outcome {
         verdict: Verdict,
         response: DecisionResponse,
     },
-    /// 409 with its code: explained, and the view is reloaded.
-    Conflict(String),
+    /// 409: explained by its code, and the view is reloaded.
+    Conflict(ErrorDetail),
     NotFound,
     /// Network / 503: nothing decided, the form is kept, Retry sends the same decision again.
     Retry(Verdict, String),
@@ -69,7 +70,7 @@ impl Outcome {
             Ok(response) => Outcome::Done { verdict, response },
             Err(ApiError::Unauthorized) => Outcome::SignIn,
             Err(ApiError::NotFound) => Outcome::NotFound,
-            Err(ApiError::Conflict { code, .. }) => Outcome::Conflict(code),
+            Err(ApiError::Conflict(e)) => Outcome::Conflict(e),
             Err(ApiError::Invalid { field: Some(field), message }) if place(&field, &message) => Outcome::FixFields,
             Err(ApiError::Invalid { message, .. }) => Outcome::Failed(message),
             Err(ApiError::Unavailable(message)) => Outcome::Retry(verdict, message),
@@ -80,17 +81,6 @@ impl Outcome {
     /// Announced in the outcome area, which takes focus; field problems take it to the first bad field.
     pub fn announced(&self) -> bool {
         !matches!(self, Outcome::FixFields | Outcome::SignIn)
-    }
-}
-
-/// The status the user should see: a pending request past its expiry is over, even before the server has
-/// marked it; a claim in flight is still pending to the user.
-pub fn shown_status(status: ApprovalStatus, expires_ms: Option<f64>, now_ms: f64) -> ApprovalStatus {
-    let expired = expires_ms.is_some_and(|ms| ms <= now_ms);
-    match status {
-        ApprovalStatus::Pending | ApprovalStatus::Claimed if expired => ApprovalStatus::Expired,
-        ApprovalStatus::Claimed => ApprovalStatus::Pending,
-        s => s,
     }
 }
 
@@ -139,8 +129,14 @@ impl ApprovalState {
                 _ => prev.cloned().flatten(),
             })
         });
+        // What the user should see: past its expiry a pending request is over, even before the server has
+        // marked it; a claim in flight is still pending (an expiry that does not parse never passes).
         let status = Memo::new(move |_| {
-            view.with(|v| v.as_ref().map(|v| shown_status(v.status, time::parse(&v.expires_at), now.get())))
+            view.with(|v| {
+                let v = v.as_ref()?;
+                let expires = time::parse(&v.expires_at).map_or(i64::MAX, |ms| ms as i64);
+                Some(v.status.effective(expires, now.get() as i64))
+            })
         });
         let signing_in = RwSignal::new(false);
         let decide = Action::new_local(move |(verdict, request): &(Verdict, DecisionRequest)| {
@@ -275,8 +271,11 @@ mod tests {
         let nowhere = |_: &str, _: &str| false;
         let ok = Outcome::of(Verdict::Approve, Ok(response(ApprovalStatus::Approved)), nowhere);
         assert!(matches!(ok, Outcome::Done { verdict: Verdict::Approve, .. }));
-        let conflict = ApiError::Conflict { code: "already_decided".into(), message: "m".into() };
-        assert_eq!(Outcome::of(Verdict::Reject, Err(conflict), nowhere), Outcome::Conflict("already_decided".into()));
+        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        assert_eq!(
+            Outcome::of(Verdict::Reject, Err(ApiError::Conflict(conflict.clone())), nowhere),
+            Outcome::Conflict(conflict)
+        );
         assert_eq!(
             Outcome::of(Verdict::Reject, Err(ApiError::Unavailable("down".into())), nowhere),
             Outcome::Retry(Verdict::Reject, "down".into())
@@ -316,14 +315,5 @@ mod tests {
         assert_eq!(Phase::of(Some(&down), true), Phase::Ready, "a failed reload keeps the page");
         assert_eq!(Phase::of(Some(&Err(ApiError::NotFound)), true), Phase::NotFound);
         assert_eq!(Phase::of(Some(&Err(ApiError::Unauthorized)), true), Phase::SignIn);
-    }
-
-    #[test]
-    fn shown_statuses() {
-        let now = 1_000.0;
-        assert_eq!(shown_status(ApprovalStatus::Pending, Some(999.0), now), ApprovalStatus::Expired);
-        assert_eq!(shown_status(ApprovalStatus::Claimed, Some(2_000.0), now), ApprovalStatus::Pending);
-        assert_eq!(shown_status(ApprovalStatus::Approved, Some(999.0), now), ApprovalStatus::Approved);
-        assert_eq!(shown_status(ApprovalStatus::Pending, None, now), ApprovalStatus::Pending);
     }
 }

@@ -2,11 +2,11 @@
 
 use leptos::prelude::*;
 use ringi_core::approval::ApprovalStatus;
+use ringi_core::context::ApprovalContext;
 use ringi_core::wire::InboxItem;
 
 use crate::components::{ProgressDots, StatusBadge};
 use crate::context::{tr, use_app, AppContext};
-use crate::infra::api::ContextInfo;
 use crate::infra::time::{self, Urgency};
 
 #[component]
@@ -43,7 +43,7 @@ pub fn List(items: Signal<Vec<InboxItem>>, decided: Memo<bool>) -> impl IntoView
 #[component]
 fn Item(item: InboxItem) -> impl IntoView {
     let ctx = use_app();
-    let context = ContextInfo::of(&item.context);
+    let context = item.context();
     let expires_ms = time::parse(&item.expires_at);
     let decided_ms = item.decided_at.as_deref().and_then(time::parse);
     let status = item.status;
@@ -106,7 +106,7 @@ fn first_line(summary: &str) -> String {
 
 /// Who asked and from which state machine step.
 #[component]
-fn ContextLine(context: ContextInfo) -> impl IntoView {
+fn ContextLine(context: ApprovalContext) -> impl IntoView {
     let source = context.source();
     view! {
         <p class="item__context">

@@ -4,6 +4,7 @@ mod list;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use ringi_core::inbox::InboxFilter;
 use ringi_core::wire::{InboxItem, InboxPage};
 
 use crate::components::{Block, BusyButton, ErrorCard, Skeleton};
@@ -64,7 +65,7 @@ impl InboxState {
         let first = LocalResource::new(move || {
             let tab = decided.get();
             async move {
-                let result = api::inbox(tab, None).await;
+                let result = api::inbox(filter(tab), None).await;
                 // A new first page starts the list over (unless the user has moved to the other tab meanwhile).
                 if decided.get_untracked() == tab {
                     more.set(More::default());
@@ -76,7 +77,7 @@ impl InboxState {
             let after = after.clone();
             let tab = decided.get_untracked();
             async move {
-                let page = api::inbox(tab, Some(&after)).await.inspect_err(|e| match e {
+                let page = api::inbox(filter(tab), Some(&after)).await.inspect_err(|e| match e {
                     // The token ran out: the first page asks again and signs in.
                     ApiError::Unauthorized => first.refetch(),
                     e => leptos::logging::warn!("ringi: inbox: {e}"),
@@ -117,6 +118,15 @@ impl InboxState {
 
     fn error(self) -> String {
         self.first.with(|f| f.as_ref().and_then(|(_, r)| r.as_ref().err()).map(ToString::to_string)).unwrap_or_default()
+    }
+}
+
+/// The tab's filter (`true`: decided).
+fn filter(decided: bool) -> InboxFilter {
+    if decided {
+        InboxFilter::Decided
+    } else {
+        InboxFilter::Pending
     }
 }
 
