@@ -339,6 +339,7 @@ class LighthousePage:
     runs: list[dict]  # each run's scores and metrics
     failing: list[dict]  # audits scored below 1 in any run: id, category, title, weight, runs (count), scores
     warnings: list[str]
+    lcp_elements: list[str] = field(default_factory=list)  # the LCP element's HTML start, as Lighthouse saw it
 
 
 @dataclass

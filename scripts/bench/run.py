@@ -192,6 +192,7 @@ def main() -> None:
                   + ", ".join(f"{m} {v:.3f}" if m == "cumulative-layout-shift" else f"{m} {v:.0f} ms"
                               for m, v in page.metrics.items()))
             print("    runs: " + "; ".join(str(x["scores"]) for x in page.runs))
+            print("    LCP element: " + " | ".join(page.lcp_elements))
             for a in page.failing:
                 print(f"    failing [{a['category']}] {a['id']} (weight {a['weight']}, {a['runs']}/{lh.runs} runs, "
                       f"score {a['scores']}) {a['display']}")

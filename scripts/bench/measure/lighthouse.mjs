@@ -37,8 +37,11 @@ async function once(url) {
           display: a.displayValue || '' });
       }
     }
+    // What the LCP was (the approval's title, the inbox's list …): shows that the signed-in view rendered.
+    const lcpItems = lhr.audits['largest-contentful-paint-element']?.details?.items?.[0]?.items || [];
     return {
       final_url: lhr.finalDisplayedUrl,
+      lcp_element: lcpItems[0]?.node?.nodeLabel || lcpItems[0]?.node?.snippet || null,
       scores: Object.fromEntries(Object.entries(lhr.categories).map(([k, c]) => [k, c.score === null ? null : Math.round(c.score * 100)])),
       metrics: Object.fromEntries(METRICS.map((m) => [m, lhr.audits[m].numericValue])),
       failing,
@@ -56,7 +59,17 @@ const out = { lighthouse: version, pages: {} };
 for (const { key, url } of job.pages) {
   out.pages[key] = [];
   for (let i = 0; i < job.runs; i++) {
-    const run = await once(url);
+    // Lighthouse's trace is sometimes unusable on a loaded machine (NO_NAVSTART, NO_FCP …): retry that run twice.
+    let run;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        run = await once(url);
+        break;
+      } catch (e) {
+        if (attempt === 3) throw e;
+        process.stderr.write(`lighthouse ${key} run ${i + 1}: ${e.message}; again\n`);
+      }
+    }
     out.settings = run.settings;
     out.browser = run.browser;
     delete run.settings;

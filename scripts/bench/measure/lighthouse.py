@@ -83,6 +83,7 @@ def lighthouse(stack, base_url: str, approval_id: str, signed_in_as: str, runs: 
             metrics={m: statistics.median(r["metrics"][m] for r in rs) for m in rs[0]["metrics"]},
             runs=[{"scores": r["scores"], "metrics": r["metrics"]} for r in rs],
             failing=sorted(failing.values(), key=lambda a: (CATEGORIES.index(a["category"]), -a["weight"], a["id"])),
-            warnings=sorted({w for r in rs for w in r["warnings"]}))
+            warnings=sorted({w for r in rs for w in r["warnings"]}),
+            lcp_elements=sorted({r["lcp_element"] for r in rs if r["lcp_element"]}))
     return Lighthouse(version=out["lighthouse"], browser=out["browser"], settings=out["settings"], runs=runs,
                       seconds=time.monotonic() - t0, pages=pages)
