@@ -51,7 +51,8 @@ e2e:
 
 ## make bench: benchmarks on an own stack (ports 8887/5410/9410) → docs/benchmarks.md; BENCH_OPT_LEVELS=1 adds
 ## the opt-level "s" builds (target/opt-s, several minutes). BENCH_ONLY=spa (or any of sizes,cold,decision,placement,types,
-## throughput,inbox,spa, comma-separated) runs only those sections and prints them (docs/ is left as is).
+## throughput,inbox,spa,lighthouse, comma-separated) runs only those sections and prints them (docs/ is left as is).
+## Lighthouse (pinned, npm) is installed at bench time into ~/.cache/ringi/lighthouse, not into package.json.
 ## BENCH_TWIGGY=1 adds what the SPA wasm is made of (a names-kept build into target/twiggy; needs twiggy:
 ## cargo install twiggy --locked --root ~/.cache/ringi/cargo).
 bench: bootstrap build

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jinja2
 
 from harness import DOC, HERE, SEED_PORT
+from measure.lighthouse import INSTALL_HINT
 from measure.spa import SPA_LABELS
 from results import PLACEMENTS, Results
 
@@ -13,9 +14,14 @@ OPT_BEGIN = "<!-- opt-levels:begin (kept across runs without BENCH_OPT_LEVELS=1)
 OPT_END = "<!-- opt-levels:end -->"
 TWIGGY_BEGIN = "<!-- twiggy:begin (kept across runs without BENCH_TWIGGY=1) -->"
 TWIGGY_END = "<!-- twiggy:end -->"
+LIGHTHOUSE_BEGIN = "<!-- lighthouse:begin (kept across runs where Lighthouse could not be installed) -->"
+LIGHTHOUSE_END = "<!-- lighthouse:end -->"
 OPT_PLACEHOLDER = "## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n"
 TWIGGY_PLACEHOLDER = ("## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
                       "(needs `cargo install twiggy --locked --root ~/.cache/ringi/cargo`).\n")
+
+LIGHTHOUSE_PLACEHOLDER = ("## 9. Lighthouse (mobile preset, signed in)\n\nNot measured yet: `make bench` measures it "
+                          f"when Lighthouse can be installed: {INSTALL_HINT}.\n")
 
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE), trim_blocks=True, lstrip_blocks=True,
                          keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
@@ -84,6 +90,12 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
             f"healthz {tp.healthz.req_per_s:.0f} /s")
         row("workerd CPU per verification (verify − healthz, median of paired rounds)", f"{tp.verify_cpu_ms:.2f} ms",
             "noisy: see §5")
+    if lh := r.lighthouse:
+        for page in lh.pages.values():
+            row(f"Lighthouse {page.path} signed in: performance / accessibility / best practices (median)",
+                " / ".join(f"{s:.0f}" for s in page.scores.values()),
+                f"mobile, simulated throttling; LCP {page.metrics['largest-contentful-paint']:.0f} ms, "
+                f"TBT {page.metrics['total-blocking-time']:.0f} ms; §9")
     return rows
 
 
@@ -118,5 +130,7 @@ def report(r: Results) -> tuple[str, str]:
     rows = summary_rows(r)
     doc = TEMPLATE.render(r=r, summary=rows, labels=SPA_LABELS, seed_port=SEED_PORT, placements=PLACEMENTS,
                           opt=(OPT_BEGIN, r.previous_opt_section or OPT_PLACEHOLDER, OPT_END),
-                          twiggy=(TWIGGY_BEGIN, r.previous_twiggy_section or TWIGGY_PLACEHOLDER, TWIGGY_END))
+                          twiggy=(TWIGGY_BEGIN, r.previous_twiggy_section or TWIGGY_PLACEHOLDER, TWIGGY_END),
+                          lighthouse=(LIGHTHOUSE_BEGIN, r.previous_lighthouse_section or LIGHTHOUSE_PLACEHOLDER,
+                                      LIGHTHOUSE_END))
     return terminal(rows), doc

@@ -47,12 +47,13 @@ class Params:
     throughput_seconds: float = 20.0
     opt_decisions: int = 100
     placement_requests: int = 20  # per request type and injected delay
+    lighthouse_runs: int = 3  # per page
 
     @classmethod
     def quick(cls) -> "Params":
         return cls(decisions=20, warmup=5, requests=30, rounds=2, cold_runs=1, inbox_sizes=[100, 1000], tti_runs=2,
                    throughput_requests=500, throughput_seconds=5.0, opt_decisions=20,
-                   placement_requests=4)
+                   placement_requests=4, lighthouse_runs=1)
 
 
 # ------------------------------------------------------------------------------------------------ sizes
@@ -328,6 +329,30 @@ class Twiggy:
     total: int
 
 
+@dataclass
+class LighthousePage:
+    label: str
+    path: str
+    redirected_to: list[str]  # where Lighthouse ended up when not on `path` (a redirect to sign in would show here)
+    scores: dict[str, float]  # category → median score 0–100
+    metrics: dict[str, float]  # Lighthouse audit id → median numericValue (ms; CLS unitless)
+    runs: list[dict]  # each run's scores and metrics
+    failing: list[dict]  # audits scored below 1 in any run: id, category, title, weight, runs (count), scores
+    warnings: list[str]
+    lcp_elements: list[str] = field(default_factory=list)  # the LCP element's HTML start, as Lighthouse saw it
+
+
+@dataclass
+class Lighthouse:
+    version: str
+    browser: str  # Chromium's user agent as Lighthouse saw it
+    settings: dict  # form factor, throttling method and values, screen emulation (Lighthouse's defaults)
+    runs: int
+    seconds: float
+    pages: dict[str, LighthousePage]
+    setup_seconds: float = 0.0  # the install check (and install, when it was not there)
+
+
 # ------------------------------------------------------------------------------------------------ the run
 @dataclass
 class Results:
@@ -346,8 +371,11 @@ class Results:
     opt_levels: OptLevels | None = None
     placements: Placements | None = None
     twiggy: Twiggy | None = None
+    lighthouse: Lighthouse | None = None
+    lighthouse_missing: str | None = None  # why the Lighthouse section was not measured in a full run
     duration_s: float = 0.0
     loadavg_at_end: tuple = ()
     # The sections measured only on request, as the previous docs/benchmarks.md had them.
     previous_opt_section: str | None = None
     previous_twiggy_section: str | None = None
+    previous_lighthouse_section: str | None = None

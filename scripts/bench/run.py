@@ -7,6 +7,7 @@
     python scripts/bench/run.py --quick --no-write                              # small counts, smoke run
     python scripts/bench/run.py --only spa                                      # SPA sizes + first load (`make
                                                                                 # bench BENCH_ONLY=spa`), ~2 min
+    python scripts/bench/run.py --only lighthouse                               # Lighthouse alone, ~3 min
 
 Starts its own stack with scripts/ringi_stack.Stack (worker 8887, moto 5410, IdP 9410; state in .ringi/bench),
 then measures (one module of measure/ each, typed results in results.py, the document from report.md.j2):
@@ -21,7 +22,9 @@ then measures (one module of measure/ each, typed results in results.py, the doc
   6. (BENCH_OPT_LEVELS=1) opt-level "s" vs "z" for both wasm artefacts (measure/opt_levels.py);
   7. (BENCH_TWIGGY=1) what the SPA wasm is made of (measure/twiggy.py);
   8. the latency model: every request type with each remote round trip delayed by a stated RTT, for three
-     placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py).
+     placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py);
+  9. Lighthouse (mobile preset) on the approval page and the inbox, signed in (measure/lighthouse.py; Lighthouse is
+     installed into $RINGI_HOME/lighthouse at bench time; without it the previous document's section is kept).
 Every loop is bounded in count and time; everything listens on 127.0.0.1; everything started is stopped.
 """
 from __future__ import annotations
@@ -44,16 +47,18 @@ from ringi_stack import Stack, fresh_state
 
 from measure.decision import side_by_side
 from measure.inbox import inbox_scale, inbox_sql
+from measure.lighthouse import ensure_installed, lighthouse
 from measure.opt_levels import build_opt_levels, opt_levels
 from measure.placement import placements
 from measure.sizes import bundle_sizes
 from measure.spa import SPA_CONDITIONS, SPA_LABELS, spa_tti
 from measure.twiggy import twiggy
 from measure.worker import cold_starts, request_types, throughput
-from report import OPT_BEGIN, OPT_END, TWIGGY_BEGIN, TWIGGY_END, placement_text, previous_section, report
+from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, OPT_BEGIN, OPT_END, TWIGGY_BEGIN, TWIGGY_END, placement_text,
+                    previous_section, report)
 from results import Params, Results
 
-SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa")
+SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse")
 
 
 def main() -> None:
@@ -90,6 +95,14 @@ def main() -> None:
         html = (ROOT / "dist" / "index.html").read_text()
         shipped = ROOT / "dist" / re.search(r'name="ringi-wasm" content="/([^"]+)"', html).group(1)
         r.twiggy = twiggy(shipped.stat().st_size)
+    if "lighthouse" in sections:
+        t = time.monotonic()
+        r.lighthouse_missing = ensure_installed(log)  # before the stack: an npm install may take a while
+        lighthouse_setup_s = time.monotonic() - t
+        if r.lighthouse_missing:
+            log(f"lighthouse: not measured ({r.lighthouse_missing})")
+            if args.only:
+                sys.exit(f"lighthouse is not available: {r.lighthouse_missing}")
     if "opt" in sections:
         log("building both wasm artefacts at opt-level z and s into target/opt-{z,s}, before the stack starts …")
         opt_build = build_opt_levels()
@@ -117,7 +130,7 @@ def main() -> None:
             log(f"latency model: {params.placement_requests} requests per type and placement …")
             r.placements = placements(stack, params.placement_requests, params.cold_runs)
         inbox_ids = None
-        if "types" in sections or "spa" in sections:
+        if "types" in sections or "spa" in sections or "lighthouse" in sections:
             log("request types …")
             rt = request_types(stack, wp, params.requests if "types" in sections else 1,
                                params.rounds if "types" in sections else 1)
@@ -148,12 +161,19 @@ def main() -> None:
                     c.close()
             r.opt_levels = opt_levels(stack, opt_build, params.opt_decisions, params.warmup, params.tti_runs,
                                       approval_for)
+        if "lighthouse" in sections and not r.lighthouse_missing:
+            log(f"Lighthouse, mobile preset: {params.lighthouse_runs} runs per page …")
+            lh = r.lighthouse = lighthouse(stack, stack.base_url, inbox_ids[0], "bench-inbox", params.lighthouse_runs)
+            lh.setup_seconds = lighthouse_setup_s
+            for page in lh.pages.values():
+                log(f"Lighthouse {page.path}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()))
     finally:
         stack.stop()
     r.duration_s = time.monotonic() - T0
     r.loadavg_at_end = os.getloadavg()
     r.previous_opt_section = previous_section(OPT_BEGIN, OPT_END)
     r.previous_twiggy_section = previous_section(TWIGGY_BEGIN, TWIGGY_END)
+    r.previous_lighthouse_section = previous_section(LIGHTHOUSE_BEGIN, LIGHTHOUSE_END)
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / "results.json").write_text(json.dumps(dataclasses.asdict(r), indent=1, default=str))
     term, doc = report(r)
@@ -164,6 +184,20 @@ def main() -> None:
         for s in d.steps:
             f = lambda x: "" if x is None else f"{x:.0f}"  # noqa: E731
             print(f"  {s.label:<90} {f(s.start):>6} → {f(s.end):>6} ms  {'' if s.bytes is None else f'{s.bytes:,.0f} B'}")
+    if lh := r.lighthouse:
+        print(f"\nLighthouse {lh.version}, {lh.settings['formFactor']}, {lh.settings['throttlingMethod']} throttling; "
+              f"median of {lh.runs} per page ({lh.seconds:.0f} s, + {lh.setup_seconds:.0f} s install check)")
+        for page in lh.pages.values():
+            print(f"  {page.path}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()) + "; "
+                  + ", ".join(f"{m} {v:.3f}" if m == "cumulative-layout-shift" else f"{m} {v:.0f} ms"
+                              for m, v in page.metrics.items()))
+            print("    runs: " + "; ".join(str(x["scores"]) for x in page.runs))
+            print("    LCP element: " + " | ".join(page.lcp_elements))
+            for a in page.failing:
+                print(f"    failing [{a['category']}] {a['id']} (weight {a['weight']}, {a['runs']}/{lh.runs} runs, "
+                      f"score {a['scores']}) {a['display']}")
+            for w in page.warnings:
+                print(f"    warning: {w}")
     # A partial run (--only) would drop the other sections from docs/benchmarks.md: preview only.
     if not args.no_write and not q and not args.only:
         DOC.write_text(doc)
