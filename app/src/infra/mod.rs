@@ -4,5 +4,6 @@
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod oauth_http;
 pub mod storage;
 pub mod time;
