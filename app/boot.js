@@ -3,6 +3,10 @@
 // into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`); this module is itself
 // processed by Trunk (hashed file name + integrity attribute).
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
+// The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
+const shortLinkId = () => /^\/a\/([^/]+)$/.exec(location.pathname)?.[1];
+// This tab's session as app/src/infra/auth.rs keeps it (null when signed out).
+const storedSession = () => JSON.parse(sessionStorage.getItem("ringi.session") || "null");
 
 function showFailure(error) {
   console.error("ringi: the application could not start", error);
@@ -21,11 +25,11 @@ function showFailure(error) {
 // for the same URL; anything unexpected here just means the app asks itself. The session's shape and expiry
 // margin are those of app/src/infra/auth.rs.
 function prefetchApproval() {
-  const match = /^\/a\/([^/]+)$/.exec(location.pathname);
-  if (!match) return;
-  const session = JSON.parse(sessionStorage.getItem("ringi.session") || "null");
+  const id = shortLinkId();
+  if (!id) return;
+  const session = storedSession();
   if (typeof session?.bearer !== "string" || !(session.expiresAt - 30_000 > Date.now())) return;
-  const url = `/api/v1/approvals/${encodeURIComponent(decodeURIComponent(match[1]))}`;
+  const url = `/api/v1/approvals/${encodeURIComponent(decodeURIComponent(id))}`;
   const response = fetch(url, {
     headers: { Authorization: `Bearer ${session.bearer}`, Accept: "application/json" },
     cache: "no-store",
@@ -84,7 +88,7 @@ function uiLanguage(config) {
 // rather than after the wasm has downloaded and started. A tab with an expired session is left to the app (it
 // knows when signing in again would loop). Resolves false when the app should start instead.
 async function signInFirst() {
-  if (!/^\/a\/[^/]+$/.test(location.pathname) || sessionStorage.getItem("ringi.session") !== null) return false;
+  if (!shortLinkId() || storedSession() !== null) return false;
   const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
   if (!config?.cognitoDomain || !config.clientId || !config.redirectUri) return false;
   await startSignIn(config, location.pathname + location.search, uiLanguage(config), false);
