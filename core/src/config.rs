@@ -56,6 +56,10 @@ pub struct Config {
     pub reminder_window_ms: i64,
     /// Closed approvals (and their audit trail) are purged this long after the decision.
     pub retention_ms: i64,
+    /// Members of this group are operators: the audit export, reassigning approvers. None: nobody is.
+    pub admin_group: Option<String>,
+    /// Audit events are kept this long after they happened, independent of `retention_ms`.
+    pub audit_retention_ms: i64,
     pub default_locale: String,
     pub version: String,
     /// Dev/bench only (`D1_FAULTS`): makes chosen D1 calls fail. Refused unless `PUBLIC_BASE_URL` is a
@@ -213,6 +217,16 @@ impl Config {
         }
         let reminder_window_ms = secs("REMINDER_BEFORE_SECONDS", 24 * 3600, 366 * 86_400)?;
         let retention_ms = secs("RETENTION_SECONDS", 90 * 86_400, 10 * 366 * 86_400)?;
+        let audit_retention_ms = match opt("AUDIT_RETENTION_DAYS") {
+            None => 400 * 86_400_000,
+            Some(v) => v
+                .parse::<i64>()
+                .ok()
+                .filter(|d| (1..=3660).contains(d))
+                .map(|d| d * 86_400_000)
+                .ok_or_else(|| ConfigError::Invalid("AUDIT_RETENTION_DAYS", "must be 1-3660 days".into()))?,
+        };
+        let admin_group = opt("ADMIN_GROUP").map(|g| g.trim().to_owned()).filter(|g| !g.is_empty());
         let mail_allowed_domains: Vec<String> = list(opt("MAIL_ALLOWED_DOMAINS"))
             .into_iter()
             .map(|d| d.trim_start_matches('@').to_ascii_lowercase())
@@ -273,9 +287,16 @@ impl Config {
             claim_lease_ms,
             reminder_window_ms,
             retention_ms,
+            admin_group,
+            audit_retention_ms,
             default_locale,
             version: opt("RINGI_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         })
+    }
+
+    /// Is this verified caller an operator (a member of `ADMIN_GROUP`)?
+    pub fn is_admin(&self, who: &crate::principal::Identity) -> bool {
+        self.admin_group.as_ref().is_some_and(|g| who.groups.iter().any(|mine| mine == g))
     }
 
     pub fn user_rules(&self) -> JwtRules {
@@ -311,6 +332,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::principal::Identity;
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -338,6 +360,30 @@ mod tests {
         assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
+    }
+
+    #[test]
+    fn operators_and_audit_retention() {
+        let c = Config::from_lookup(lookup(BASE)).unwrap();
+        assert_eq!(c.audit_retention_ms, 400 * 86_400_000);
+        let ops = Identity {
+            sub: "s".into(),
+            email: None,
+            groups: vec!["ringi-admins".into()],
+            username: None,
+            scopes: vec![],
+            client_id: "client".into(),
+        };
+        assert!(!c.is_admin(&ops), "no ADMIN_GROUP: nobody is an operator");
+        let mut set = BASE.to_vec();
+        set.extend([("ADMIN_GROUP", "ringi-admins"), ("AUDIT_RETENTION_DAYS", "30")]);
+        let c = Config::from_lookup(lookup(&set)).unwrap();
+        assert!(c.is_admin(&ops));
+        assert!(!c.is_admin(&Identity { groups: vec!["ringi-admin".into()], ..ops }));
+        assert_eq!(c.audit_retention_ms, 30 * 86_400_000);
+        set.push(("AUDIT_RETENTION_DAYS", "0"));
+        let err = Config::from_lookup(lookup(&set)).unwrap_err();
+        assert!(matches!(err, ConfigError::Invalid("AUDIT_RETENTION_DAYS", _)));
     }
 
     #[test]

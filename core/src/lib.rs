@@ -2,6 +2,7 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 
 pub mod approval;
+pub mod audit;
 pub mod assets;
 mod body;
 pub mod config;

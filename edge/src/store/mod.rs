@@ -9,6 +9,7 @@
 //! to fail on purpose by the `D1_FAULTS` switch, through the same error path.
 
 mod approvals;
+mod events;
 mod inbox;
 mod maintenance;
 mod rows;
@@ -28,6 +29,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
+pub(crate) use events::event_stmt;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use votes::{ClaimRequest, Guess, Opened, Vote};
 
