@@ -37,6 +37,58 @@ function prefetchApproval() {
   });
   response.catch(() => {});
   globalThis.ringiPrefetch = { url, response };
+  // Copied before the app can read it (this callback is registered first).
+  response
+    .then((r) => (r.ok ? r.clone().json() : null))
+    .then((view) => view && showPreview(view))
+    .catch(() => {});
+}
+
+// While the wasm still downloads (seconds on a slow phone network), the prefetched approval is shown read-only in
+// the start-up placeholder: title, summary, who asked, expiry, as plain text. The app replaces the placeholder
+// when it starts and shows the same facts with the decision form (app/src/pages/approval/overview.rs).
+function showPreview(view) {
+  const boot = document.getElementById("boot");
+  if (!boot || typeof view.title !== "string") return;
+  const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
+  const ja = uiLanguage(config || {}) === "ja";
+  const el = (tag, className, text) => {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const card = el("article", "card boot-preview");
+  card.dataset.testid = "approval-preview";
+  card.setAttribute("aria-busy", "true");
+  card.append(el("h1", "page__title", view.title));
+  if (typeof view.summary === "string" && view.summary) {
+    const summary = view.summary.length > 600 ? `${view.summary.slice(0, 600)}…` : view.summary;
+    card.append(el("p", "boot-preview__summary", summary));
+  }
+  const facts = el("dl", "facts");
+  const fact = (label, value) => {
+    if (typeof value !== "string" || !value) return;
+    const row = el("div", "facts__row");
+    row.append(el("dt", "", label), el("dd", "", value));
+    facts.append(row);
+  };
+  const requestedBy = view.context?.requestedBy;
+  fact(ja ? "依頼者" : "Requested by", typeof requestedBy === "string" ? requestedBy : undefined);
+  const expires = Date.parse(view.expiresAt);
+  if (view.status === "pending" && !Number.isNaN(expires)) {
+    const format = new Intl.DateTimeFormat(ja ? "ja-JP" : "en", { dateStyle: "medium", timeStyle: "short" });
+    fact(ja ? "期限" : "Expires", format.format(expires));
+  }
+  if (facts.childElementCount) card.append(facts);
+  // The placeholder's status line moves along: a start-up failure is reported there, before or after this.
+  const status = document.getElementById("boot-status") || el("p", "boot__status");
+  if (!status.classList.contains("boot__status--error")) {
+    status.textContent = ja ? "決裁フォームを読み込み中…" : "Loading the decision form…";
+  }
+  card.append(status);
+  boot.classList.add("boot--preview");
+  boot.replaceChildren(card);
 }
 
 try {
@@ -113,8 +165,20 @@ async function startApp() {
   await init({ module_or_path: response });
 }
 
+// Repeat visits: public/sw.js serves the app shell and its hashed files from a cache and refreshes them in the
+// background. Registered once the app runs (a sign-in redirect leaves before), never for the API.
+function registerServiceWorker() {
+  if (!("serviceWorker" in navigator) || !isSecureContext) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch((error) => {
+    console.warn("ringi: offline start unavailable", error);
+  });
+}
+
 try {
-  if (!(await signInFirst().catch(() => false))) await startApp();
+  if (!(await signInFirst().catch(() => false))) {
+    await startApp();
+    registerServiceWorker();
+  }
 } catch (error) {
   showFailure(error);
 }

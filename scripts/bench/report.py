@@ -74,7 +74,9 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
         if tti.get("signed_in_warm_throttled"):
             row("SPA TTI /a/{id} signed in, warm cache, 4× CPU + Slow 4G (median)",
                 f"{tti['signed_in_warm_throttled'].median_tti_ms:.0f} ms",
-                f"signed out warm: {tti['throttled_warm'].median_tti_ms:.0f} ms")
+                f"signed out warm: {tti['throttled_warm'].median_tti_ms:.0f} ms"
+                + (f"; service worker blocked: {tti['signed_in_warm_throttled_no_sw'].median_tti_ms:.0f} ms"
+                   if tti.get("signed_in_warm_throttled_no_sw") else ""))
     if pl := r.placements:
         for wan in pl.edge_region_ms:
             for kind in ("view", "decision approve", "quorum vote (not final)"):

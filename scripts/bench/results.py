@@ -219,6 +219,8 @@ class SpaRun:
     serial_waves: int
     wasm_instantiate: dict | None
     resources: list[dict]
+    # When boot.js showed the prefetched approval read-only (signed in, before the wasm).
+    preview_ms: float | None = None
 
 
 @dataclass
@@ -237,6 +239,11 @@ class SpaLoad:
     @property
     def max_tti_ms(self) -> float:
         return max(r.tti_ms for r in self.runs)
+
+    @property
+    def median_preview_ms(self) -> float | None:
+        previews = [r.preview_ms for r in self.runs if r.preview_ms]
+        return statistics.median(previews) if previews else None
 
     @property
     def median_fcp_ms(self) -> float | None:

@@ -17,13 +17,15 @@ from results import SpaLoad, SpaRun, Step
 SLOW_4G = {"offline": False, "latency": 150 * 3.75, "downloadThroughput": 1.6 * 1000 * 1000 / 8 * 0.9,
            "uploadThroughput": 750 * 1000 / 8 * 0.9, "connectionType": "cellular4g"}
 assert (SLOW_4G["downloadThroughput"], SLOW_4G["uploadThroughput"], SLOW_4G["latency"]) == (180_000, 84_375, 562.5)
-# (key, throttled, signed in as, warm HTTP cache), each measured on /a/{id} (see spa_tti).
-SPA_CONDITIONS = [("throttled", True, None, False), ("signed_in_throttled", True, "bench-inbox", False),
-                  ("throttled_warm", True, None, True), ("signed_in_warm_throttled", True, "bench-inbox", True),
-                  ("unthrottled", False, None, False), ("signed_in_unthrottled", False, "bench-inbox", False)]
+# (key, throttled, signed in as, warm HTTP cache, service worker allowed), each measured on /a/{id} (see spa_tti).
+SPA_CONDITIONS = [("throttled", True, None, False, True), ("signed_in_throttled", True, "bench-inbox", False, True),
+                  ("throttled_warm", True, None, True, True), ("signed_in_warm_throttled", True, "bench-inbox", True, True),
+                  ("signed_in_warm_throttled_no_sw", True, "bench-inbox", True, False),
+                  ("unthrottled", False, None, False, True), ("signed_in_unthrottled", False, "bench-inbox", False, True)]
 SPA_LABELS = {"throttled": "signed out, cold, 4× CPU + Slow 4G", "signed_in_throttled": "signed in, cold, 4× CPU + Slow 4G",
               "throttled_warm": "signed out, warm cache, 4× CPU + Slow 4G",
               "signed_in_warm_throttled": "signed in, warm cache, 4× CPU + Slow 4G",
+              "signed_in_warm_throttled_no_sw": "signed in, warm HTTP cache only (service worker blocked), 4× CPU + Slow 4G",
               "unthrottled": "signed out, cold, no throttling (local)",
               "signed_in_unthrottled": "signed in, cold, no throttling (local)"}
 
@@ -37,6 +39,8 @@ SPA_PROBE = """(() => {
       window.__ringiShell = performance.now();
     if (window.__ringiReady === undefined && document.querySelector(selector))
       window.__ringiReady = performance.now();
+    if (window.__ringiPreview === undefined && document.querySelector('[data-testid=approval-preview]'))
+      window.__ringiPreview = performance.now();
   };
   new MutationObserver(mark).observe(document, {subtree: true, childList: true, attributes: true,
                                                 attributeFilter: ['data-testid']});
@@ -62,6 +66,7 @@ SPA_STATS = """() => {
     transfer: e.transferSize, encoded: e.encodedBodySize, decoded: e.decodedBodySize, duration: e.duration,
     initiator: e.initiatorType}));
   return {ready: window.__ringiReady, leave: window.__ringiLeave, shell: window.__ringiShell,
+          preview: window.__ringiPreview,
           fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
           html: {response_start: nav.responseStart, end: nav.responseEnd, transfer: nav.transferSize,
                  encoded: nav.encodedBodySize, decoded: nav.decodedBodySize},
@@ -83,7 +88,8 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
             waves += 1
         wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
     return {
-        "end_ms": end_ms, "shell_ms": stats.get("shell"), "fcp_ms": stats.get("fcp"), "html": stats["html"],
+        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"), "fcp_ms": stats.get("fcp"),
+        "html": stats["html"],
         "requests": [{k: r[k] for k in ("name", "start", "end", "transfer", "encoded", "decoded")} for r in reqs],
         "bytes_before_end": (stats["html"].get("transfer") or 0) + sum(r["transfer"] or 0 for r in reqs),
         "serial_waves": waves,
@@ -93,12 +99,13 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
 
 
 def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
-            signed_in_as: str | None = None, warm: bool = False) -> SpaLoad:
+            signed_in_as: str | None = None, warm: bool = False, service_worker: bool = True) -> SpaLoad:
     """Median time to interactive of the deep link /a/{approval_id}, a fresh browser context per run.
     Signed out: until the page starts leaving for the Hosted UI (else `[data-testid=app-ready]`).
     Signed in (a session put into sessionStorage the way the SPA keeps it): until the approval's title is
     rendered (`[data-testid=approval-title]`). Cold: HTTP cache disabled. Warm: the same link loaded once in the
-    context first (HTTP cache on, as a phone opening the link a second time), then measured.
+    context first (HTTP cache on, as a phone opening the link a second time), then measured. `service_worker`
+    False: the context blocks service workers (what the warm case was without one).
     All times are `performance.now()` in the page (origin = navigation start)."""
     from playwright.sync_api import sync_playwright
     selector = "[data-testid=approval-title]" if signed_in_as else "[data-testid=app-ready]"
@@ -107,7 +114,7 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
         browser = chromium.launch(p)
         try:
             for _ in range(runs):
-                context = browser.new_context()
+                context = browser.new_context(service_workers="allow" if service_worker else "block")
                 page = context.new_page()
                 page.add_init_script(SPA_PROBE % json.dumps(selector))
                 if signed_in_as:
@@ -155,6 +162,11 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
 
                 if warm:
                     load()
+                    # The first visit installs the service worker (app/boot.js): a phone opening the link again
+                    # later finds it active. Its own CPU is not throttled (CDP throttles the page's renderer).
+                    if service_worker:
+                        page.evaluate("navigator.serviceWorker ? Promise.race([navigator.serviceWorker.ready"
+                                      ".then(() => true), new Promise((r) => setTimeout(() => r(false), 30000))]) : false")
                 stats = load()
                 leave, ready = stats.get("leave"), stats.get("ready")
                 if signed_in_as and ready is not None:
@@ -198,6 +210,10 @@ def median_steps(results: list[SpaRun]) -> list[Step]:
         after = med([i["after_last_byte"] for i in inst if i["after_last_byte"] is not None]) or 0
         rows.append(Step(f"wasm compile + instantiate (streaming; resolves after the last byte by {after:.0f} ms)",
                          med([i["start"] for i in inst]), med([i["end"] for i in inst]), None))
+    previews = [r.preview_ms for r in results if r.preview_ms]
+    if previews:
+        rows.append(Step("approval readable: boot.js shows the prefetched approval read-only (before the wasm)", None,
+                         med(previews), None))
     rows.append(Step("first render of the app shell", None, med([r.shell_ms for r in results if r.shell_ms]), None))
     rows.append(Step("end: " + "/".join(sorted({r.ended_by for r in results})), None,
                      med([r.tti_ms for r in results]), med([r.bytes_before_end for r in results])))

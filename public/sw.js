@@ -1,0 +1,92 @@
+// ringi's service worker: repeat visits start without waiting for the network. It keeps one copy of the app
+// shell (the HTML every app path answers with, configuration embedded) and the content-hashed files that shell
+// names, and serves them at once; each navigation then fetches the current shell in the background, so the next
+// visit runs the newest build (stale-while-revalidate). A new shell replaces the cached one only once all of its
+// files are cached, so the cache never holds a shell whose files it lacks.
+//
+// Never cached: the API, tokens, anything that is not a same-origin GET of the shell or a hashed file (the
+// Hosted UI and the token endpoint are other origins and are not touched).
+const CACHE = "ringi-shell-v1";
+const SHELL = "/";
+// The names Trunk gives built files (ringi-core `assets::hashed_asset_type`): immutable, safe to keep.
+const HASHED = /^\/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$/;
+// The hashed files a shell loads: its modulepreload/preload/stylesheet links, boot script and <meta> names.
+const ASSET_REF = /(?:href|src|content)="(\/[^"/]+-[0-9a-f]{8,16}(?:_bg\.wasm|\.js|\.css))"/g;
+
+const assetsOf = (html) => [...new Set([...html.matchAll(ASSET_REF)].map((m) => m[1]))];
+
+// Fetches the current shell and, once every hashed file it names is cached, makes it the cached shell and drops
+// the files no shell needs any more. Any failure leaves the cache as it was.
+async function refreshShell() {
+  const response = await fetch(SHELL, { cache: "no-cache", credentials: "same-origin" });
+  if (!response.ok || !(response.headers.get("content-type") || "").startsWith("text/html")) return;
+  const html = await response.clone().text();
+  const wanted = assetsOf(html);
+  const cache = await caches.open(CACHE);
+  for (const path of wanted) {
+    if (await cache.match(path)) continue;
+    const file = await fetch(path, { credentials: "same-origin" });
+    if (!file.ok) return;
+    await cache.put(path, file);
+  }
+  await cache.put(SHELL, response);
+  for (const request of await cache.keys()) {
+    const path = new URL(request.url).pathname;
+    if (path !== SHELL && !wanted.includes(path)) await cache.delete(request);
+  }
+}
+
+self.addEventListener("install", (event) => {
+  // The API goes to the network without waking this worker (the static routing API, where the browser has it):
+  // the approval request of a short link starts at once.
+  if (event.addRoutes) {
+    event.waitUntil(event.addRoutes([{ condition: { urlPattern: { pathname: "/api/*" } }, source: "network" }]).catch(() => {}));
+  }
+  // The first shell is cached before this worker takes over; a failure just means no offline start yet.
+  event.waitUntil(refreshShell().catch(() => {}).then(() => self.skipWaiting()));
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches.keys().then((names) => Promise.all(names.filter((n) => n !== CACHE).map((n) => caches.delete(n)))),
+  );
+});
+
+// An app page (`/`, `/a/{id}`, `/auth/callback?…`): a path whose last segment names no file.
+const isAppPage = (url) => !url.pathname.split("/").pop().includes(".") && !url.pathname.startsWith("/api/");
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin) return;
+
+  if (request.mode === "navigate" && isAppPage(url)) {
+    event.respondWith(
+      (async () => {
+        const cached = await caches.match(SHELL);
+        const refresh = refreshShell().catch(() => {});
+        if (cached) {
+          event.waitUntil(refresh);
+          return cached;
+        }
+        return fetch(request);
+      })(),
+    );
+    return;
+  }
+
+  if (HASHED.test(url.pathname) && !request.headers.has("range")) {
+    event.respondWith(
+      (async () => {
+        const cache = await caches.open(CACHE);
+        const cached = await cache.match(url.pathname);
+        if (cached) return cached;
+        const response = await fetch(request);
+        if (response.ok) event.waitUntil(cache.put(url.pathname, response.clone()).catch(() => {}));
+        return response;
+      })(),
+    );
+  }
+  // Everything else (the API above all) goes to the network as if there were no service worker.
+});

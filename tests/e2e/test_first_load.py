@@ -1,0 +1,145 @@
+"""Opening an emailed link on a phone, in Chromium against the real stack. First open: with a session in the tab,
+app/boot.js shows the prefetched approval read-only (as text) while the wasm downloads, and the app replaces it.
+Repeat opens: the service worker (public/sw.js) answers from its cache (the app shell and the hashed files),
+fetches a new build's shell in the background for the next open, and caches nothing else — no API response, no
+token."""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from playwright.sync_api import expect
+
+from support import ARTIFACTS
+from support.pages import JWT_RE, Tab, sub
+
+CACHE = "ringi-shell-v1"
+HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
+MARK = "<!--ringi-old-shell-->"
+
+
+def register(workflows, api, title: str, **fields) -> str:
+    """A real paused execution registered with ringi for alice: its approval ID."""
+    arn, token = workflows.start_paused(300)
+    r = api.register(token, approvers=[{"sub": sub("alice")}], title=title,
+                     context={"executionArn": arn, "stateName": "RequestApproval", **fields.pop("context", {})},
+                     **fields)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def with_session(tab: Tab, stack, user="alice") -> None:
+    """A signed-in tab: the session put into sessionStorage as app/src/infra/auth.rs keeps it, before any script."""
+    now_ms = int(time.time() * 1000)
+    session = {"bearer": stack.mint(sub(user)), "expiresAt": now_ms + 3600_000, "obtainedAt": now_ms,
+               "viaReauth": False}
+    tab.page.add_init_script("if (location.origin === %s) sessionStorage.setItem('ringi.session', %s);"
+                             % (json.dumps(stack.base_url), json.dumps(json.dumps(session))))
+
+
+def test_the_approval_is_readable_before_the_wasm_arrives(stack, workflows, api, browser):
+    title = 'Rotate the signing key <img src=x data-injected="1">'
+    approval_id = register(workflows, api, title, summary="Line one.\nLine two <b>plain</b>.",
+                           context={"requestedBy": "ci@example.com"})
+    # A slow phone network (60 kB/s): the approval (under 1 kB) is there seconds before the wasm.
+    with Tab(browser, locale="ja-JP") as tab:
+        with_session(tab, stack)
+        cdp = tab.ctx.new_cdp_session(tab.page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
+                                                      "downloadThroughput": 60_000, "uploadThroughput": 60_000})
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        preview = tab.page.get_by_test_id("approval-preview")
+        expect(preview.get_by_role("heading", level=1)).to_have_text(title, timeout=30_000)
+        expect(preview).to_contain_text("Line two <b>plain</b>.")
+        expect(preview).to_contain_text("依頼者")
+        expect(preview).to_contain_text("ci@example.com")
+        expect(preview.get_by_role("status")).to_have_text("決裁フォームを読み込み中…")
+        assert tab.page.locator("[data-injected]").count() == 0, "text only: nothing from the approval is markup"
+        assert tab.page.evaluate("document.querySelector('.app') === null"), "the app has not started yet"
+        tab.page.screenshot(path=ARTIFACTS / "first-load-preview-ja-mobile.png")
+        # Then the app takes over with the decision form.
+        expect(tab.approval.title).to_have_text(title, timeout=90_000)
+        expect(preview).to_have_count(0)
+        expect(tab.approval.approve_button).to_be_enabled()
+        assert not tab.csp_problems(), tab.problems
+
+    # The wasm never arrives: the approval stays readable and the failure is said where the status was.
+    with Tab(browser) as tab:
+        with_session(tab, stack)
+        tab.page.route("**/*.wasm", lambda route: route.abort())
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        preview = tab.page.get_by_test_id("approval-preview")
+        expect(preview.get_by_role("heading", level=1)).to_have_text(title, timeout=30_000)
+        expect(preview).to_contain_text("Requested by")
+        expect(preview.get_by_role("status")).to_have_text("The app could not start. Please reload the page.",
+                                                           timeout=30_000)
+
+
+def wait_for_service_worker(page) -> None:
+    assert page.evaluate("navigator.serviceWorker.ready.then((r) => !!r.active)"), "no active service worker"
+
+
+def cached(page) -> dict[str, str]:
+    """Path → body of every entry of the shell cache (binary bodies as '')."""
+    return page.evaluate("""async (name) => {
+        const cache = await caches.open(name);
+        const out = {};
+        for (const request of await cache.keys()) {
+            const response = await cache.match(request);
+            const type = response.headers.get("content-type") || "";
+            out[new URL(request.url).pathname] = /wasm/.test(type) ? "" : await response.text();
+        }
+        return out;
+    }""", CACHE)
+
+
+def test_a_second_open_is_answered_by_the_service_worker_and_the_api_is_never_cached(stack, workflows, api, tab):
+    approval_id = register(workflows, api, "Opened twice")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    expect(tab.approval.title).to_have_text("Opened twice", timeout=30_000)
+    wait_for_service_worker(page)
+
+    response = page.reload()
+    assert response.from_service_worker, "the HTML of a second open comes from the service worker's cache"
+    expect(tab.approval.title).to_have_text("Opened twice", timeout=30_000)
+    # The approval itself came from the API, over the network, with the bearer.
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    entries = cached(page)
+    assert "/" in entries and any(p.endswith("_bg.wasm") for p in entries), sorted(entries)
+    assert all(p == "/" or HASHED.match(p) for p in entries), f"only the shell and hashed files: {sorted(entries)}"
+    bearer = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
+    for path, body in entries.items():
+        assert bearer not in body and not JWT_RE.search(body), f"a token in the cached {path}"
+    # The cached shell is the page the worker serves: configuration embedded, strict CSP kept.
+    assert 'id="ringi-config"' in entries["/"]
+    assert "unsafe-inline" not in (response.headers.get("content-security-policy") or "x")
+    assert not tab.csp_problems(), tab.problems
+
+
+def test_a_new_build_is_fetched_in_the_background_and_used_on_the_next_open(stack, workflows, api, tab):
+    approval_id = register(workflows, api, "Stale while revalidate")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    expect(tab.approval.title).to_be_visible(timeout=30_000)
+    wait_for_service_worker(page)
+    # Stand-in for the shell of an earlier build: the cached one, marked (headers kept).
+    page.evaluate("""async ([name, mark]) => {
+        const cache = await caches.open(name);
+        const shell = await cache.match("/");
+        const html = (await shell.text()).replace("</body>", mark + "</body>");
+        await cache.put("/", new Response(html, { headers: shell.headers }));
+    }""", [CACHE, MARK])
+
+    page.goto(f"{stack.base_url}/")
+    assert MARK in page.content(), "the cached (older) shell answers at once"
+    expect(page.get_by_test_id("app-ready")).to_be_attached(timeout=30_000)
+    # Meanwhile the service worker fetched the current shell and replaced the cached one.
+    page.wait_for_function("""async ([name, mark]) => {
+        const shell = await (await caches.open(name)).match("/");
+        return shell && !(await shell.text()).includes(mark);
+    }""", arg=[CACHE, MARK], timeout=30_000)
+
+    page.goto(f"{stack.base_url}/a/{approval_id}")
+    assert MARK not in page.content(), "the next open runs the current build"
+    expect(tab.approval.title).to_have_text("Stale while revalidate", timeout=30_000)
