@@ -175,7 +175,12 @@ pub fn Inbox() -> impl IntoView {
                     <span class="refresh__icon" class:refresh__icon--spin=move || refreshing.get() aria-hidden="true">
                         "↻"
                     </span>
-                    <span>{move || if refreshing.get() { ctx.texts().refreshing } else { ctx.texts().refresh }}</span>
+                    // Both labels take the same place, one hidden: the button keeps its width when it flips
+                    // (no layout shift after the first load).
+                    <span class="refresh__label">
+                        <span class:refresh__label--off=move || refreshing.get()>{tr(|t| t.refresh)}</span>
+                        <span class:refresh__label--off=move || !refreshing.get()>{tr(|t| t.refreshing)}</span>
+                    </span>
                 </BusyButton>
             </div>
             <Tabs decided />
