@@ -15,6 +15,7 @@ use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::auth;
 use crate::infra::config::{self, ConfigError, SpaConfig};
 use crate::pages::approval::ApprovalPage;
+use crate::pages::audit::AuditPage;
 use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
 use crate::pages::sign_in::{Callback, Reauthenticate, Welcome};
@@ -154,6 +155,7 @@ fn AppRoutes() -> impl IntoView {
             <Route path=path!("/") view=InboxRoute />
             <Route path=path!("/a/:id") view=ApprovalRoute />
             <Route path=path!("/auth/callback") view=Callback />
+            <Route path=path!("/audit") view=AuditRoute />
         </Routes>
     }
 }
@@ -183,6 +185,22 @@ fn ApprovalRoute() -> impl IntoView {
     (move || view! { <ApprovalPage id=id.get() /> }).into_any()
 }
 
+/// `/audit`: the operators' event log (signed in; the worker refuses everyone else with a 403).
+#[component]
+fn AuditRoute() -> impl IntoView {
+    if auth::bearer().is_none() {
+        return view! { <Reauthenticate /> }.into_any();
+    }
+    view! { <AuditPage /> }.into_any()
+}
+
+/// Whether the signed-in user is an operator (`ADMIN_GROUP` in the token's groups): the shell then links
+/// the audit page.
+fn is_operator(ctx: AppContext) -> bool {
+    ctx.user.with(Option::is_some)
+        && ctx.config.with(|c| c.as_ref().and_then(|c| c.admin_group.as_deref()).is_some_and(auth::in_group))
+}
+
 #[component]
 fn SiteHeader() -> impl IntoView {
     let ctx = use_app();
@@ -206,6 +224,11 @@ fn SiteHeader() -> impl IntoView {
                         <span class="visually-hidden">{tr(|t| t.switch_language)}" "</span>
                         <span lang=move || config::other_locale(ctx.locale.get()).as_str()>{tr(|t| t.other_language)}</span>
                     </button>
+                    <Show when=move || is_operator(ctx)>
+                        <a class="chip chip--quiet" href="/audit" data-testid="audit-link">
+                            {tr(|t| t.audit.nav)}
+                        </a>
+                    </Show>
                     <Show when=move || ctx.user.with(Option::is_some)>
                         <span class="user" title=move || ctx.user.get().unwrap_or_default()>
                             <span class="visually-hidden">{tr(|t| t.signed_in_as)}" "</span>

@@ -125,6 +125,14 @@ impl Actor {
     }
 }
 
+impl Actor {
+    /// The signed-in caller, named as the UI shows people elsewhere: verified email, else user name, else sub.
+    pub fn user(who: &crate::principal::Identity) -> Self {
+        let display = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
+        Self::User { sub: who.sub.clone(), display }
+    }
+}
+
 /// One event as the API shows it (the approval page's timeline, the audit export).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -321,6 +321,7 @@ impl Config {
             token_use: self.token_use,
             default_locale: self.default_locale.clone(),
             version: self.version.clone(),
+            admin_group: self.admin_group.clone(),
         }
     }
 

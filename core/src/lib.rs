@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod audit_export;
 pub mod assets;
 mod body;
 pub mod config;

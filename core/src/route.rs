@@ -22,6 +22,7 @@ pub enum Endpoint {
     Inbox,
     Approval,
     Decision,
+    Audit,
 }
 
 /// One operation: a method on a path template (OpenAPI form, `{id}` = an approval ID).
@@ -46,6 +47,8 @@ pub enum Route {
     Inbox,
     Approval(ApprovalId),
     Decision(ApprovalId),
+    /// The operators' export of the event log.
+    Audit,
 }
 
 /// A request the table does not answer.
@@ -102,6 +105,7 @@ impl Route {
         op("POST", "/api/v1/approvals", Endpoint::Register, Auth::Machine),
         op("GET", "/api/v1/approvals/{id}", Endpoint::Approval, Auth::User),
         op("POST", "/api/v1/approvals/{id}/decision", Endpoint::Decision, Auth::User),
+        op("GET", "/api/v1/audit", Endpoint::Audit, Auth::User),
     ];
 
     /// Maps the raw method (methods a platform does not know must not become GET) and the URL path.
@@ -126,6 +130,7 @@ impl Route {
             Endpoint::Inbox => Self::Inbox,
             Endpoint::Approval => Self::Approval(id()?),
             Endpoint::Decision => Self::Decision(id()?),
+            Endpoint::Audit => Self::Audit,
         })
     }
 
@@ -137,6 +142,7 @@ impl Route {
             Self::Inbox => Endpoint::Inbox,
             Self::Approval(_) => Endpoint::Approval,
             Self::Decision(_) => Endpoint::Decision,
+            Self::Audit => Endpoint::Audit,
         }
     }
 
@@ -163,6 +169,8 @@ mod tests {
         assert_eq!(Route::parse("POST", &format!("/api/v1/approvals/{ID}/decision")), Ok(Route::Decision(id)));
         assert_eq!(Route::Register.auth(), Auth::Machine);
         assert_eq!(Route::Inbox.auth(), Auth::User);
+        assert_eq!(Route::parse("GET", "/api/v1/audit"), Ok(Route::Audit));
+        assert_eq!(Route::Audit.auth(), Auth::User);
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct SpaConfig {
     pub token_use: TokenUse,
     pub default_locale: String,
     pub version: String,
+    /// `ADMIN_GROUP`: the SPA offers the audit page to members (the worker checks again on every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_group: Option<String>,
 }
 
 /// `201`/`200` answer to a registration.
@@ -100,6 +103,9 @@ pub struct ApprovalView {
     pub my_decision: Option<AuditEntry>,
     /// All recorded decisions (the audit trail).
     pub decisions: Vec<AuditEntry>,
+    /// The approval's event log, oldest first (read in the same round trip as the approval).
+    #[serde(default)]
+    pub events: Vec<crate::audit::Event>,
 }
 
 impl ApprovalView {

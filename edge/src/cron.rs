@@ -1,5 +1,5 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
-//! stale claims, expiry, retention purge, mail retries and one reminder per approval.
+//! stale claims, expiry, retention purge, mail retries, one reminder per approval and the audit retention.
 //!
 //! Every step runs whatever the others did: a D1 failure in one step is logged and the next step runs
 //! (the cron returns an error naming the failed steps). Each step is safe to repeat, so a step that failed
@@ -47,7 +47,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     };
     let released = step("release_stale_claims", store.release_stale_claims(now).await);
     let expired = step("expire_due", store.expire_due(now).await);
-    let purged = step("purge", store.purge(now - cfg.retention_ms, now - 3_600_000).await);
+    let purged = step("purge", store.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
     let mut retried = 0;
     let due = step_rows(
@@ -69,11 +69,14 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
         }
     }
+    // The audit retention, last (the steps before keep their order): events older than
+    // AUDIT_RETENTION_DAYS, whatever became of their approvals.
+    let events_purged = step("purge_events", store.purge_events(now - cfg.audit_retention_ms).await);
     log(
         "info",
         "cron",
         json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
-               "reminded": reminded, "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
+               "reminded": reminded, "eventsPurged": events_purged, "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
     );
     if failed.is_empty() {

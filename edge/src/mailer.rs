@@ -18,10 +18,35 @@ use crate::store::{MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
 pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
-    let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
+    match send_counted(cfg, probe, row, kind).await {
+        None => Ok(false),
+        Some(r) if r.failed == 0 => Ok(true),
+        Some(r) => Err(format!("{} of {} recipients failed", r.failed, r.recipients)),
+    }
+}
+
+/// What SES said to one mail run.
+#[derive(Debug, Clone, Copy)]
+pub struct MailReport {
+    pub recipients: usize,
+    pub failed: usize,
+}
+
+impl MailReport {
+    /// The `mailed` event's detail.
+    pub fn detail(&self, kind: MailKind) -> serde_json::Map<String, serde_json::Value> {
+        let kind = format!("{kind:?}").to_lowercase();
+        let d = json!({"mail": kind, "recipients": self.recipients, "accepted": self.recipients - self.failed, "failed": self.failed});
+        d.as_object().cloned().unwrap_or_default()
+    }
+}
+
+/// [`send`], counted; `None`: mail is off or nobody is notified.
+pub async fn send_counted(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Option<MailReport> {
+    let from = cfg.mail_from.as_deref()?;
     let recipients = &row.notify;
     if recipients.is_empty() {
-        return Ok(false);
+        return None;
     }
     let url = cfg.approval_url(row.id.as_str());
     let mail = compose(&MailInput {
@@ -69,21 +94,19 @@ pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) ->
         "mail_sent",
         json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "recipients": recipients.len(), "failed": failed}),
     );
-    if failed == 0 {
-        Ok(true)
-    } else {
-        Err(format!("{failed} of {} recipients failed", recipients.len()))
-    }
+    Some(MailReport { recipients: recipients.len(), failed })
 }
 
 /// Sends the request mail of a just-stored approval and records the outcome for the cron.
 pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<(), ApiError> {
-    let state = match send(cfg, store.probe(), row, MailKind::Request).await {
-        Ok(true) => MailState::Sent,
-        Ok(false) => MailState::None,
-        Err(_) => MailState::Failed,
+    let report = send_counted(cfg, store.probe(), row, MailKind::Request).await;
+    let state = match report {
+        None => MailState::None,
+        Some(r) if r.failed == 0 => MailState::Sent,
+        Some(_) => MailState::Failed,
     };
-    store.set_mail_state(&row.id, state).await
+    let detail = report.map(|r| r.detail(MailKind::Request));
+    store.set_mail_state(&row.id, state, detail.as_ref().map(|d| (d, crate::platform::now_ms()))).await
 }
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to

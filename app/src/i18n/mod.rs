@@ -4,6 +4,7 @@
 use ringi_core::form::Issue;
 use ringi_core::locale::Locale;
 
+pub mod audit;
 mod en;
 mod ja;
 
@@ -139,6 +140,8 @@ pub struct Texts {
     pub field_invalid: &'static str,
     /// A field the worker refused (a 400 naming it). Its message is English: only the English UI shows it.
     pub server_refused: fn(&str) -> String,
+    /// The event log (timeline, audit page).
+    pub audit: &'static audit::AuditTexts,
 }
 
 impl Texts {

@@ -4,6 +4,7 @@
 //! field paths of a 400) is read through core's types too.
 
 use gloo_net::http::{Request, RequestBuilder, Response};
+use ringi_core::audit_export::AuditPage;
 use ringi_core::decision::DecisionRequest;
 use ringi_core::error::ErrorDetail;
 use ringi_core::inbox::InboxFilter;
@@ -135,6 +136,63 @@ pub async fn decide(id: &str, body: &DecisionRequest) -> Result<DecisionResponse
         .json(body)
         .map_err(|e| ApiError::Invalid { field: None, message: e.to_string() })?;
     send(request).await
+}
+
+/// `/api/v1/audit?from=…&to=…[&cursor=…][&limit=…]`; `from`/`to` RFC 3339.
+fn audit_url(from: &str, to: &str, cursor: Option<&str>, limit: Option<usize>) -> String {
+    let mut url = format!("/api/v1/audit?from={}&to={}", encode(from), encode(to));
+    if let Some(c) = cursor {
+        url.push_str("&cursor=");
+        url.push_str(&encode(c));
+    }
+    if let Some(l) = limit {
+        url.push_str(&format!("&limit={l}"));
+    }
+    url
+}
+
+/// `GET /api/v1/audit` (operators): one page of the event log.
+pub async fn audit(from: &str, to: &str, cursor: Option<&str>) -> Result<AuditPage, ApiError> {
+    let request = with_auth(Request::get(&audit_url(from, to, cursor, None)))?
+        .build()
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    send(request).await
+}
+
+/// Pages one CSV download follows at most (of [`ringi_core::audit_export::PAGE_MAX`] events each).
+const CSV_PAGES_MAX: usize = 20;
+
+/// The event log of a range as one CSV (`Accept: text/csv`): every page, following the next-cursor header,
+/// with the header row once.
+pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
+    let token = auth::bearer().ok_or(ApiError::Unauthorized)?;
+    let mut csv = String::new();
+    let mut cursor: Option<String> = None;
+    for page in 0..CSV_PAGES_MAX {
+        let url = audit_url(from, to, cursor.as_deref(), Some(ringi_core::audit_export::PAGE_MAX));
+        let response = Request::get(&url)
+            .header("Authorization", &format!("Bearer {token}"))
+            .header("Accept", "text/csv")
+            .cache(RequestCache::NoStore)
+            .send()
+            .await
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        if !(200..300).contains(&response.status()) {
+            return Err(read::<serde_json::Value>(response).await.err().unwrap_or(ApiError::Server {
+                status: 0,
+                message: "unexpected response".into(),
+            }));
+        }
+        cursor = response.headers().get(ringi_core::audit_export::NEXT_CURSOR_HEADER);
+        let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        // Every page starts with the header row: keep the first one only.
+        let body = if page == 0 { text.as_str() } else { text.split_once("\r\n").map_or("", |(_, rest)| rest) };
+        csv.push_str(body);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(csv)
 }
 
 #[cfg(test)]

@@ -370,6 +370,8 @@ struct Claims {
     email: Option<String>,
     exp: Option<f64>,
     iat: Option<f64>,
+    #[serde(rename = "cognito:groups", default)]
+    groups: Vec<String>,
 }
 
 /// Reads a JWT payload without verifying it: for display only.
@@ -384,6 +386,12 @@ pub fn user_name() -> Option<String> {
     let token = bearer()?;
     let c = claims(&token)?;
     c.username.or(c.cognito_username).or(c.email)
+}
+
+/// Whether the bearer's `cognito:groups` claim names `group` (display only: the worker checks the verified
+/// token on every request).
+pub fn in_group(group: &str) -> bool {
+    bearer().and_then(|t| claims(&t)).is_some_and(|c| c.groups.iter().any(|g| g == group))
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! `GET /api/v1/approvals/{id}`: one approval as an approver sees it. Unknown and not-yours are the same 404.
 
 use ringi_core::approval::ApprovalStatus;
-use ringi_core::principal::Identity;
+use ringi_core::audit::Actor;
+use ringi_core::principal::{Identity, Principal};
 use ringi_core::time::format_rfc3339;
 use ringi_core::vote::progress;
 use ringi_core::wire::ApprovalView;
@@ -11,9 +12,16 @@ use worker::Response;
 use crate::platform::now_ms;
 use crate::store::{Loaded, Store};
 
+/// The caller's first view is recorded in the same round trip (the one write a GET makes: an audit event,
+/// only for a listed approver, once per approver), and the approval's timeline read with it.
 pub async fn get(store: &Store, who: &Identity, id: &ApprovalId) -> Result<Response, ApiError> {
-    let loaded = load_for(store, id, who).await?;
-    super::json(200, &view(loaded, who, now_ms()))
+    let now = now_ms();
+    let keys: Vec<String> = who.principals().iter().map(Principal::key).collect();
+    let viewed = store.view(id, &Actor::user(who), &serde_json::Value::from(keys).to_string(), now).await?;
+    let loaded = viewed.loaded.filter(|l| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    let mut view = view(loaded, who, now);
+    view.events = viewed.events;
+    super::json(200, &view)
 }
 
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
@@ -49,5 +57,6 @@ fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
         form: a.form,
         context: a.context,
         registered_by: a.registered_by,
+        events: Vec::new(),
     }
 }

@@ -14,7 +14,7 @@ use super::decision_post::respond;
 use super::Ctx;
 use crate::platform::{log, now_ms};
 use crate::sfn_client::{deliver, Delivery};
-use crate::store::{Approval, Attempt, ClaimRequest, Store, Vote};
+use crate::store::{Approval, Attempt, CallbackFailure, ClaimRequest, Store, Vote};
 
 /// Why this request delivers a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,13 +129,14 @@ impl DecisionAttempt<'_> {
             }
             CallbackOutcome::Retryable(code) => {
                 // Released either way; the attempt record stays if a try may have gone through.
-                let _ = store.release(id, &claim.id, !maybe_delivered).await;
+                let _ = store.release_failed(id, &claim.id, !maybe_delivered, &self.failure(verdict, "unavailable", &code)).await;
                 let fields = json!({"approvalId": id.as_str(), "code": code, "maybeDelivered": maybe_delivered});
                 log("warn", "sfn_unavailable", fields);
                 Err(ApiError::Unavailable)
             }
             CallbackOutcome::Refused(code) | CallbackOutcome::Invalid(code) => {
-                let _ = store.release(id, &claim.id, !maybe_delivered).await;
+                let failure = self.failure(verdict, "refused", &code);
+                let _ = store.release_failed(id, &claim.id, !maybe_delivered, &failure).await;
                 log(
                     "error",
                     "sfn_refused",
@@ -145,6 +146,13 @@ impl DecisionAttempt<'_> {
                 Err(ApiError::UpstreamRejected)
             }
         }
+    }
+
+    /// The `callback_failed` event's facts: the error's class and type only (a network error's message may
+    /// name hosts; nothing of the request, which carries the token, is ever in it).
+    fn failure(&self, verdict: Verdict, class: &'static str, code: &str) -> CallbackFailure {
+        let code = if code.starts_with("network") { "network".to_owned() } else { code.chars().take(64).collect() };
+        CallbackFailure { actor: self.vote.actor(), verdict, class, code, at: now_ms() }
     }
 
     /// Step Functions took the decision (200).

@@ -3,6 +3,7 @@
 
 mod approval_get;
 mod approvals_post;
+mod audit_get;
 mod decision_attempt;
 mod decision_post;
 mod health;
@@ -77,6 +78,7 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
         (Route::Inbox, Caller::User(who)) => inbox_get::get(&req, &ctx.store()?, &who).await,
         (Route::Approval(id), Caller::User(who)) => approval_get::get(&ctx.store()?, &who, &id).await,
         (Route::Decision(id), Caller::User(who)) => decision_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await,
+        (Route::Audit, Caller::User(who)) => audit_get::get(&req, ctx, &ctx.store()?, &who).await,
         // The table gives each route one kind of caller: nothing else reaches here.
         _ => Err(ApiError::Internal),
     }

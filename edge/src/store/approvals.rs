@@ -1,10 +1,11 @@
 //! Registering approvals and reading them back.
 
+use ringi_core::audit::{Actor, EventKind};
 use ringi_core::mail::MailState;
 use ringi_core::register::NewApproval;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
 use super::rows::{self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS};
@@ -142,6 +143,24 @@ impl InsertBatch<'_> {
     }
 }
 
+impl InsertBatch<'_> {
+    /// The `registered` event of this very request's approval (once: a redelivery writes none).
+    fn registered_event(&self, now: i64) -> Stmt {
+        let a = self.a;
+        let detail = json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
+        super::event_once_stmt(
+            self.id,
+            now,
+            EventKind::Registered,
+            &Actor::Registrant { id: self.registrant.label.to_owned() },
+            detail.as_object().expect("an object"),
+            "registered",
+            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)",
+            vec![s(&a.token.fingerprint()), s(&a.request_sha256)],
+        )
+    }
+}
+
 /// The statements of [`Store::load`]: the approval, its principals, its votes.
 pub(super) fn load_stmts(id: &ApprovalId) -> Vec<Stmt> {
     let arg = || vec![s(id.as_str())];
@@ -205,6 +224,7 @@ impl Store {
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
         stmts.extend(batch.principals());
+        stmts.push(batch.registered_event(now));
         let results = self.batch(&stmts, "insert").await?;
         let count = results
             .first()

@@ -1,15 +1,21 @@
 //! Mail bookkeeping and the cron's steps: expiry, stale claims, retention, mail retries, reminders.
 
+use ringi_core::audit::{Actor, EventKind};
 use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
+use super::events::{attempt_decided_stmt, deadline_expired_stmt, event_stmt, purged_stmt};
 use super::votes::ATTEMPT_STATUS;
+use serde_json::{Map, Value};
 use super::{changed, n, s, Stmt, Store};
 
 /// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
 /// one statement running into D1's limits.
 const CRON_BATCH: i64 = 500;
+/// The open approvals past their expiry that one `expire_due` run closes (?1 now, ?2 batch size).
+const DUE: &str = "SELECT id FROM approvals WHERE expires_at <= ?1
+   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) ORDER BY id LIMIT ?2";
 /// Mails one cron step sends at most per run.
 const MAIL_BATCH: i64 = 50;
 
@@ -22,12 +28,20 @@ impl Store {
 
     /// Records a mail outcome. Retried like the rest: a lost answer may count one attempt twice (one
     /// retry fewer, never one mail more).
-    pub async fn set_mail_state(&self, id: &ApprovalId, state: MailState) -> Result<(), ApiError> {
+    /// `mailed`: what SES said to this run's mails (recipients, accepted, failed), recorded with the state.
+    pub async fn set_mail_state(
+        &self,
+        id: &ApprovalId,
+        state: MailState,
+        mailed: Option<(&Map<String, Value>, i64)>,
+    ) -> Result<(), ApiError> {
         let stmt = Stmt::new(
             "UPDATE approvals SET mail_state = ?1, mail_attempts = mail_attempts + 1 WHERE id = ?2",
             vec![s(state.as_str()), s(id.as_str())],
         );
-        self.changes(stmt, "set_mail_state").await.map(drop)
+        let Some((detail, now)) = mailed else { return self.changes(stmt, "set_mail_state").await.map(drop) };
+        let event = event_stmt(id, now, EventKind::Mailed, &Actor::System, detail);
+        self.batch(&[stmt, event], "set_mail_state").await.map(drop).map_err(Into::into)
     }
 
     /// Open approvals past their expiry close (token dropped): `expired`, or — when a callback attempt
@@ -40,12 +54,19 @@ impl Store {
                    decision = CASE WHEN attempt_verdict IS NULL THEN decision ELSE {ATTEMPT_STATUS} END,
                    confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END,
                    task_token = NULL, claim_id = NULL, claimed_until = NULL, decided_at = expires_at
-                 WHERE id IN (SELECT id FROM approvals WHERE expires_at <= ?1
-                   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) LIMIT ?2)"
+                 WHERE id IN ({DUE})"
             ),
             vec![n(now), n(CRON_BATCH)],
         );
-        let expired = self.changes(approvals, "expire_due").await?;
+        // Their events first (they select the same approvals while they are still open), in the same batch.
+        let due = format!("id IN ({DUE})");
+        let stmts = [
+            deadline_expired_stmt(&due, vec![n(now), n(CRON_BATCH)]),
+            attempt_decided_stmt("expires_at", &due, vec![n(now), n(CRON_BATCH)]),
+            approvals,
+        ];
+        let results = self.batch(&stmts, "expire_due").await?;
+        let expired = changed(results.get(2));
         // Open inbox rows are keyed by expiry, so the due ones are exactly those with sort_at <= now.
         let inbox = Stmt::new(
             "UPDATE approval_principals SET open = 0
@@ -68,12 +89,14 @@ impl Store {
 
     /// Deletes closed approvals decided before `before` (their retention is over), with their audit rows.
     /// Registration counters of minutes before `rates_before` go too.
-    pub async fn purge(&self, before: i64, rates_before: i64) -> Result<usize, ApiError> {
+    pub async fn purge(&self, before: i64, rates_before: i64, now: i64) -> Result<usize, ApiError> {
         let old = format!(
             "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1 \
              ORDER BY id LIMIT {CRON_BATCH}"
         );
         let stmts = [
+            // Their `purged` events first: the event log outlives the rows.
+            purged_stmt(&format!("id IN ({old})"), vec![n(before)], now),
             Stmt::new(format!("DELETE FROM decisions WHERE approval_id IN ({old})"), vec![n(before)]),
             Stmt::new(format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), vec![n(before)]),
             Stmt::new(format!("DELETE FROM approvals WHERE id IN ({old})"), vec![n(before)]),
@@ -87,7 +110,7 @@ impl Store {
             ),
         ];
         let results = self.batch(&stmts, "purge").await?;
-        Ok(changed(results.get(2)))
+        Ok(changed(results.get(3)))
     }
 
     /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was

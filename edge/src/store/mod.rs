@@ -30,8 +30,10 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
 pub(crate) use events::event_stmt;
+pub(crate) use events::event_once_stmt;
+pub use events::{EventPage, Viewed};
 pub use rows::{Approval, Attempt, Loaded, MailJob};
-pub use votes::{ClaimRequest, Guess, Opened, Vote};
+pub use votes::{CallbackFailure, ClaimRequest, Guess, Opened, Vote};
 
 use crate::error::OrInternal;
 use crate::platform::{log, random_unit};

@@ -9,7 +9,10 @@ use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
 use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
+use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt};
 use super::{changed, n, opt, s, Stmt, Store};
+use ringi_core::audit::{Actor, EventKind};
+use serde_json::json;
 use crate::error::OrInternal;
 
 /// SET clause that forgets the attempt record.
@@ -200,6 +203,7 @@ impl Store {
         stmts.push(claim_stmt(id, g.claim, &cond, vec![s(&g.claim.keys), opt(g.email)]));
         stmts.push(g.vote_stmt(id));
         stmts.push(decisions_stmt(id));
+        stmts.push(voted_event(id, g.claim.sub, &voter(g.claim.sub, g.email, g.username), Verdict::Approve, g.at));
         let results = self.batch(&stmts, "open_decision").await?;
         let loaded = read_loaded(id, &results)?;
         let claimed = results[3].results::<AttemptRow>().internal("D1 claim row")?;
@@ -211,7 +215,8 @@ impl Store {
 
     /// Records one approver's vote (idempotent: an approver votes once).
     pub async fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> Result<(), ApiError> {
-        self.changes(vote_stmt(id, vote), "record_vote").await.map(drop)
+        let event = voted_event(id, vote.sub, &vote.actor(), vote.verdict, vote.at);
+        self.batch(&[vote_stmt(id, vote), event], "record_vote").await.map(drop).map_err(Into::into)
     }
 
     /// Takes the exclusive right to call Step Functions until `until` and, in the same statement, records
@@ -235,7 +240,18 @@ impl Store {
             ),
             vec![s(status.as_str()), n(vote.at), s(id.as_str()), s(claim_id)],
         );
-        self.batch(&[update, vote_stmt(id, vote), close_stmt(id, vote.at)], "finish").await?;
+        let detail = json!({"verdict": vote.verdict.as_str(), "status": status.as_str(), "confirmed": true});
+        let event = event_once_stmt(
+            id,
+            vote.at,
+            EventKind::Decided,
+            &vote.actor(),
+            detail.as_object().expect("an object"),
+            "decided",
+            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8 AND confirmed = 1)",
+            vec![s(status.as_str())],
+        );
+        self.batch(&[update, vote_stmt(id, vote), close_stmt(id, vote.at), event], "finish").await?;
         Ok(())
     }
 
@@ -259,6 +275,7 @@ impl Store {
         )];
         stmts.extend(vote.map(|v| vote_stmt(id, v)));
         stmts.push(close_stmt(id, now));
+        stmts.push(attempt_decided_stmt("?2", "id = ?1 AND claim_id IS NULL AND confirmed = 0", vec![s(id.as_str()), n(now)]));
         self.batch(&stmts, "unconfirmed").await?;
         Ok(())
     }
@@ -273,7 +290,17 @@ impl Store {
             ),
             vec![n(now), s(id.as_str()), s(claim_id)],
         );
-        self.batch(&[update, close_stmt(id, now)], "expire").await?;
+        let event = event_once_stmt(
+            id,
+            now,
+            EventKind::Expired,
+            &Actor::System,
+            json!({"reason": "task_closed"}).as_object().expect("an object"),
+            "expired",
+            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8)",
+            vec![s(ApprovalStatus::Expired.as_str())],
+        );
+        self.batch(&[update, close_stmt(id, now), event], "expire").await?;
         Ok(())
     }
 
@@ -281,13 +308,69 @@ impl Store {
     /// no try of this claim can have reached Step Functions, so its attempt record (if it is this claim's)
     /// is cleared; otherwise it stays, and a later "task closed" resolves to its verdict, unconfirmed.
     pub async fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> Result<(), ApiError> {
-        let clear = |col: &str| format!("{col} = CASE WHEN ?3 = 1 AND attempt_id = ?2 THEN NULL ELSE {col} END");
-        let sql = format!(
-            "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL, {}
-             WHERE id = ?1 AND claim_id = ?2 AND status = 'claimed'",
-            ["attempt_verdict", "attempt_sub", "attempt_by", "attempt_at", "attempt_id"].map(clear).join(", ")
-        );
-        let stmt = Stmt::new(sql, vec![s(id.as_str()), s(claim_id), n(i64::from(not_sent))]);
-        self.changes(stmt, "release").await.map(drop)
+        self.changes(release_stmt(id, claim_id, not_sent), "release").await.map(drop)
     }
+
+    /// [`Store::release`] after a callback that failed, with its `callback_failed` event (the error class,
+    /// never the token) in the same round trip.
+    pub async fn release_failed(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        not_sent: bool,
+        failure: &CallbackFailure,
+    ) -> Result<(), ApiError> {
+        let detail = json!({"verdict": failure.verdict.as_str(), "error": failure.class, "code": failure.code,
+                            "maybeDelivered": !not_sent});
+        let event = event_stmt(id, failure.at, EventKind::CallbackFailed, &failure.actor, detail.as_object().expect("an object"));
+        self.batch(&[release_stmt(id, claim_id, not_sent), event], "release").await.map(drop).map_err(Into::into)
+    }
+}
+
+/// A callback that did not go through, as the event log records it.
+pub struct CallbackFailure {
+    pub actor: Actor,
+    pub verdict: Verdict,
+    /// `unavailable` (retryable), `refused` or `invalid`.
+    pub class: &'static str,
+    /// Step Functions' error type (`ThrottlingException`, `HTTP 500`, `network` …), never a message body.
+    pub code: String,
+    pub at: i64,
+}
+
+/// The statement of [`Store::release`].
+fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
+    let clear = |col: &str| format!("{col} = CASE WHEN ?3 = 1 AND attempt_id = ?2 THEN NULL ELSE {col} END");
+    let sql = format!(
+        "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL, {}
+         WHERE id = ?1 AND claim_id = ?2 AND status = 'claimed'",
+        ["attempt_verdict", "attempt_sub", "attempt_by", "attempt_at", "attempt_id"].map(clear).join(", ")
+    );
+    Stmt::new(sql, vec![s(id.as_str()), s(claim_id), n(i64::from(not_sent))])
+}
+
+impl Vote<'_> {
+    /// The voter, as the event log names them.
+    pub fn actor(&self) -> Actor {
+        voter(self.sub, self.email, self.username)
+    }
+}
+
+fn voter(sub: &str, email: Option<&str>, username: Option<&str>) -> Actor {
+    Actor::User { sub: sub.to_owned(), display: email.or(username).unwrap_or(sub).to_owned() }
+}
+
+/// The `voted` event of `sub`'s approval, once per voter, if this very request's vote is on record (its
+/// `at`: an earlier vote, or the decider's row, is not this vote).
+fn voted_event(id: &ApprovalId, sub: &str, actor: &Actor, verdict: Verdict, at: i64) -> Stmt {
+    event_once_stmt(
+        id,
+        at,
+        EventKind::Voted,
+        actor,
+        json!({"verdict": verdict.as_str()}).as_object().expect("an object"),
+        &format!("voted:{sub}"),
+        "EXISTS (SELECT 1 FROM decisions WHERE approval_id = ?1 AND sub = ?8 AND decision = ?9 AND at = ?2)",
+        vec![s(sub), s(verdict.as_str())],
+    )
 }

@@ -11,6 +11,7 @@ mod history;
 mod outcome;
 mod overview;
 mod state;
+pub(crate) mod timeline;
 
 use leptos::prelude::*;
 
@@ -25,6 +26,7 @@ use history::History;
 use outcome::Outcomes;
 use overview::Overview;
 use state::{use_approval, ApprovalState, Phase};
+use timeline::Timeline;
 
 #[component]
 pub fn ApprovalPage(id: String) -> impl IntoView {
@@ -99,6 +101,7 @@ fn Ready() -> impl IntoView {
             <DecisionForm />
         </Show>
         <History />
+        <Timeline />
     }
 }
 
