@@ -162,7 +162,7 @@ mod tests {
     use crate::audit::EventKind;
     use serde_json::json;
 
-    fn params(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + '_ {
+    fn params<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
     }
 

@@ -24,7 +24,7 @@ pub async fn get(req: &Request, ctx: &Ctx, store: &Store, who: &Identity) -> Res
     let accept = req.headers().get("accept").ok().flatten();
     let page = store.audit_page(&query).await?;
     let next_cursor = page.last.map(|(at, seq)| AuditCursor { at, seq }.encode());
-    let mut resp = match ExportFormat::from_accept(accept.as_deref()) {
+    let resp = match ExportFormat::from_accept(accept.as_deref()) {
         ExportFormat::Json => super::json(200, &AuditPage { items: page.events, next_cursor: next_cursor.clone() })?,
         ExportFormat::Csv => {
             let mut resp = Response::ok(to_csv(&page.events)).internal("csv response")?;
@@ -37,7 +37,5 @@ pub async fn get(req: &Request, ctx: &Ctx, store: &Store, who: &Identity) -> Res
             resp
         }
     };
-    // An export is personal data: never kept by a shared cache.
-    let _ = resp.headers_mut().set("cache-control", "no-store");
     Ok(resp)
 }

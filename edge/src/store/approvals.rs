@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
 use super::rows::{self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS};
-use super::{changed, n, opt, s, Stmt, Store};
+use super::{changed, n, opt, s, Once, Stmt, Store};
 use crate::error::OrInternal;
 
 /// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
@@ -154,9 +154,7 @@ impl InsertBatch<'_> {
             EventKind::Registered,
             &Actor::Registrant { id: self.registrant.label.to_owned() },
             detail.as_object().expect("an object"),
-            "registered",
-            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)",
-            vec![s(&a.token.fingerprint()), s(&a.request_sha256)],
+            Once { key: "registered", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)", args: vec![s(&a.token.fingerprint()), s(&a.request_sha256)] },
         )
     }
 }

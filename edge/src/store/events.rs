@@ -45,22 +45,27 @@ pub(crate) fn event_stmt(id: &ApprovalId, at: i64, kind: EventKind, actor: &Acto
     Stmt::new(format!("{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), args(id, at, kind, actor, detail, &key))
 }
 
-/// An event recorded at most once under `once` (e.g. `viewed:<sub>`, `decided`), and only if `when` holds:
-/// an SQL condition whose parameters are `when_args`, numbered from `?8` on.
+/// When an event is recorded: at most once under `key` (e.g. `viewed:<sub>`, `decided`: the approval's ID goes
+/// in front), and only if `when` holds — an SQL condition whose parameters are `args`, numbered from `?8` on.
+pub(crate) struct Once<'a> {
+    pub key: &'a str,
+    pub when: &'a str,
+    pub args: Vec<JsValue>,
+}
+
+/// The INSERT of an event that happens once (see [`Once`]).
 pub(crate) fn event_once_stmt(
     id: &ApprovalId,
     at: i64,
     kind: EventKind,
     actor: &Actor,
     detail: &Map<String, Value>,
-    once: &str,
-    when: &str,
-    when_args: Vec<JsValue>,
+    once: Once<'_>,
 ) -> Stmt {
-    let key = format!("{}:{once}", id.as_str());
+    let key = format!("{}:{}", id.as_str(), once.key);
     let mut all = args(id, at, kind, actor, detail, &key);
-    all.extend(when_args);
-    Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {when}"), all)
+    all.extend(once.args);
+    Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {}", once.when), all)
 }
 
 /// An approval's events, oldest first (the approval page's timeline).
@@ -167,10 +172,12 @@ impl Store {
             EventKind::Viewed,
             actor,
             &Map::new(),
-            &format!("viewed:{sub}"),
-            "EXISTS (SELECT 1 FROM approval_principals p WHERE p.approval_id = ?1
-               AND p.pkey IN (SELECT value FROM json_each(?8)))",
-            vec![s(keys)],
+            Once {
+                key: &format!("viewed:{sub}"),
+                when: "EXISTS (SELECT 1 FROM approval_principals p WHERE p.approval_id = ?1
+                   AND p.pkey IN (SELECT value FROM json_each(?8)))",
+                args: vec![s(keys)],
+            },
         ));
         stmts.push(timeline_stmt(id));
         let results = self.batch(&stmts, "load").await?;

@@ -5,7 +5,8 @@ use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::events::{attempt_decided_stmt, deadline_expired_stmt, event_stmt, purged_stmt};
+use super::event_stmt;
+use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
 use super::votes::ATTEMPT_STATUS;
 use serde_json::{Map, Value};
 use super::{changed, n, s, Stmt, Store};

@@ -30,8 +30,7 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
 pub(crate) use events::event_stmt;
-pub(crate) use events::event_once_stmt;
-pub use events::{EventPage, Viewed};
+pub(crate) use events::{event_once_stmt, Once};
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use votes::{CallbackFailure, ClaimRequest, Guess, Opened, Vote};
 

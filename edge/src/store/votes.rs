@@ -9,7 +9,7 @@ use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
 use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
-use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt};
+use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
 use super::{changed, n, opt, s, Stmt, Store};
 use ringi_core::audit::{Actor, EventKind};
 use serde_json::json;
@@ -247,9 +247,7 @@ impl Store {
             EventKind::Decided,
             &vote.actor(),
             detail.as_object().expect("an object"),
-            "decided",
-            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8 AND confirmed = 1)",
-            vec![s(status.as_str())],
+            Once { key: "decided", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8 AND confirmed = 1)", args: vec![s(status.as_str())] },
         );
         self.batch(&[update, vote_stmt(id, vote), close_stmt(id, vote.at), event], "finish").await?;
         Ok(())
@@ -296,9 +294,7 @@ impl Store {
             EventKind::Expired,
             &Actor::System,
             json!({"reason": "task_closed"}).as_object().expect("an object"),
-            "expired",
-            "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8)",
-            vec![s(ApprovalStatus::Expired.as_str())],
+            Once { key: "expired", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8)", args: vec![s(ApprovalStatus::Expired.as_str())] },
         );
         self.batch(&[update, close_stmt(id, now), event], "expire").await?;
         Ok(())
@@ -369,8 +365,6 @@ fn voted_event(id: &ApprovalId, sub: &str, actor: &Actor, verdict: Verdict, at: 
         EventKind::Voted,
         actor,
         json!({"verdict": verdict.as_str()}).as_object().expect("an object"),
-        &format!("voted:{sub}"),
-        "EXISTS (SELECT 1 FROM decisions WHERE approval_id = ?1 AND sub = ?8 AND decision = ?9 AND at = ?2)",
-        vec![s(sub), s(verdict.as_str())],
+        Once { key: &format!("voted:{sub}"), when: "EXISTS (SELECT 1 FROM decisions WHERE approval_id = ?1 AND sub = ?8 AND decision = ?9 AND at = ?2)", args: vec![s(sub), s(verdict.as_str())] },
     )
 }
