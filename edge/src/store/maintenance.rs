@@ -4,7 +4,7 @@ use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::votes::ATTEMPT_STATUS;
+use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
 use super::{changed, n, s, Stmt, Store};
 
 /// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
@@ -38,7 +38,7 @@ impl Store {
                 "UPDATE approvals SET
                    status = CASE WHEN attempt_verdict IS NULL THEN 'expired' ELSE {ATTEMPT_STATUS} END,
                    decision = CASE WHEN attempt_verdict IS NULL THEN decision ELSE {ATTEMPT_STATUS} END,
-                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END,
+                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END, {ON_EXPIRY_ATTEMPT},
                    task_token = NULL, claim_id = NULL, claimed_until = NULL, decided_at = expires_at
                  WHERE id IN (SELECT id FROM approvals WHERE expires_at <= ?1
                    AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) LIMIT ?2)"

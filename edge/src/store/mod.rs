@@ -12,6 +12,7 @@ mod approvals;
 mod events;
 mod inbox;
 mod maintenance;
+mod on_expiry;
 mod rows;
 mod votes;
 
@@ -29,6 +30,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
+pub use on_expiry::DueOutcome;
 pub(crate) use events::event_stmt;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use votes::{ClaimRequest, Guess, Opened, Vote};
