@@ -179,7 +179,8 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
             }
         }
         let auto = m.on_expiry.map(|v| t.on_expiry[usize::from(v == crate::approval::Verdict::Approve)]);
-        let (auto_text, auto_html) = auto.map_or((String::new(), String::new()), |a| (format!("{a}\n"), format!("<br>{a}")));
+        let (auto_text, auto_html) =
+            auto.map_or((String::new(), String::new()), |a| (format!("{a}\n"), format!("<br>{a}")));
         text.push_str(&format!("{}: {expires}\n{auto_text}\n{}: {}\n\n{}\n\n", t.expires, t.open, m.url, t.footer));
         html.push_str(&format!(
             "<p>{}: {expires}{auto_html}</p><p><a href=\"{url}\">{}</a><br><span style=\"color:#555\">{url}</span></p><p style=\"color:#555;font-size:.9rem\">{}</p><hr>",

@@ -19,7 +19,10 @@ pub fn requesters(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiErro
     for (i, p) in raw.iter().enumerate() {
         let p = p.normalized();
         if matches!(p, Principal::Group(_)) {
-            return Err(ApiError::invalid(format!("requestedBy[{i}]"), "a requester is a person: {\"sub\": …} or {\"email\": …}"));
+            return Err(ApiError::invalid(
+                format!("requestedBy[{i}]"),
+                "a requester is a person: {\"sub\": …} or {\"email\": …}",
+            ));
         }
         if p.value().is_empty() || p.value().chars().count() > 256 {
             return Err(ApiError::invalid(format!("requestedBy[{i}].{}", p.kind()), "must be 1-256 characters"));
@@ -48,9 +51,9 @@ pub fn eligible(approver: &Principal, requesters: &[Principal]) -> bool {
 /// ringi does not know); `any`: one. Errors name `requestedBy`, the field that makes an otherwise valid
 /// list of approvers unreachable.
 pub fn check_reachable(approvers: &[Principal], requesters: &[Principal], quorum: Quorum) -> Result<(), ApiError> {
-    let refuse = |m: String| Err(ApiError::invalid("requestedBy", m));
+    let refuse = |m: String| -> Result<(), ApiError> { Err(ApiError::invalid("requestedBy", m)) };
     let hint = "(a requester cannot approve their own request; allowSelfApproval: true lifts this)";
-    let eligible: Vec<&Principal> = approvers.iter().filter(|p| eligible(p, requesters)).collect();
+    let open: Vec<&Principal> = approvers.iter().filter(|p| eligible(p, requesters)).collect();
     if quorum == Quorum::All {
         if let Some(i) = approvers.iter().position(|p| !eligible(p, requesters)) {
             return refuse(format!("excludes approvers[{i}], but quorum \"all\" needs every listed approver {hint}"));
@@ -58,12 +61,9 @@ pub fn check_reachable(approvers: &[Principal], requesters: &[Principal], quorum
         return Ok(());
     }
     let needed = quorum.required(approvers.len()) as usize;
-    let has_group = eligible.iter().any(|p| matches!(p, Principal::Group(_)));
-    if eligible.len() < needed && !(has_group && !eligible.is_empty()) {
-        return refuse(format!(
-            "leaves {} eligible approvers, but the quorum needs {needed} {hint}",
-            eligible.len()
-        ));
+    let has_group = open.iter().any(|p| matches!(p, Principal::Group(_)));
+    if open.len() < needed && !has_group {
+        return refuse(format!("leaves {} eligible approvers, but the quorum needs {needed} {hint}", open.len()));
     }
     Ok(())
 }
@@ -113,8 +113,12 @@ mod tests {
     fn requesters_are_people_normalized_once() {
         let got = requesters(Some(vec![email(" Al@Example.com"), sub("a"), email("al@example.com")])).unwrap();
         assert_eq!(got, vec![email("al@example.com"), sub("a")]);
-        assert!(matches!(requesters(Some(vec![group("eng")])), Err(ApiError::Invalid { field, .. }) if field == "requestedBy[0]"));
-        assert!(matches!(requesters(Some(vec![sub("a"), email("nope")])), Err(ApiError::Invalid { field, .. }) if field == "requestedBy[1].email"));
+        assert!(
+            matches!(requesters(Some(vec![group("eng")])), Err(ApiError::Invalid { field, .. }) if field == "requestedBy[0]")
+        );
+        assert!(
+            matches!(requesters(Some(vec![sub("a"), email("nope")])), Err(ApiError::Invalid { field, .. }) if field == "requestedBy[1].email")
+        );
         assert!(requesters(Some((0..11).map(|i| sub(&i.to_string())).collect())).is_err());
         assert_eq!(requesters(None).unwrap(), vec![]);
     }

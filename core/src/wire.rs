@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalStatus, Quorum, Verdict};
 use crate::error::ErrorCode;
-use crate::on_expiry::OnExpiry;
 use crate::form::FormField;
 use crate::jwt::TokenUse;
+use crate::on_expiry::OnExpiry;
 use crate::principal::Principal;
 
 /// `GET /config.json`: the SPA's runtime configuration (no secrets).

@@ -30,8 +30,8 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
-pub use on_expiry::DueOutcome;
 pub(crate) use events::event_stmt;
+pub use on_expiry::DueOutcome;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use votes::{ClaimRequest, Guess, Opened, Vote};
 

@@ -8,7 +8,7 @@ use ringi_core::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 
-use super::events::event_stmt;
+use super::event_stmt;
 use super::rows::{self, Attempt, AttemptRow};
 use super::votes::{close_stmt, finish_stmt, system_claim_stmt, unconfirmed_stmt};
 use super::{n, Stmt, Store};

@@ -50,6 +50,7 @@ fn Item(item: InboxItem) -> impl IntoView {
     let status = item.status;
     let progress = item.progress;
     let summary = first_line(&item.summary);
+    let (own, auto) = (item.cannot_decide == Some(ErrorCode::SelfApproval), item.decided_on_expiry);
     let when = move || when_text(ctx, status, expires_ms, decided_ms);
     let urgency = move || match (status, expires_ms) {
         (ApprovalStatus::Pending | ApprovalStatus::Claimed, Some(ms)) => Urgency::of(ms, ctx.now.get()).class(),
@@ -72,7 +73,7 @@ fn Item(item: InboxItem) -> impl IntoView {
                 </a>
             </h2>
             {(!summary.is_empty()).then(|| view! { <p class="item__summary">{summary}</p> })}
-            <Marks own=item.cannot_decide == Some(ErrorCode::SelfApproval) auto=item.decided_on_expiry />
+            <Marks own auto />
             <div class="item__bottom">
                 <ContextLine context />
                 // Decided: the status says it all, unless several approvals were needed.
