@@ -50,8 +50,12 @@ async fn answer(cfg: &Config, store: &Store, due: &DueOutcome) -> Result<bool, A
         CallbackOutcome::Delivered => {
             // As for a person's decision: one more go, then the lease and the next run sort it out (Step
             // Functions then says the task is closed, and the attempt on record resolves it, unconfirmed).
-            if store.finish_on_expiry(id, &claim_id, verdict, now).await.is_err() {
-                store.finish_on_expiry(id, &claim_id, verdict, now).await?;
+            if let Err(e) = store.finish_on_expiry(id, &claim_id, verdict, now).await {
+                if store.finish_on_expiry(id, &claim_id, verdict, now).await.is_err() {
+                    let fields =
+                        json!({"approvalId": id.as_str(), "verdict": verdict.as_str(), "error": e.to_string()});
+                    log("error", "decision_not_recorded", fields);
+                }
             }
             log("info", "decided_on_expiry", json!({"approvalId": id.as_str(), "verdict": verdict.as_str()}));
             Ok(true)
