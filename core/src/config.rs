@@ -54,6 +54,10 @@ pub struct Config {
     pub claim_lease_ms: i64,
     /// Send one reminder when this little time is left.
     pub reminder_window_ms: i64,
+    /// `ON_EXPIRY_LEAD_SECONDS`: an approval registered with `onExpiry` `reject`/`approve` is answered by the
+    /// cron once its `expiresAt` is this close. The cron runs every 5 minutes, so the default (10 minutes)
+    /// gives two runs inside the window: one whose callback failed is retried by the next.
+    pub on_expiry_lead_ms: i64,
     /// Closed approvals (and their audit trail) are purged this long after the decision.
     pub retention_ms: i64,
     /// Members of this group are operators: the audit export, reassigning approvers. None: nobody is.
@@ -216,6 +220,7 @@ impl Config {
             ));
         }
         let reminder_window_ms = secs("REMINDER_BEFORE_SECONDS", 24 * 3600, 366 * 86_400)?;
+        let on_expiry_lead_ms = secs("ON_EXPIRY_LEAD_SECONDS", 600, 86_400)?;
         let retention_ms = secs("RETENTION_SECONDS", 90 * 86_400, 10 * 366 * 86_400)?;
         let audit_retention_ms = match opt("AUDIT_RETENTION_DAYS") {
             None => 400 * 86_400_000,
@@ -286,6 +291,7 @@ impl Config {
             register_rate_per_minute,
             claim_lease_ms,
             reminder_window_ms,
+            on_expiry_lead_ms,
             retention_ms,
             admin_group,
             audit_retention_ms,
@@ -361,6 +367,11 @@ mod tests {
         assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
+        assert_eq!(c.on_expiry_lead_ms, 600_000);
+        let lead = [BASE, &[("ON_EXPIRY_LEAD_SECONDS", "900")]].concat();
+        assert_eq!(Config::from_lookup(lookup(&lead)).unwrap().on_expiry_lead_ms, 900_000);
+        let bad = [BASE, &[("ON_EXPIRY_LEAD_SECONDS", "0")]].concat();
+        assert!(Config::from_lookup(lookup(&bad)).is_err());
     }
 
     #[test]

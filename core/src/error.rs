@@ -22,6 +22,7 @@ pub enum ErrorCode {
     AlreadyVoted,
     AlreadySatisfied,
     DuplicateApproval,
+    SelfApproval,
     PayloadTooLarge,
     RateLimited,
     #[serde(rename = "sfn_unavailable")]
@@ -48,6 +49,7 @@ impl ErrorCode {
             Self::AlreadyVoted => "already_voted",
             Self::AlreadySatisfied => "already_satisfied",
             Self::DuplicateApproval => "duplicate_approval",
+            Self::SelfApproval => "self_approval",
             Self::PayloadTooLarge => "payload_too_large",
             Self::RateLimited => "rate_limited",
             Self::SfnUnavailable => "sfn_unavailable",
@@ -57,7 +59,7 @@ impl ErrorCode {
         }
     }
 
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 20] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -71,6 +73,7 @@ impl ErrorCode {
         Self::AlreadyVoted,
         Self::AlreadySatisfied,
         Self::DuplicateApproval,
+        Self::SelfApproval,
         Self::PayloadTooLarge,
         Self::RateLimited,
         Self::SfnUnavailable,
@@ -138,6 +141,10 @@ pub enum ApiError {
     AlreadySatisfied,
     #[error("approvalId already registered with a different task token")]
     DuplicateApproval,
+    /// Separation of duty: the caller is one of the approval's requesters (`requestedBy`) and may not
+    /// decide it (unless it was registered with `allowSelfApproval`).
+    #[error("you requested this approval: a requester cannot approve or reject their own request")]
+    SelfApproval,
     #[error("{0}")]
     PayloadTooLarge(String),
     /// Too many registrations from one credential; `retry_after` seconds until the window ends (sent as the
@@ -165,7 +172,7 @@ impl ApiError {
         match self {
             Self::Invalid { .. } | Self::MalformedBody(_) => 400,
             Self::Unauthorized => 401,
-            Self::Forbidden(_) => 403,
+            Self::Forbidden(_) | Self::SelfApproval => 403,
             Self::NotFound | Self::NoRoute => 404,
             Self::MethodNotAllowed { .. } => 405,
             Self::AlreadyDecided(_)
@@ -198,6 +205,7 @@ impl ApiError {
             Self::AlreadyVoted => ErrorCode::AlreadyVoted,
             Self::AlreadySatisfied => ErrorCode::AlreadySatisfied,
             Self::DuplicateApproval => ErrorCode::DuplicateApproval,
+            Self::SelfApproval => ErrorCode::SelfApproval,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::Unavailable => ErrorCode::SfnUnavailable,
@@ -270,6 +278,7 @@ mod tests {
         assert_eq!(ApiError::Unavailable.status(), 503);
         assert_eq!(ApiError::StorageUnavailable.status(), 503);
         assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
+        assert_eq!((ApiError::SelfApproval.status(), ApiError::SelfApproval.code()), (403, "self_approval"));
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct MailInput<'a> {
     /// The authenticated registrant (`api-key:…` / `client:…`): what ringi itself vouches for.
     pub registered_by: Option<&'a str>,
     pub expires_at_ms: i64,
+    /// The verdict ringi delivers itself if nobody decides in time (`onExpiry`).
+    pub on_expiry: Option<crate::approval::Verdict>,
     /// Japanese comes with the English text below it.
     pub locale: Locale,
 }
@@ -102,6 +104,8 @@ struct Texts {
     expires: &'static str,
     open: &'static str,
     footer: &'static str,
+    /// What happens without a decision (`onExpiry`): rejected, approved.
+    on_expiry: [&'static str; 2],
 }
 
 const EN_REQUEST: Texts = Texts {
@@ -111,6 +115,10 @@ const EN_REQUEST: Texts = Texts {
     expires: "Decide before",
     open: "Open the request",
     footer: "Opening the link decides nothing: you sign in and choose Approve or Reject on the page.",
+    on_expiry: [
+        "If nobody decides by then, ringi rejects it automatically.",
+        "If nobody decides by then, ringi approves it automatically.",
+    ],
 };
 const EN_REMINDER: Texts = Texts { lead: "Reminder: this request is still waiting for your decision.", ..EN_REQUEST };
 const JA_REQUEST: Texts = Texts {
@@ -120,6 +128,10 @@ const JA_REQUEST: Texts = Texts {
     expires: "期限",
     open: "依頼を開く",
     footer: "リンクを開いただけでは何も決まりません。サインイン後、画面で「承認」または「却下」を選んでください。",
+    on_expiry: [
+        "期限までに誰も判断しない場合、ringi が自動的に却下します。",
+        "期限までに誰も判断しない場合、ringi が自動的に承認します。",
+    ],
 };
 const JA_REMINDER: Texts = Texts {
     lead: "リマインダー：この依頼はまだあなたの判断を待っています。", ..JA_REQUEST
@@ -166,9 +178,12 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
                 html.push_str(&format!("<p>{label}: {}</p>", escape_html(value)));
             }
         }
-        text.push_str(&format!("{}: {expires}\n\n{}: {}\n\n{}\n\n", t.expires, t.open, m.url, t.footer));
+        let auto = m.on_expiry.map(|v| t.on_expiry[usize::from(v == crate::approval::Verdict::Approve)]);
+        let (auto_text, auto_html) =
+            auto.map_or((String::new(), String::new()), |a| (format!("{a}\n"), format!("<br>{a}")));
+        text.push_str(&format!("{}: {expires}\n{auto_text}\n{}: {}\n\n{}\n\n", t.expires, t.open, m.url, t.footer));
         html.push_str(&format!(
-            "<p>{}: {expires}</p><p><a href=\"{url}\">{}</a><br><span style=\"color:#555\">{url}</span></p><p style=\"color:#555;font-size:.9rem\">{}</p><hr>",
+            "<p>{}: {expires}{auto_html}</p><p><a href=\"{url}\">{}</a><br><span style=\"color:#555\">{url}</span></p><p style=\"color:#555;font-size:.9rem\">{}</p><hr>",
             t.expires,
             t.open,
             t.footer,
@@ -209,6 +224,7 @@ mod tests {
             requested_by: Some("arn:aws:states:…:execution:deploy:42"),
             registered_by: Some("api-key:3f2a9c1e"),
             expires_at_ms: 1_800_000_000_000,
+            on_expiry: None,
             locale,
         }
     }
@@ -235,6 +251,10 @@ mod tests {
         assert!(m.subject.contains("承認依頼"));
         assert!(m.text.contains("依頼を開く") && m.text.contains("Open the request"));
         let r = compose(&MailInput { kind: MailKind::Reminder, ..input(Locale::En) });
+        assert!(!r.text.contains("automatically"));
+        let auto = compose(&MailInput { on_expiry: Some(crate::approval::Verdict::Reject), ..input(Locale::Ja) });
+        assert!(auto.text.contains("自動的に却下") && auto.text.contains("ringi rejects it automatically"));
+        assert!(auto.html.contains("ringi rejects it automatically"));
         assert!(r.subject.starts_with("[ringi] Reminder"));
     }
 

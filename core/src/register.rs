@@ -9,6 +9,7 @@ use crate::error::ApiError;
 use crate::form::{strip_form, strip_invisible, validate_form, FormField};
 use crate::ids::{ApprovalId, TaskToken};
 use crate::locale::Locale;
+use crate::on_expiry::OnExpiry;
 use crate::principal::Principal;
 use crate::time::parse_rfc3339;
 
@@ -35,6 +36,12 @@ pub struct NewApproval {
     pub notify: Vec<String>,
     pub context: Map<String, Value>,
     pub locale: Option<Locale>,
+    /// Who asked (people: `sub` / email): they see the approval but may not decide it, unless
+    /// `allow_self_approval` (see `crate::self_approval`).
+    pub requested_by: Vec<Principal>,
+    pub allow_self_approval: bool,
+    /// What ringi does when nobody decides in time (`crate::on_expiry`).
+    pub on_expiry: OnExpiry,
     /// SHA-256 (hex) of the registration object as received (canonical JSON, envelope removed): tells a
     /// redelivery of the same request from a different request for the same task.
     pub request_sha256: String,
@@ -58,6 +65,9 @@ pub struct RegistrationBody {
     notify: Option<Vec<String>>,
     context: Option<Map<String, Value>>,
     locale: Option<Locale>,
+    requested_by: Option<Vec<Principal>>,
+    allow_self_approval: Option<bool>,
+    on_expiry: Option<OnExpiry>,
 }
 
 /// What a member of the body must be, for a value serde could not take.
@@ -78,11 +88,15 @@ fn explain(path: &str, serde_message: String) -> ApiError {
         "details" | "context" => must("must be a JSON object"),
         "timeoutSeconds" => must("must be a positive integer"),
         "locale" => must("must be \"en\" or \"ja\""),
+        "requestedBy" if nested => ApiError::invalid(first_item(path), "must be {\"sub\": …} or {\"email\": …}"),
+        "requestedBy" => must("must be an array of {\"sub\": …} or {\"email\": …}"),
+        "allowSelfApproval" => must("must be true or false"),
+        "onExpiry" => must("must be \"none\", \"reject\" or \"approve\""),
         _ => must("must be a string"),
     }
 }
 
-fn valid_email(e: &str) -> bool {
+pub(crate) fn valid_email(e: &str) -> bool {
     let Some((local, domain)) = e.split_once('@') else { return false };
     !local.is_empty()
         && domain.contains('.')
@@ -229,6 +243,11 @@ impl RegistrationBody {
             TaskToken::parse(self.task_token.as_deref().ok_or_else(|| ApiError::invalid("taskToken", "is required"))?)?;
         let approvers = approvers(self.approvers)?;
         let quorum = check_quorum(self.quorum.unwrap_or(Quorum::Any), &approvers)?;
+        let requested_by = crate::self_approval::requesters(self.requested_by)?;
+        let allow_self_approval = self.allow_self_approval.unwrap_or(false);
+        if !allow_self_approval {
+            crate::self_approval::check_reachable(&approvers, &requested_by, quorum)?;
+        }
         // One-line texts lose bidi/zero-width controls, which could make them render as something else.
         let title = self.title.ok_or_else(|| ApiError::invalid("title", "is required"))?;
         let title = strip_invisible(&title).trim().to_owned();
@@ -259,6 +278,9 @@ impl RegistrationBody {
             notify,
             context,
             locale: self.locale,
+            requested_by,
+            allow_self_approval,
+            on_expiry: self.on_expiry.unwrap_or_default(),
             request_sha256,
         })
     }
@@ -408,6 +430,27 @@ mod tests {
             parse_registration(chosen.to_string().as_bytes(), NOW, &[]).unwrap().id.unwrap().as_str(),
             "wf-Q2hhbmdlIHJlcXVlc3QgMQ"
         );
+    }
+
+    #[test]
+    fn requesters_and_the_outcome_on_expiry() {
+        let a = parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap();
+        assert_eq!((a.requested_by.len(), a.allow_self_approval, a.on_expiry), (0, false, OnExpiry::None));
+        let mut b = with("requestedBy", json!([{"email": "Alice@Example.com"}]));
+        b["onExpiry"] = json!("reject");
+        let a = parse_registration(b.to_string().as_bytes(), NOW, &[]).unwrap();
+        assert_eq!(a.requested_by, vec![Principal::Email("alice@example.com".into())]);
+        assert_eq!(a.on_expiry, OnExpiry::Reject);
+        // The only other approver is a group: still reachable under "all".
+        b["quorum"] = json!("all");
+        assert!(parse_registration(b.to_string().as_bytes(), NOW, &[]).is_err(), "alice's own email slot");
+        b["allowSelfApproval"] = json!(true);
+        assert!(parse_registration(b.to_string().as_bytes(), NOW, &[]).is_ok());
+        assert_eq!(field_of(with("requestedBy", json!([{"group": "finance"}]))), "requestedBy[0]");
+        assert_eq!(field_of(with("requestedBy", json!({"sub": "a"}))), "requestedBy");
+        assert_eq!(field_of(with("requestedBy", json!([{"role": "a"}]))), "requestedBy[0]");
+        assert_eq!(field_of(with("allowSelfApproval", json!("yes"))), "allowSelfApproval");
+        assert_eq!(field_of(with("onExpiry", json!("escalate"))), "onExpiry");
     }
 
     #[test]

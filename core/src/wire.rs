@@ -4,8 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::approval::{ApprovalStatus, Quorum, Verdict};
+use crate::error::ErrorCode;
 use crate::form::FormField;
 use crate::jwt::TokenUse;
+use crate::on_expiry::OnExpiry;
 use crate::principal::Principal;
 
 /// `GET /config.json`: the SPA's runtime configuration (no secrets).
@@ -106,6 +108,18 @@ pub struct ApprovalView {
     /// The approval's event log, oldest first (read in the same round trip as the approval).
     #[serde(default)]
     pub events: Vec<crate::audit::Event>,
+    /// Who asked (people): they may see it but not decide it (separation of duty).
+    #[serde(default)]
+    pub requested_by: Vec<Principal>,
+    /// Why this caller may not decide although listed (`self_approval`: they asked for it); null if they may.
+    #[serde(default)]
+    pub cannot_decide: Option<ErrorCode>,
+    /// What ringi does itself when nobody decides before `expiresAt`.
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
+    /// The verdict was ringi's own, on expiry (`onExpiry`), not a person's.
+    #[serde(default)]
+    pub decided_on_expiry: bool,
 }
 
 impl ApprovalView {
@@ -143,6 +157,12 @@ pub struct InboxItem {
     pub created_at: String,
     pub expires_at: String,
     pub decided_at: Option<String>,
+    /// As in [`ApprovalView::cannot_decide`]: listed, but not for this caller to decide.
+    #[serde(default)]
+    pub cannot_decide: Option<ErrorCode>,
+    /// As in [`ApprovalView::decided_on_expiry`].
+    #[serde(default)]
+    pub decided_on_expiry: bool,
 }
 
 /// `GET /api/v1/approvals?status=…&cursor=…`

@@ -1,5 +1,6 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
-//! stale claims, expiry, retention purge, mail retries, one reminder per approval and the audit retention.
+//! stale claims, expiry, retention purge, mail retries, one reminder per approval, the audit retention, and the
+//! chosen outcome of approvals nobody decided (`onExpiry`).
 //!
 //! Every step runs whatever the others did: a D1 failure in one step is logged and the next step runs
 //! (the cron returns an error naming the failed steps). Each step is safe to repeat, so a step that failed
@@ -69,14 +70,17 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
         }
     }
-    // The audit retention, last (the steps before keep their order): events older than
-    // AUDIT_RETENTION_DAYS, whatever became of their approvals.
+    // The audit retention (the steps before keep their order): events older than AUDIT_RETENTION_DAYS,
+    // whatever became of their approvals.
     let events_purged = step("purge_events", store.purge_events(now - cfg.audit_retention_ms).await);
+    // Last, so that the D1 calls of the steps above keep their numbers (the fault matrix counts them).
+    let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
     log(
         "info",
         "cron",
         json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
-               "reminded": reminded, "eventsPurged": events_purged, "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
+               "reminded": reminded, "eventsPurged": events_purged, "decidedOnExpiry": auto_decided, "failedSteps": failed,
+               "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
     );
     if failed.is_empty() {

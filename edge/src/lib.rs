@@ -8,6 +8,7 @@ mod cron;
 mod error;
 mod jwks;
 mod mailer;
+mod on_expiry;
 mod platform;
 mod probe;
 mod routes;

@@ -49,12 +49,15 @@ pub async fn send_counted(cfg: &Config, probe: &Probe, row: &MailJob, kind: Mail
         return None;
     }
     let url = cfg.approval_url(row.id.as_str());
+    // Who asked: the context's words, else the requesters registered for separation of duty.
+    let requesters = row.requested_by.iter().map(|p| p.value()).collect::<Vec<_>>().join(", ");
     let mail = compose(&MailInput {
         kind,
         title: &row.title,
         summary: &row.summary,
         url: &url,
-        requested_by: row.context.requested_by_line(),
+        requested_by: row.context.requested_by_line().or((!requesters.is_empty()).then_some(requesters.as_str())),
+        on_expiry: row.on_expiry.verdict(),
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
         locale: row.locale,

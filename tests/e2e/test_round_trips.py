@@ -25,7 +25,8 @@ BUDGET = {
     "decision reject": {"d1": 2, "sfn": 1, "ses": 0},
     "quorum vote (not final)": {"d1": 1, "sfn": 0, "ses": 0},
     "quorum vote (final)": {"d1": 2, "sfn": 1, "ses": 0},
-    "cron tick (nothing due)": {"d1": 7, "sfn": 0, "ses": 0},  # the 7th: the audit retention
+    # The 7th: the audit retention; the 8th: the look-up of approvals whose outcome on expiry (`onExpiry`) is due.
+    "cron tick (nothing due)": {"d1": 8, "sfn": 0, "ses": 0},
 }
 
 
@@ -110,9 +111,20 @@ def test_a_decision_that_is_refused_takes_nothing(stack, workflows, counted):
     r = api.decide(groups, "approve", as_user="e2", groups=["eng"])
     assert r.status_code == 409 and r.json()["error"]["code"] == "already_satisfied", r.text
     assert round_trips(r) == {"d1": 1, "sfn": 0, "ses": 0}
-    rows = d1(stack, f"SELECT id, status, claim_id, attempt_id FROM approvals WHERE id IN ('{single}', '{groups}')",
-              persist=stack.state / "worker-trips-d1")
+    # Separation of duty: a listed approver who requested it is refused in that one round trip as well.
+    [(_, t3)] = workflows.start_many(1)
+    own = api.register(t3, approvers=[{"group": "finance"}], requestedBy=[{"sub": "rita"}]).json()["id"]
+    for verdict in ("approve", "reject"):
+        r = api.decide(own, verdict, as_user="rita", groups=["finance"])
+        assert r.status_code == 403 and r.json()["error"]["code"] == "self_approval", r.text
+        assert round_trips(r) == {"d1": 1, "sfn": 0, "ses": 0}
+    rows = d1(stack, f"SELECT id, status, claim_id, attempt_id FROM approvals WHERE id IN ('{single}', '{groups}', "
+                     f"'{own}')", persist=stack.state / "worker-trips-d1")
+    assert len(rows) == 3
     assert all((x["status"], x["claim_id"], x["attempt_id"]) == ("pending", None, None) for x in rows), rows
+    assert d1(stack, f"SELECT count(*) AS n FROM decisions WHERE approval_id = '{own}'",
+              persist=stack.state / "worker-trips-d1") == [{"n": 0}]
     # Still decidable at once by who may decide it.
     assert api.decide(single, "approve").json()["status"] == "approved"
     assert api.decide(groups, "approve", as_user="f1", groups=["finance"]).json()["status"] == "approved"
+    assert api.decide(own, "approve", as_user="f1", groups=["finance"]).json()["status"] == "approved"

@@ -59,6 +59,25 @@ pub(super) const EN: Texts = Texts {
     registered_by: "Registered by",
     execution: "Execution",
     step: "Step",
+    requester: "Requester",
+    self_approval_notice: "You requested this approval, so you cannot approve or reject it yourself (separation of \
+                           duty). Another approver decides.",
+    self_approval_mark: "Your own request: another approver decides",
+    on_expiry_notice: |approve| {
+        if approve {
+            "If nobody decides before it expires, ringi approves it automatically."
+        } else {
+            "If nobody decides before it expires, ringi rejects it automatically."
+        }
+    },
+    auto_decided_notice: |approved| {
+        if approved {
+            "Nobody decided in time: ringi approved this request automatically on expiry, as it was registered to."
+        } else {
+            "Nobody decided in time: ringi rejected this request automatically on expiry, as it was registered to."
+        }
+    },
+    auto_decided_mark: "Decided automatically on expiry",
     progress: |k, n| if n == 1 { format!("{k} of 1 approval") } else { format!("{k} of {n} approvals") },
     status_pending: "Pending",
     status_approved: "Approved",

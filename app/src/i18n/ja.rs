@@ -57,6 +57,24 @@ pub(super) const JA: Texts = Texts {
     registered_by: "登録元",
     execution: "実行",
     step: "ステップ",
+    requester: "申請者",
+    self_approval_notice: "この依頼はあなたが申請したものなので、あなた自身は承認も却下もできません（職務分掌）。他の承認者が判断します。",
+    self_approval_mark: "自分の申請：他の承認者が判断します",
+    on_expiry_notice: |approve| {
+        if approve {
+            "期限までに誰も判断しない場合、ringi が自動的に承認します。"
+        } else {
+            "期限までに誰も判断しない場合、ringi が自動的に却下します。"
+        }
+    },
+    auto_decided_notice: |approved| {
+        if approved {
+            "期限までに誰も判断しなかったため、登録時の指定どおり ringi が自動的に承認しました。"
+        } else {
+            "期限までに誰も判断しなかったため、登録時の指定どおり ringi が自動的に却下しました。"
+        }
+    },
+    auto_decided_mark: "期限切れで自動決定",
     progress: |k, n| format!("承認 {k} / {n}"),
     status_pending: "未決定",
     status_approved: "承認済み",

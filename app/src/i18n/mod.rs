@@ -61,6 +61,18 @@ pub struct Texts {
     pub registered_by: &'static str,
     pub execution: &'static str,
     pub step: &'static str,
+    /// The people registered as having asked (`requestedBy`).
+    pub requester: &'static str,
+    /// The approval page, for a requester: why there is no decision form.
+    pub self_approval_notice: &'static str,
+    /// An inbox row the caller asked for (cannot decide).
+    pub self_approval_mark: &'static str,
+    /// While pending, what ringi does if nobody decides (approve?).
+    pub on_expiry_notice: fn(bool) -> &'static str,
+    /// Decided by ringi on expiry (approved?).
+    pub auto_decided_notice: fn(bool) -> &'static str,
+    /// An inbox row decided automatically on expiry.
+    pub auto_decided_mark: &'static str,
     pub progress: fn(u32, u32) -> String,
     // statuses
     pub status_pending: &'static str,

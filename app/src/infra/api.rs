@@ -23,7 +23,8 @@ pub enum ApiError {
     Unauthorized,
     /// 404: unknown approval or not one of its approvers (deliberately the same).
     NotFound,
-    /// 409: `already_decided`, `expired`, `in_progress`, `already_voted`, `already_satisfied` (the code as
+    /// 409: `already_decided`, `expired`, `in_progress`, `already_voted`, `already_satisfied`, and the 403
+    /// `self_approval` (the code as
     /// sent: a newer worker may send one this build does not know; [`ErrorDetail::error_code`] reads it).
     Conflict(ErrorDetail),
     /// 400 (`field` names the request field, e.g. `feedback.reason` or `comment`) and 413.
@@ -73,6 +74,8 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
         401 => ApiError::Unauthorized,
         404 => ApiError::NotFound,
         409 => ApiError::Conflict(error),
+        // Separation of duty: explained by its code like a 409 (the reloaded view shows why).
+        403 if error.error_code() == Some(ringi_core::error::ErrorCode::SelfApproval) => ApiError::Conflict(error),
         400 | 413 => ApiError::Invalid { field: error.field, message: error.message },
         503 => ApiError::Unavailable(error.message),
         _ => ApiError::Server { status, message: error.message },

@@ -39,7 +39,12 @@ fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
     let Loaded { approval: a, principals, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
+    let cannot_decide = a.refusal(who).map(|e| e.error_code());
     ApprovalView {
+        cannot_decide,
+        requested_by: a.requested_by.clone(),
+        on_expiry: a.on_expiry,
+        decided_on_expiry: a.decided_on_expiry,
         id: a.id.to_string(),
         status,
         verdict: a.verdict,

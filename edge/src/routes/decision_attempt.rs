@@ -119,7 +119,7 @@ impl DecisionAttempt<'_> {
         let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, &self.ctx.probe, id, callback, token).await;
         match outcome {
             CallbackOutcome::Delivered => self.delivered(verdict, &claim).await,
-            CallbackOutcome::TaskClosed(code) if claim.attempt.id.as_deref() != Some(&claim.id) || maybe_delivered => {
+            CallbackOutcome::TaskClosed(code) if claim.attempt.may_have_closed_the_task(&claim.id, maybe_delivered) => {
                 self.unconfirmed(verdict, &claim, &code).await
             }
             CallbackOutcome::TaskClosed(code) => {

@@ -147,6 +147,11 @@ fn check(
     parsed: Result<DecisionRequest, ApiError>,
 ) -> Result<(Loaded, DecisionRequest), ApiError> {
     let loaded = loaded.filter(|l| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    // Separation of duty: a requester sees the approval but does not decide it (the first round trip's SQL
+    // refused them the claim and the vote already).
+    if let Some(refused) = loaded.approval.refusal(who) {
+        return Err(refused);
+    }
     let request = parsed?;
     request.validate_against(&loaded.approval.form)?;
     check_decidable(&loaded.approval.state(), now_ms())?;

@@ -19,7 +19,7 @@ pub async fn get(req: &Request, store: &Store, who: &Identity) -> Result<Respons
     let filter = InboxFilter::parse(param("status").as_deref())?;
     let cursor = param("cursor").map(|c| Cursor::decode(&c)).transpose()?;
     let principals: Vec<Principal> = who.principals().into_iter().take(MAX_PRINCIPALS).collect();
-    let mut entries = store.inbox(&principals, filter, now_ms(), cursor, PAGE_SIZE + 1).await?;
+    let mut entries = store.inbox(who, &principals, filter, now_ms(), cursor, PAGE_SIZE + 1).await?;
     let more = entries.len() > PAGE_SIZE;
     entries.truncate(PAGE_SIZE);
     let next_cursor =

@@ -2,6 +2,7 @@
 
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::mail::MailState;
+use ringi_core::principal::Principal;
 use ringi_core::register::NewApproval;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
@@ -95,12 +96,16 @@ impl InsertBatch<'_> {
             s(MailState::initial(a.notify.len()).as_str()),
             s(&a.request_sha256),
             s(self.registrant.label),
+            s(&Value::from(a.requested_by.iter().map(Principal::key).collect::<Vec<_>>()).to_string()),
+            n(i64::from(a.allow_self_approval)),
+            s(a.on_expiry.as_str()),
         ];
         Ok(self.within_rate(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
                quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
-               mail_state, request_sha256, registered_by)
-             SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+               mail_state, request_sha256, registered_by, requested_by_json, allow_self_approval, on_expiry)
+             SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+               ?20, ?21
              WHERE {rate} ON CONFLICT DO NOTHING",
             args,
         ))

@@ -1,7 +1,7 @@
 //! The caller's inbox: one index range per principal (`ringi_core::inbox::inbox_sql`).
 
 use ringi_core::inbox::{inbox_sql, Cursor, InboxFilter};
-use ringi_core::principal::Principal;
+use ringi_core::principal::{Identity, Principal};
 use ringi_core::ApiError;
 use wasm_bindgen::JsValue;
 
@@ -12,6 +12,7 @@ impl Store {
     /// One page of the caller's inbox, after `cursor` (the last item already shown). `limit` rows at most.
     pub async fn inbox(
         &self,
+        who: &Identity,
         principals: &[Principal],
         filter: InboxFilter,
         now: i64,
@@ -27,6 +28,6 @@ impl Store {
         let mut args: Vec<JsValue> = principals.iter().map(|p| s(&p.key())).collect();
         args.extend([n(if pending { now } else { i64::MAX / 2 }), n(c_at), s(&c_id), n(limit as i64)]);
         let rows: Vec<InboxRow> = self.rows(Stmt::new(inbox_sql(principals.len(), pending), args), "inbox").await?;
-        rows.into_iter().map(|r| r.typed(now)).collect()
+        rows.into_iter().map(|r| r.typed(now, who)).collect()
     }
 }

@@ -7,7 +7,7 @@ use ringi_core::{ApiError, ApprovalId};
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::event_stmt;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
-use super::votes::ATTEMPT_STATUS;
+use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
 use serde_json::{Map, Value};
 use super::{changed, n, s, Stmt, Store};
 
@@ -53,7 +53,7 @@ impl Store {
                 "UPDATE approvals SET
                    status = CASE WHEN attempt_verdict IS NULL THEN 'expired' ELSE {ATTEMPT_STATUS} END,
                    decision = CASE WHEN attempt_verdict IS NULL THEN decision ELSE {ATTEMPT_STATUS} END,
-                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END,
+                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END, {ON_EXPIRY_ATTEMPT},
                    task_token = NULL, claim_id = NULL, claimed_until = NULL, decided_at = expires_at
                  WHERE id IN ({DUE})"
             ),

@@ -12,6 +12,7 @@ mod approvals;
 mod events;
 mod inbox;
 mod maintenance;
+mod on_expiry;
 mod rows;
 mod votes;
 
@@ -31,6 +32,7 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 pub use approvals::{Inserted, Registrant};
 pub(crate) use events::event_stmt;
 pub(crate) use events::{event_once_stmt, Once};
+pub use on_expiry::DueOutcome;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use votes::{CallbackFailure, ClaimRequest, Guess, Opened, Vote};
 

@@ -6,7 +6,8 @@ use ringi_core::context::ApprovalContext;
 use ringi_core::error::CorruptValue;
 use ringi_core::form::FormField;
 use ringi_core::locale::Locale;
-use ringi_core::principal::Principal;
+use ringi_core::on_expiry::OnExpiry;
+use ringi_core::principal::{Identity, Principal};
 use ringi_core::time::format_rfc3339;
 use ringi_core::vote::RecordedVote;
 use ringi_core::wire::{InboxItem, Progress};
@@ -40,7 +41,7 @@ fn locale(s: Option<&str>) -> Result<Option<Locale>, CorruptValue> {
 /// Columns of [`ApprovalRow`].
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_token, status, confirmed, title, summary, details_json, \
      form_json, quorum, approver_count, context_json, locale, created_at, expires_at, claimed_until, decided_at, \
-     attempt_sub, attempt_by, registered_by";
+     attempt_sub, attempt_by, registered_by, requested_by_json, allow_self_approval, on_expiry, decided_on_expiry";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalRow {
@@ -63,6 +64,10 @@ pub(crate) struct ApprovalRow {
     attempt_sub: Option<String>,
     attempt_by: Option<String>,
     registered_by: Option<String>,
+    requested_by_json: String,
+    allow_self_approval: f64,
+    on_expiry: String,
+    decided_on_expiry: f64,
 }
 
 /// An approval as stored, typed.
@@ -89,6 +94,20 @@ pub struct Approval {
     pub attempt_sub: Option<String>,
     pub attempt_by: Option<String>,
     pub registered_by: Option<String>,
+    /// Who asked (`requestedBy`): they may not decide unless `allow_self_approval`.
+    pub requested_by: Vec<Principal>,
+    pub allow_self_approval: bool,
+    pub on_expiry: OnExpiry,
+    /// The verdict was ringi's own on expiry.
+    pub decided_on_expiry: bool,
+}
+
+/// The stored `requested_by_json`: principal keys.
+pub(crate) fn requesters(json: &str) -> Result<Vec<Principal>, CorruptValue> {
+    let keys: Vec<String> = parse_json("approvals.requested_by_json", json)?;
+    keys.iter()
+        .map(|k| Principal::from_key(k).ok_or_else(|| CorruptValue::new("approvals.requested_by_json", k)))
+        .collect()
 }
 
 impl TryFrom<ApprovalRow> for Approval {
@@ -118,6 +137,10 @@ impl TryFrom<ApprovalRow> for Approval {
             attempt_sub: r.attempt_sub,
             attempt_by: r.attempt_by,
             registered_by: r.registered_by,
+            requested_by: requesters(&r.requested_by_json)?,
+            allow_self_approval: r.allow_self_approval != 0.0,
+            on_expiry: OnExpiry::from_stored(&r.on_expiry)?,
+            decided_on_expiry: r.decided_on_expiry != 0.0,
         })
     }
 }
@@ -137,6 +160,11 @@ impl Approval {
     /// Approvals the quorum needs.
     pub fn required(&self) -> u32 {
         self.quorum.required(self.approver_count)
+    }
+
+    /// Why this approver may not decide (they asked for it), if so.
+    pub fn refusal(&self, who: &Identity) -> Option<ApiError> {
+        ringi_core::self_approval::refusal(who, &self.requested_by, self.allow_self_approval)
     }
 }
 
@@ -212,6 +240,21 @@ pub struct Attempt {
     pub sub: Option<String>,
 }
 
+impl Attempt {
+    /// Step Functions said "task closed" to the claim `claim_id`: did an attempt that may have been delivered
+    /// close it (an earlier claim's on record, or a try of this one that may have got through)? Then its
+    /// verdict stands, unconfirmed; otherwise nothing of ours closed the task: it expired.
+    pub fn may_have_closed_the_task(&self, claim_id: &str, maybe_delivered: bool) -> bool {
+        self.id.as_deref() != Some(claim_id) || maybe_delivered
+    }
+
+    /// The attempt on record is ringi's own (the outcome on expiry): its `attempt_sub` is NULL, which a
+    /// person's never is (a verified token always names a `sub`).
+    pub fn is_systems(&self) -> bool {
+        self.id.is_some() && self.sub.is_none()
+    }
+}
+
 impl TryFrom<AttemptRow> for Attempt {
     type Error = CorruptValue;
 
@@ -237,6 +280,9 @@ pub(crate) struct InboxRow {
     decided_at: Option<f64>,
     sort_at: f64,
     approvals: f64,
+    requested_by_json: String,
+    allow_self_approval: f64,
+    decided_on_expiry: f64,
 }
 
 /// One inbox item and its place in the order (for the cursor).
@@ -249,12 +295,14 @@ impl InboxRow {
     /// Characters of the summary an inbox item carries.
     const SUMMARY_CHARS: usize = 280;
 
-    pub(crate) fn typed(self, now: i64) -> Result<InboxEntry, ApiError> {
+    pub(crate) fn typed(self, now: i64, who: &Identity) -> Result<InboxEntry, ApiError> {
         let id = self.id.clone();
-        self.entry(now).map_err(corrupt(&id))
+        self.entry(now, who).map_err(corrupt(&id))
     }
 
-    fn entry(self, now: i64) -> Result<InboxEntry, CorruptValue> {
+    fn entry(self, now: i64, who: &Identity) -> Result<InboxEntry, CorruptValue> {
+        let requested_by = requesters(&self.requested_by_json)?;
+        let refusal = ringi_core::self_approval::refusal(who, &requested_by, self.allow_self_approval != 0.0);
         let (status, verdict) = ApprovalStatus::from_row(&self.status, self.confirmed)?;
         let required = Quorum::from_stored(&self.quorum)?.required(self.approver_count as usize);
         let item = InboxItem {
@@ -268,6 +316,8 @@ impl InboxRow {
             created_at: format_rfc3339(self.created_at as i64),
             expires_at: format_rfc3339(self.expires_at as i64),
             decided_at: self.decided_at.map(|t| format_rfc3339(t as i64)),
+            cannot_decide: refusal.map(|e| e.error_code()),
+            decided_on_expiry: self.decided_on_expiry != 0.0,
         };
         Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
     }
@@ -275,7 +325,7 @@ impl InboxRow {
 
 /// Columns of [`MailRow`].
 pub(crate) const MAIL_COLUMNS: &str =
-    "id, title, summary, notify_json, context_json, locale, expires_at, registered_by";
+    "id, title, summary, notify_json, context_json, locale, expires_at, registered_by, requested_by_json, on_expiry";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct MailRow {
@@ -287,6 +337,8 @@ pub(crate) struct MailRow {
     locale: Option<String>,
     expires_at: f64,
     registered_by: Option<String>,
+    requested_by_json: String,
+    on_expiry: String,
 }
 
 /// What the mailer needs of an approval.
@@ -300,6 +352,9 @@ pub struct MailJob {
     pub locale: Locale,
     pub expires_at: i64,
     pub registered_by: Option<String>,
+    /// `requestedBy`, shown as "Requested by" when `context` names nobody.
+    pub requested_by: Vec<Principal>,
+    pub on_expiry: OnExpiry,
 }
 
 impl TryFrom<MailRow> for MailJob {
@@ -316,6 +371,8 @@ impl TryFrom<MailRow> for MailJob {
             summary: r.summary,
             expires_at: r.expires_at as i64,
             registered_by: r.registered_by,
+            requested_by: requesters(&r.requested_by_json)?,
+            on_expiry: OnExpiry::from_stored(&r.on_expiry)?,
         })
     }
 }

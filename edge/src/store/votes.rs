@@ -18,6 +18,10 @@ use crate::error::OrInternal;
 /// SET clause that forgets the attempt record.
 const CLEAR_ATTEMPT: &str =
     "attempt_id = NULL, attempt_verdict = NULL, attempt_sub = NULL, attempt_by = NULL, attempt_at = NULL";
+/// SET clause of a write that turns the recorded attempt into the outcome: ringi's own attempt (attempt_sub
+/// NULL) was the outcome on expiry.
+pub(super) const ON_EXPIRY_ATTEMPT: &str =
+    "decided_on_expiry = CASE WHEN attempt_id IS NOT NULL AND attempt_sub IS NULL THEN 1 ELSE 0 END";
 /// The stored status of the recorded attempt's verdict.
 pub(super) const ATTEMPT_STATUS: &str = "(CASE attempt_verdict WHEN 'reject' THEN 'rejected' ELSE 'approved' END)";
 
@@ -80,15 +84,23 @@ pub struct Guess<'a> {
     pub at: i64,
 }
 
+/// The caller (principal keys ?8) is not a requester of the row `approvals`, or requesters may decide
+/// (`ringi_core::self_approval::refusal`, in SQL: a requester neither takes the claim nor votes).
+const NOT_REQUESTER_SQL: &str = "(approvals.allow_self_approval = 1 OR NOT EXISTS (SELECT 1
+   FROM json_each(approvals.requested_by_json) r WHERE r.value IN (SELECT value FROM json_each(?8))))";
+
 /// The approvals the quorum of the row `approvals` needs (`Quorum::required`).
 const REQUIRED_SQL: &str =
     "(CASE approvals.quorum WHEN 'any' THEN 1 WHEN 'all' THEN MAX(approvals.approver_count, 1) ELSE CAST(approvals.quorum AS INTEGER) END)";
 
 impl Guess<'_> {
-    /// The caller (keys ?8) is a listed approver of approval ?3, and the approval has no form.
-    fn approver_sql(&self) -> &'static str {
-        "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
-           WHERE p.approval_id = ?3 AND p.pkey IN (SELECT value FROM json_each(?8)))"
+    /// The caller (keys ?8) is a listed approver of approval ?3 who is not one of its requesters, and the
+    /// approval has no form.
+    fn approver_sql(&self) -> String {
+        format!(
+            "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
+               WHERE p.approval_id = ?3 AND p.pkey IN (SELECT value FROM json_each(?8))) AND {NOT_REQUESTER_SQL}"
+        )
     }
 
     /// The verdict ?5 of caller ?6 (keys ?8, verified email ?9) decides: a rejection, or an approval that
@@ -122,6 +134,7 @@ impl Guess<'_> {
                    AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
                    AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)
+                   AND {NOT_REQUESTER_SQL}
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.decision = 'approve'
                      AND (d.principal = p.pkey OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
                    AND (SELECT COUNT(DISTINCT d.principal) FROM decisions d
@@ -155,8 +168,42 @@ pub struct Opened {
     pub votes_after: Option<Vec<RecordedVote>>,
 }
 
+/// The claim of ringi itself (the outcome on expiry, `onExpiry` = `verdict`): the same conditional claim a
+/// person's decision takes, recording an attempt whose `attempt_sub` is NULL (ringi's, see
+/// `Attempt::is_systems`).
+pub(super) fn system_claim_stmt(id: &ApprovalId, claim_id: &str, now: i64, until: i64, verdict: Verdict) -> Stmt {
+    let c = ClaimRequest { claim_id, now, until, verdict, sub: "", by: "ringi", keys: String::new() };
+    let mut stmt = claim_stmt(id, &c, "AND on_expiry = ?8", vec![s(verdict.as_str())]);
+    stmt.args[5] = JsValue::NULL; // ?6, the attempt's sub
+    stmt
+}
+
+/// The final write once Step Functions took verdict `verdict` under claim `claim_id` (200).
+pub(super) fn finish_stmt(id: &ApprovalId, claim_id: &str, verdict: Verdict, at: i64) -> Stmt {
+    Stmt::new(
+        format!(
+            "UPDATE approvals SET status = ?1, decision = ?1, confirmed = 1, decided_at = ?2, task_token = NULL,
+               claim_id = NULL, claimed_until = NULL, {CLEAR_ATTEMPT} WHERE id = ?3 AND claim_id = ?4"
+        ),
+        vec![s(verdict.final_status().as_str()), n(at), s(id.as_str()), s(claim_id)],
+    )
+}
+
+/// The recorded attempt's verdict, unconfirmed (see [`Store::unconfirmed`]); ringi's own attempt marks the
+/// approval decided on expiry.
+pub(super) fn unconfirmed_stmt(id: &ApprovalId, claim_id: &str, now: i64) -> Stmt {
+    Stmt::new(
+        format!(
+            "UPDATE approvals SET status = {ATTEMPT_STATUS}, decision = {ATTEMPT_STATUS}, confirmed = 0,
+               decided_at = ?1, task_token = NULL, claim_id = NULL, claimed_until = NULL, {ON_EXPIRY_ATTEMPT}
+             WHERE id = ?2 AND claim_id = ?3 AND attempt_verdict IS NOT NULL"
+        ),
+        vec![n(now), s(id.as_str()), s(claim_id)],
+    )
+}
+
 /// Moves the approval from its approvers' pending inboxes to their decided ones.
-fn close_stmt(id: &ApprovalId, at: i64) -> Stmt {
+pub(super) fn close_stmt(id: &ApprovalId, at: i64) -> Stmt {
     Stmt::new(
         "UPDATE approval_principals SET open = 0, sort_at = ?1 WHERE approval_id = ?2",
         vec![n(at), s(id.as_str())],
@@ -233,13 +280,7 @@ impl Store {
     /// attempt record cleared, the decision kept for the audit trail.
     pub async fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> Result<(), ApiError> {
         let status = vote.verdict.final_status();
-        let update = Stmt::new(
-            format!(
-                "UPDATE approvals SET status = ?1, decision = ?1, confirmed = 1, decided_at = ?2, task_token = NULL,
-                   claim_id = NULL, claimed_until = NULL, {CLEAR_ATTEMPT} WHERE id = ?3 AND claim_id = ?4"
-            ),
-            vec![s(status.as_str()), n(vote.at), s(id.as_str()), s(claim_id)],
-        );
+        let update = finish_stmt(id, claim_id, vote.verdict, vote.at);
         let detail = json!({"verdict": vote.verdict.as_str(), "status": status.as_str(), "confirmed": true});
         let event = event_once_stmt(
             id,
@@ -263,14 +304,7 @@ impl Store {
         now: i64,
         vote: Option<&Vote<'_>>,
     ) -> Result<(), ApiError> {
-        let mut stmts = vec![Stmt::new(
-            format!(
-                "UPDATE approvals SET status = {ATTEMPT_STATUS}, decision = {ATTEMPT_STATUS}, confirmed = 0,
-                   decided_at = ?1, task_token = NULL, claim_id = NULL, claimed_until = NULL
-                 WHERE id = ?2 AND claim_id = ?3 AND attempt_verdict IS NOT NULL"
-            ),
-            vec![n(now), s(id.as_str()), s(claim_id)],
-        )];
+        let mut stmts = vec![unconfirmed_stmt(id, claim_id, now)];
         stmts.extend(vote.map(|v| vote_stmt(id, v)));
         stmts.push(close_stmt(id, now));
         stmts.push(attempt_decided_stmt("?2", "id = ?1 AND claim_id IS NULL AND confirmed = 0", vec![s(id.as_str()), n(now)]));

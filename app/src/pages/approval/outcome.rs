@@ -95,6 +95,7 @@ fn conflict_text(t: &'static Texts, code: Option<ErrorCode>) -> &'static str {
         Some(ErrorCode::InProgress) => t.err_in_progress,
         Some(ErrorCode::AlreadyVoted) => t.err_already_voted,
         Some(ErrorCode::AlreadySatisfied) => t.err_already_satisfied,
+        Some(ErrorCode::SelfApproval) => t.self_approval_notice,
         _ => t.err_conflict,
     }
 }

@@ -2,6 +2,8 @@
 
 use leptos::prelude::*;
 use ringi_core::approval::{ApprovalStatus, Verdict};
+use ringi_core::error::ErrorCode;
+use ringi_core::on_expiry::OnExpiry;
 use ringi_core::wire::{ApprovalView, AuditEntry, Progress};
 
 use super::state::{use_approval, Outcome};
@@ -29,6 +31,8 @@ fn Head(v: ApprovalView, status: ApprovalStatus) -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
     let info = v.context();
+    let requesters = (!v.requested_by.is_empty())
+        .then(|| v.requested_by.iter().map(|p| p.value().to_owned()).collect::<Vec<_>>().join(", "));
     let decided = matches!(status, ApprovalStatus::Approved | ApprovalStatus::Rejected);
     let absolute = move |raw: String| move || time::absolute_str(&raw, ctx.locale.get());
     let expires_ms = time::parse(&v.expires_at);
@@ -77,6 +81,7 @@ fn Head(v: ApprovalView, status: ApprovalStatus) -> impl IntoView {
                 {v
                     .registered_by
                     .map(|by| view! { <FactRow label=|t| t.registered_by testid="registered-by">{by}</FactRow> })}
+                {requesters.map(|who| view! { <FactRow label=|t| t.requester testid="requester">{who}</FactRow> })}
                 {execution}
                 {info.step.map(|step| view! { <FactRow label=|t| t.step>{step}</FactRow> })}
                 <FactRow label=|t| t.created_label>{absolute(v.created_at)}</FactRow>
@@ -111,9 +116,37 @@ fn Notices(v: ApprovalView, status: ApprovalStatus, just_decided: bool) -> impl 
             </p>
         }
     });
-    // Someone else's decision; the caller's own is told by <MyDecision>.
+    // Separation of duty: listed, but the caller asked for it.
+    let own_request = (v.cannot_decide == Some(ErrorCode::SelfApproval) && !status.is_final()).then(|| {
+        view! {
+            <p class="notice notice--info" role="status" data-testid="self-approval-notice">
+                {move || ctx.texts().self_approval_notice}
+            </p>
+        }
+    });
+    let approve_on_expiry = v.on_expiry == OnExpiry::Approve;
+    let on_expiry = (v.on_expiry != OnExpiry::None && status == ApprovalStatus::Pending).then(|| {
+        view! {
+            <p class="notice notice--info" data-testid="on-expiry-notice">
+                {move || (ctx.texts().on_expiry_notice)(approve_on_expiry)}
+            </p>
+        }
+    });
     let decided = matches!(status, ApprovalStatus::Approved | ApprovalStatus::Rejected);
-    let by_others = (decided && v.my_decision.is_none()).then(|| {
+    // ringi's own outcome: nobody decided in time.
+    let auto = (decided && v.decided_on_expiry).then(|| {
+        let approved = status == ApprovalStatus::Approved;
+        view! {
+            <p
+                class=if approved { "notice notice--approved" } else { "notice notice--rejected" }
+                data-testid="auto-decided-notice"
+            >
+                {move || (ctx.texts().auto_decided_notice)(approved)}
+            </p>
+        }
+    });
+    // Someone else's decision; the caller's own is told by <MyDecision>.
+    let by_others = (decided && !v.decided_on_expiry && v.my_decision.is_none()).then(|| {
         let approved = status == ApprovalStatus::Approved;
         view! {
             <p
@@ -126,7 +159,7 @@ fn Notices(v: ApprovalView, status: ApprovalStatus, just_decided: bool) -> impl 
     });
     let mine =
         v.my_decision.filter(|_| !just_decided).map(|mine| view! { <MyDecision mine status progress=v.progress /> });
-    view! { {unconfirmed}{expired}{by_others}{mine} }
+    view! { {own_request}{on_expiry}{unconfirmed}{expired}{auto}{by_others}{mine} }
 }
 
 #[component]

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use ringi_core::approval::ApprovalStatus;
 use ringi_core::context::ApprovalContext;
+use ringi_core::error::ErrorCode;
 use ringi_core::wire::InboxItem;
 
 use crate::components::{ProgressDots, StatusBadge};
@@ -49,6 +50,7 @@ fn Item(item: InboxItem) -> impl IntoView {
     let status = item.status;
     let progress = item.progress;
     let summary = first_line(&item.summary);
+    let (own, auto) = (item.cannot_decide == Some(ErrorCode::SelfApproval), item.decided_on_expiry);
     let when = move || when_text(ctx, status, expires_ms, decided_ms);
     let urgency = move || match (status, expires_ms) {
         (ApprovalStatus::Pending | ApprovalStatus::Claimed, Some(ms)) => Urgency::of(ms, ctx.now.get()).class(),
@@ -71,6 +73,7 @@ fn Item(item: InboxItem) -> impl IntoView {
                 </a>
             </h2>
             {(!summary.is_empty()).then(|| view! { <p class="item__summary">{summary}</p> })}
+            <Marks own auto />
             <div class="item__bottom">
                 <ContextLine context />
                 // Decided: the status says it all, unless several approvals were needed.
@@ -102,6 +105,16 @@ fn when_text(ctx: AppContext, status: ApprovalStatus, expires_ms: Option<f64>, d
 /// The first non-blank line of a summary (a row has room for one).
 fn first_line(summary: &str) -> String {
     summary.lines().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned()
+}
+
+/// Why the row reads differently: the caller's own request (they may not decide it), or ringi decided it on
+/// expiry.
+#[component]
+fn Marks(own: bool, auto: bool) -> impl IntoView {
+    view! {
+        {own.then(|| view! { <p class="item__mark" data-testid="self-approval-mark">{tr(|t| t.self_approval_mark)}</p> })}
+        {auto.then(|| view! { <p class="item__mark" data-testid="auto-decided">{tr(|t| t.auto_decided_mark)}</p> })}
+    }
 }
 
 /// Who asked and from which state machine step.

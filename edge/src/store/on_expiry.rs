@@ -1,0 +1,122 @@
+//! The outcome on expiry as stored (`ringi_core::on_expiry`): the approvals whose outcome is due, ringi's own
+//! claim, and its final writes — the statements of a person's decision (votes.rs) with ringi as the decider,
+//! and its event in the same batch.
+
+use ringi_core::approval::Verdict;
+use ringi_core::audit::{Actor, EventKind};
+use ringi_core::on_expiry::{event_detail, OnExpiry};
+use ringi_core::{ApiError, ApprovalId, TaskToken};
+use serde::Deserialize;
+
+use super::event_stmt;
+use super::rows::{self, Attempt, AttemptRow};
+use super::votes::{close_stmt, finish_stmt, system_claim_stmt, unconfirmed_stmt};
+use super::{n, Stmt, Store};
+
+/// Approvals one cron run answers at most (each is a Step Functions call); the rest wait for the next run,
+/// which the lead leaves room for.
+const ON_EXPIRY_BATCH: i64 = 25;
+
+#[derive(Deserialize)]
+struct DueRow {
+    id: String,
+    task_token: String,
+    on_expiry: String,
+    expires_at: f64,
+}
+
+/// An approval whose chosen outcome is due. Holds the task token: never log it.
+pub struct DueOutcome {
+    pub id: ApprovalId,
+    pub token: TaskToken,
+    pub verdict: Verdict,
+    pub expires_at: i64,
+}
+
+impl DueRow {
+    fn typed(self) -> Option<DueOutcome> {
+        let verdict = OnExpiry::from_stored(&self.on_expiry).ok()?.verdict()?;
+        Some(DueOutcome {
+            id: ApprovalId::parse(&self.id).ok()?,
+            token: TaskToken::parse(&self.task_token).ok()?,
+            verdict,
+            expires_at: self.expires_at as i64,
+        })
+    }
+}
+
+impl Store {
+    /// Open approvals with an outcome on expiry whose deadline is ahead but within `lead_ms`, soonest first:
+    /// pending ones, and claimed ones whose claim holder died (lease over). A callback that failed released its
+    /// claim, so the next run finds the approval again.
+    pub async fn on_expiry_due(&self, now: i64, lead_ms: i64) -> Result<Vec<DueOutcome>, ApiError> {
+        let stmt = Stmt::new(
+            format!(
+                "SELECT id, task_token, on_expiry, expires_at FROM approvals
+                 WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
+                   AND expires_at > ?1 AND expires_at <= ?1 + ?2
+                   AND (status = 'pending' OR claimed_until <= ?1)
+                 ORDER BY expires_at LIMIT {ON_EXPIRY_BATCH}"
+            ),
+            vec![n(now), n(lead_ms)],
+        );
+        let rows: Vec<DueRow> = self.rows(stmt, "on_expiry_due").await?;
+        // A row that does not read (corrupt) is skipped, as mail rows are: it does not stop the others.
+        Ok(rows.into_iter().filter_map(DueRow::typed).collect())
+    }
+
+    /// ringi's claim on `id` (see [`Store::claim`]): `Some(recorded attempt)` if it won.
+    pub async fn claim_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        until: i64,
+        verdict: Verdict,
+    ) -> Result<Option<Attempt>, ApiError> {
+        let rows: Vec<AttemptRow> =
+            self.rows(system_claim_stmt(id, claim_id, now, until, verdict), "claim_on_expiry").await?;
+        rows.into_iter().next().map(Attempt::try_from).transpose().map_err(rows::corrupt(id.as_str()))
+    }
+
+    /// Step Functions took ringi's outcome (200): decided on expiry, confirmed, with its event.
+    pub async fn finish_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        verdict: Verdict,
+        at: i64,
+    ) -> Result<(), ApiError> {
+        let mark = Stmt::new(
+            "UPDATE approvals SET decided_on_expiry = 1 WHERE id = ?1 AND claim_id = ?2",
+            vec![super::s(id.as_str()), super::s(claim_id)],
+        );
+        let stmts = [
+            mark,
+            finish_stmt(id, claim_id, verdict, at),
+            close_stmt(id, at),
+            event_stmt(id, at, EventKind::Decided, &Actor::System, &event_detail(verdict)),
+        ];
+        self.batch(&stmts, "finish_on_expiry").await?;
+        Ok(())
+    }
+
+    /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed. When that
+    /// attempt was ringi's own, the event says so.
+    pub async fn unconfirmed_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        attempt: &Attempt,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let mut stmts = vec![unconfirmed_stmt(id, claim_id, now), close_stmt(id, now)];
+        if let (true, Some(verdict)) = (attempt.is_systems(), attempt.verdict) {
+            let mut detail = event_detail(verdict);
+            detail.insert("unconfirmed".into(), true.into());
+            stmts.push(event_stmt(id, now, EventKind::Decided, &Actor::System, &detail));
+        }
+        self.batch(&stmts, "unconfirmed_on_expiry").await?;
+        Ok(())
+    }
+}

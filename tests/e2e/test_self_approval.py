@@ -1,0 +1,159 @@
+"""Separation of duty: an approval registered with `requestedBy` (people, by `sub` or email) shows itself to a
+requester who is also an approver, read-only and with the reason, but never lets them decide (403
+`self_approval`, refused in the SQL of the decision's first round trip too), and they do not count toward the
+quorum; a registration whose quorum the requesters would block is refused. Real paused executions in moto."""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+import requests
+from playwright.sync_api import expect
+
+from support import ARTIFACTS
+from support.api import d1
+from support.pages import Tab, axe_check, sub
+
+
+def field(r) -> str:
+    assert r.status_code == 400, r.text
+    return r.json()["error"]["field"]
+
+
+def inbox(stack, user, status="pending", **claims):
+    r = requests.get(f"{stack.base_url}/api/v1/approvals", params={"status": status},
+                     headers={"authorization": f"Bearer {stack.mint(user, **claims)}"}, timeout=30)
+    assert r.status_code == 200, r.text
+    return {i["id"]: i for i in r.json()["items"]}
+
+
+def test_registration_refuses_a_quorum_the_requesters_would_block(api):
+    tok = lambda: "tok-" + secrets.token_hex(6)  # noqa: E731
+    # The only approver asked for it.
+    assert field(api.register(tok(), approvers=[{"sub": "alice"}], requestedBy=[{"sub": "alice"}])) == "requestedBy"
+    # "all": every listed approver must be satisfiable by someone else; an email approver equal to a requester's is not.
+    r = api.register(tok(), approvers=[{"email": "pat@example.com"}, {"group": "finance"}], quorum="all",
+                     requestedBy=[{"email": "PAT@example.com"}])
+    assert field(r) == "requestedBy" and "approvers[0]" in r.json()["error"]["message"], r.text
+    # "n": n eligible approvers (or a group among them).
+    assert field(api.register(tok(), approvers=[{"sub": "alice"}, {"sub": "bob"}], quorum=2,
+                              requestedBy=[{"sub": "alice"}])) == "requestedBy"
+    assert api.register(tok(), approvers=[{"sub": "alice"}, {"group": "finance"}], quorum=2,
+                        requestedBy=[{"sub": "alice"}]).status_code == 201
+    # A group still has other members: eligible under "all".
+    assert api.register(tok(), approvers=[{"group": "finance"}, {"sub": "bob"}], quorum="all",
+                        requestedBy=[{"email": "alice@example.com"}]).status_code == 201
+    # A requester is a person; the flags are typed.
+    assert field(api.register(tok(), requestedBy=[{"group": "finance"}])) == "requestedBy[0]"
+    assert field(api.register(tok(), requestedBy=[{"email": "nope"}])) == "requestedBy[0].email"
+    assert field(api.register(tok(), allowSelfApproval="yes")) == "allowSelfApproval"
+    assert field(api.register(tok(), onExpiry="escalate")) == "onExpiry"
+    # allowSelfApproval lifts the rule.
+    assert api.register(tok(), approvers=[{"sub": "alice"}], requestedBy=[{"sub": "alice"}],
+                        allowSelfApproval=True).status_code == 201
+
+
+def test_a_requester_sees_it_read_only_and_another_approver_decides(stack, api, workflows):
+    arn, token = workflows.start_paused()
+    group = "fin-" + secrets.token_hex(3)
+    who = f"req-{secrets.token_hex(3)}@example.com"
+    r = api.register(token, approvers=[{"group": group}], requestedBy=[{"email": who.upper()}])
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    requester = {"as_user": "req-sub", "email": who, "groups": [group]}
+    view = api.get(approval_id, **requester)
+    assert view.status_code == 200, view.text
+    assert view.json()["cannotDecide"] == "self_approval" and view.json()["requestedBy"] == [{"email": who}]
+    # Listed through the group, still: their inbox shows it, marked.
+    assert inbox(stack, "req-sub", email=who, groups=[group])[approval_id]["cannotDecide"] == "self_approval"
+    for verdict in ("approve", "reject"):
+        refused = api.decide(approval_id, verdict, **requester)
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "self_approval", refused.text
+    # Nothing taken, nothing recorded; the workflow still waits.
+    assert d1(stack, f"SELECT status, claim_id, attempt_id FROM approvals WHERE id = '{approval_id}'") == [
+        {"status": "pending", "claim_id": None, "attempt_id": None}]
+    assert d1(stack, f"SELECT count(*) AS n FROM decisions WHERE approval_id = '{approval_id}'") == [{"n": 0}]
+    assert workflows.status(arn) == "RUNNING"
+    # Without email_verified the token carries no email: not recognisable as the requester, and a group member.
+    other = api.get(approval_id, as_user="colleague", groups=[group])
+    assert other.json()["cannotDecide"] is None
+    assert inbox(stack, "colleague", groups=[group])[approval_id]["cannotDecide"] is None
+    done = api.decide(approval_id, "approve", as_user="colleague", groups=[group])
+    assert done.status_code == 200 and done.json()["status"] == "approved", done.text
+    out = json.loads(workflows.wait_done(arn)["output"])["approval"]
+    assert out["decision"] == "approved" and out["approvedBy"]["sub"] == "colleague"
+
+
+def test_requesters_do_not_count_toward_the_quorum(stack, api, workflows):
+    """`all` over a group and a person: the requester in the group cannot fill the group's slot (a colleague
+    can), and a requester named by `sub` is refused whatever principal they would vote through."""
+    arn, token = workflows.start_paused()
+    eng = "eng-" + secrets.token_hex(3)
+    approval_id = api.register(token, approvers=[{"group": eng}, {"sub": "bob"}], quorum="all",
+                               requestedBy=[{"sub": "eve"}]).json()["id"]
+    r = api.decide(approval_id, "approve", as_user="eve", groups=[eng])
+    assert r.status_code == 403 and r.json()["error"]["code"] == "self_approval", r.text
+    first = api.decide(approval_id, "approve", as_user="eng-2", groups=[eng])
+    assert first.json()["status"] == "pending" and first.json()["progress"] == {"approvals": 1, "required": 2}
+    last = api.decide(approval_id, "approve", as_user="bob")
+    assert last.status_code == 200 and last.json()["status"] == "approved", last.text
+    out = json.loads(workflows.wait_done(arn)["output"])["approval"]
+    assert out["approvedBy"]["sub"] == "bob" and [a["sub"] for a in out["approvals"]] == ["eng-2"]
+
+
+def test_an_email_approver_who_asked_is_refused_and_allow_self_approval_lets_them(api, workflows):
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token, approvers=[{"email": "pat@example.com"}, {"sub": "bob"}],
+                               requestedBy=[{"email": "pat@example.com"}]).json()["id"]
+    r = api.decide(approval_id, "reject", as_user="pat-sub", email="pat@example.com")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "self_approval", r.text
+    assert api.decide(approval_id, "reject", as_user="bob").json()["status"] == "rejected"
+    assert json.loads(workflows.wait_done(arn)["output"])["rejection"]["Error"] == "Rejected"
+
+    arn, token = workflows.start_paused()
+    allowed = api.register(token, approvers=[{"email": "pat@example.com"}], requestedBy=[{"email": "pat@example.com"}],
+                           allowSelfApproval=True).json()["id"]
+    assert api.get(allowed, as_user="pat-sub", email="pat@example.com").json()["cannotDecide"] is None
+    assert api.decide(allowed, as_user="pat-sub", email="pat@example.com").json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+
+
+def test_the_mail_names_the_requester(stack, api):
+    """Without a `context.requestedBy`, the mail's "Requested by" names the registered requesters."""
+    who = f"sod-{secrets.token_hex(4)}@example.com"
+    api.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}, {"group": "finance"}],
+                 requestedBy=[{"email": "alice@example.com"}])
+    deadline = time.monotonic() + 15  # the mail goes out after the registration's response
+    while not (mails := [m for m in stack.sent_mail() if who in m["destinations"]["ToAddresses"]]):
+        assert time.monotonic() < deadline, "no request mail"
+        time.sleep(0.2)
+    assert "<p>Requested by: alice@example.com</p>" in mails[0]["body"], mails[0]["body"][:600]
+
+
+def test_the_page_is_read_only_for_the_requester(stack, api, workflows, browser):
+    """375×812: the reason instead of the form, the requester named, axe-core clean; Japanese too; the inbox marks
+    the row."""
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token, approvers=[{"group": "finance"}], requestedBy=[{"sub": sub("alice")}],
+                               title="Refund 4,200 EUR to ACME", summary="Asked by alice; finance decides.").json()["id"]
+    with Tab(browser, bypass_csp=True) as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}")
+        approval = t.approval
+        expect(approval.by("self-approval-notice")).to_contain_text("You requested this approval")
+        expect(approval.status).to_have_attribute("data-status", "pending")
+        assert approval.by("decision-form").count() == 0
+        assert approval.enabled_decision_buttons.count() == 0
+        expect(approval.by("requester")).to_contain_text(sub("alice"))
+        axe_check(page, "approval, read-only for its requester")
+        approval.screenshot(ARTIFACTS / "spa-self-approval-mobile.png")
+        approval.switch_language()
+        expect(approval.by("self-approval-notice")).to_contain_text("職務分掌")
+        approval.screenshot(ARTIFACTS / "spa-self-approval-ja-mobile.png")
+        approval.switch_language()
+        page.goto(f"{stack.base_url}/")
+        mark = t.inbox.item(approval_id).get_by_test_id("self-approval-mark")
+        expect(mark).to_contain_text("Your own request")
+        axe_check(page, "inbox with a marked own request")
+        t.inbox.screenshot(ARTIFACTS / "spa-self-approval-inbox-mobile.png", full_page=False)
+    assert workflows.status(arn) == "RUNNING"
