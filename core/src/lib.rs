@@ -21,6 +21,7 @@ pub mod principal;
 pub mod quorum;
 pub mod register;
 pub mod route;
+pub mod schedule;
 pub mod sfn;
 pub mod sigv4;
 pub mod storage;

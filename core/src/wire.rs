@@ -100,6 +100,9 @@ pub struct ApprovalView {
     pub my_decision: Option<AuditEntry>,
     /// All recorded decisions (the audit trail).
     pub decisions: Vec<AuditEntry>,
+    /// Reminders and escalation (core::schedule): what is due when, and what was done.
+    #[serde(default)]
+    pub schedule: crate::schedule::ScheduleView,
 }
 
 impl ApprovalView {
@@ -137,6 +140,9 @@ pub struct InboxItem {
     pub created_at: String,
     pub expires_at: String,
     pub decided_at: Option<String>,
+    /// The escalation happened: principals were added (the inbox marks it).
+    #[serde(default)]
+    pub escalated: bool,
 }
 
 /// `GET /api/v1/approvals?status=…&cursor=…`

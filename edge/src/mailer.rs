@@ -18,6 +18,17 @@ use crate::store::{MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
 pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
+    send_with_note(cfg, probe, row, kind, None).await
+}
+
+/// [`send`], with an escalation's note in the message.
+pub async fn send_with_note(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    kind: MailKind,
+    note: Option<&str>,
+) -> Result<bool, String> {
     let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
     let recipients = &row.notify;
     if recipients.is_empty() {
@@ -33,6 +44,7 @@ pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) ->
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
         locale: row.locale,
+        note,
     });
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may

@@ -2,6 +2,7 @@
 
 use ringi_core::approval::ApprovalStatus;
 use ringi_core::principal::Identity;
+use ringi_core::schedule::ScheduleView;
 use ringi_core::time::format_rfc3339;
 use ringi_core::vote::progress;
 use ringi_core::wire::ApprovalView;
@@ -11,21 +12,17 @@ use worker::Response;
 use crate::platform::now_ms;
 use crate::store::{Loaded, Store};
 
-pub async fn get(store: &Store, who: &Identity, id: &ApprovalId) -> Result<Response, ApiError> {
-    let loaded = load_for(store, id, who).await?;
-    super::json(200, &view(loaded, who, now_ms()))
-}
-
-/// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
-pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
-    let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
+/// `reminder_window_ms`: where the default reminder falls (`REMINDER_BEFORE_SECONDS`), for the schedule shown.
+pub async fn get(store: &Store, who: &Identity, id: &ApprovalId, reminder_window_ms: i64) -> Result<Response, ApiError> {
+    // The approval, if it exists *and* the caller is one of its approvers (else the same 404).
+    let (loaded, schedule) = store.load_with_schedule(id, reminder_window_ms).await?.ok_or(ApiError::NotFound)?;
     if !who.is_approver(&loaded.principals) {
         return Err(ApiError::NotFound);
     }
-    Ok(loaded)
+    super::json(200, &view(loaded, schedule, who, now_ms()))
 }
 
-fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
+fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> ApprovalView {
     let Loaded { approval: a, principals, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
@@ -49,5 +46,6 @@ fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
         form: a.form,
         context: a.context,
         registered_by: a.registered_by,
+        schedule,
     }
 }

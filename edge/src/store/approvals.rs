@@ -201,10 +201,14 @@ impl Store {
         remind_window_ms: i64,
     ) -> Result<Inserted, ApiError> {
         let window_start = now - now.rem_euclid(60_000);
-        let reminded_at = if a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        // Its own `reminders` replace the default one before expiry (core::schedule).
+        let own_reminders = a.schedule.reminders.is_some();
+        let reminded_at =
+            if own_reminders || a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
         stmts.extend(batch.principals());
+        stmts.extend(super::schedule::insert_stmts(id, &a.schedule, &a.token.fingerprint(), &a.request_sha256));
         let results = self.batch(&stmts, "insert").await?;
         let count = results
             .first()

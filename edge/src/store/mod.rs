@@ -13,6 +13,7 @@ mod events;
 mod inbox;
 mod maintenance;
 mod rows;
+mod schedule;
 mod votes;
 
 use std::future::Future;
@@ -31,6 +32,7 @@ use worker::{D1Database, D1PreparedStatement, Delay, Env};
 pub use approvals::{Inserted, Registrant};
 pub(crate) use events::event_stmt;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
+pub use schedule::{DueEntry, SCHEDULE_LEASE_MS};
 pub use votes::{ClaimRequest, Guess, Opened, Vote};
 
 use crate::error::OrInternal;

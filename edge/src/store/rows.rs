@@ -237,6 +237,7 @@ pub(crate) struct InboxRow {
     decided_at: Option<f64>,
     sort_at: f64,
     approvals: f64,
+    escalated_at: Option<f64>,
 }
 
 /// One inbox item and its place in the order (for the cursor).
@@ -268,6 +269,7 @@ impl InboxRow {
             created_at: format_rfc3339(self.created_at as i64),
             expires_at: format_rfc3339(self.expires_at as i64),
             decided_at: self.decided_at.map(|t| format_rfc3339(t as i64)),
+            escalated: self.escalated_at.is_some(),
         };
         Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
     }
@@ -290,7 +292,7 @@ pub(crate) struct MailRow {
 }
 
 /// What the mailer needs of an approval.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MailJob {
     pub id: ApprovalId,
     pub title: String,

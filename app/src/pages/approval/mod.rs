@@ -1,5 +1,5 @@
 //! `/a/{id}`: one approval request — what is asked, the feedback form, Approve / Reject behind a
-//! confirmation, the outcome, and the history.
+//! confirmation, the outcome, the schedule (reminders, escalation), and the history.
 
 mod body;
 mod confirm;
@@ -10,6 +10,7 @@ mod form_state;
 mod history;
 mod outcome;
 mod overview;
+mod schedule;
 mod state;
 
 use leptos::prelude::*;
@@ -24,6 +25,7 @@ use form::DecisionForm;
 use history::History;
 use outcome::Outcomes;
 use overview::Overview;
+use schedule::{EscalatedNotice, Schedule};
 use state::{use_approval, ApprovalState, Phase};
 
 #[component]
@@ -88,6 +90,7 @@ fn Ready() -> impl IntoView {
     let state = use_approval();
     view! {
         <Overview />
+        <EscalatedNotice />
         <Outcomes />
         <Show when=move || state.form.restored.get() && state.can_decide.get()>
             <p class="notice notice--info" role="status" data-testid="draft-restored">
@@ -98,6 +101,7 @@ fn Ready() -> impl IntoView {
         <Show when=move || state.can_decide.get()>
             <DecisionForm />
         </Show>
+        <Schedule />
         <History />
     }
 }
