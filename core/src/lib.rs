@@ -2,8 +2,8 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 
 pub mod approval;
-pub mod audit;
 pub mod assets;
+pub mod audit;
 mod body;
 pub mod config;
 pub mod context;

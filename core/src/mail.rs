@@ -177,7 +177,11 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
         html.push_str(&format!("<p>{}</p><h2 style=\"font-size:1.2rem\">{}</h2>", t.lead, escape_html(m.title)));
         if let Some(note) = m.note.filter(|n| !n.is_empty()) {
             text.push_str(&format!("{}: {note}\n", t.note));
-            html.push_str(&format!("<p style=\"white-space:pre-wrap\"><strong>{}:</strong> {}</p>", t.note, escape_html(note)));
+            html.push_str(&format!(
+                "<p style=\"white-space:pre-wrap\"><strong>{}:</strong> {}</p>",
+                t.note,
+                escape_html(note)
+            ));
         }
         if !m.summary.is_empty() {
             text.push_str(&format!("{}\n", m.summary));
@@ -264,12 +268,18 @@ mod tests {
 
     #[test]
     fn escalation_mail_carries_the_note_escaped_in_both_languages() {
-        let m = compose(&MailInput { kind: MailKind::Escalation, note: Some("No answer <in> 2 days"), ..input(Locale::En) });
+        let m = compose(&MailInput {
+            kind: MailKind::Escalation,
+            note: Some("No answer <in> 2 days"),
+            ..input(Locale::En)
+        });
         assert!(m.subject.starts_with("[ringi] Escalated: approval requested"), "{}", m.subject);
         assert!(m.text.contains("Escalated to you") && m.text.contains("Note: No answer <in> 2 days"));
         assert!(m.html.contains("No answer &lt;in&gt; 2 days"));
         let ja = compose(&MailInput { kind: MailKind::Escalation, note: Some("至急"), ..input(Locale::Ja) });
-        assert!(ja.subject.contains("エスカレーション") && ja.text.contains("メモ: 至急") && ja.text.contains("Note: 至急"));
+        assert!(
+            ja.subject.contains("エスカレーション") && ja.text.contains("メモ: 至急") && ja.text.contains("Note: 至急")
+        );
         assert!(!compose(&input(Locale::En)).text.contains("Note:"), "no note, no line");
     }
 

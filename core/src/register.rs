@@ -391,7 +391,10 @@ mod tests {
         assert_eq!(field_of(with("bogus", json!(1))), "bogus");
         assert_eq!(field_of(with("reminders", json!("PT1H"))), "reminders");
         assert_eq!(field_of(with("reminders", json!(["PT10M", "PT2H"]))), "reminders[1]");
-        assert_eq!(field_of(with("escalation", json!({"after": "PT10M", "to": [{"email": "x"}]}))), "escalation.to[0].email");
+        assert_eq!(
+            field_of(with("escalation", json!({"after": "PT10M", "to": [{"email": "x"}]}))),
+            "escalation.to[0].email"
+        );
         assert_eq!(field_of(with("escalation", json!({"after": "PT2H", "to": [{"sub": "boss"}]}))), "escalation.after");
     }
 
@@ -402,7 +405,10 @@ mod tests {
         let a = parse_registration(b.to_string().as_bytes(), NOW, &[]).unwrap();
         assert_eq!(a.schedule.reminders, Some(vec![NOW + 600_000, NOW + 3_300_000]));
         let e = a.schedule.escalation.unwrap();
-        assert_eq!((e.at, e.to, e.note), (NOW + 1_800_000, vec![Principal::Email("boss@example.com".into())], Some("ping".into())));
+        assert_eq!(
+            (e.at, e.to, e.note),
+            (NOW + 1_800_000, vec![Principal::Email("boss@example.com".into())], Some("ping".into()))
+        );
         // Omitted: the default reminder before expiry (None); `[]`: none at all.
         assert_eq!(parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap().schedule.reminders, None);
         let none = with("reminders", json!([]));

@@ -105,7 +105,10 @@ pub struct Schedule {
 
 fn within_lifetime(field: &str, at: i64, now: i64, expires_at: i64) -> Result<i64, ApiError> {
     if at <= now || at >= expires_at {
-        return Err(ApiError::invalid(field, "must fall within the approval's lifetime (after registration, before expiry)"));
+        return Err(ApiError::invalid(
+            field,
+            "must fall within the approval's lifetime (after registration, before expiry)",
+        ));
     }
     Ok(at)
 }
@@ -147,7 +150,9 @@ pub fn parse_escalation(
     expires_at: i64,
     principal: impl Fn(&str, &Principal) -> Result<Principal, ApiError>,
 ) -> Result<Escalation, ApiError> {
-    let Value::Object(o) = raw else { return Err(ApiError::invalid("escalation", "must be {\"after\", \"to\", \"note\"?}")) };
+    let Value::Object(o) = raw else {
+        return Err(ApiError::invalid("escalation", "must be {\"after\", \"to\", \"note\"?}"));
+    };
     if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "after" | "to" | "note")) {
         return Err(ApiError::invalid(format!("escalation.{k}"), "is not a known field"));
     }
@@ -315,7 +320,12 @@ impl ScheduleView {
 /// The default reminder (no `reminders` given): `window_ms` before expiry, unless that is not after
 /// registration. `reminded_at` is when it was sent; an approval with its own reminders (or registered inside
 /// the window) has it equal to `created_at` from the start — then there is no default reminder to show.
-pub fn default_reminder(created_at: i64, expires_at: i64, window_ms: i64, reminded_at: Option<i64>) -> Option<ReminderView> {
+pub fn default_reminder(
+    created_at: i64,
+    expires_at: i64,
+    window_ms: i64,
+    reminded_at: Option<i64>,
+) -> Option<ReminderView> {
     let at = expires_at - window_ms;
     if at <= created_at || reminded_at == Some(created_at) {
         return None;
@@ -346,7 +356,9 @@ mod tests {
         assert_eq!(d("P2W").unwrap(), 14 * 24 * H);
         assert_eq!(d("PT90M").unwrap(), 90 * 60_000);
         assert_eq!(d("PT1H30M5S").unwrap(), H + 30 * 60_000 + 5_000);
-        for bad in ["", "P", "PT", "4H", "PT4", "P1M", "P1Y", "PT1H2H", "PT1M1H", "PTH", "-PT1H", "PT1.5H", "pt4h", "P1DT"] {
+        for bad in
+            ["", "P", "PT", "4H", "PT4", "P1M", "P1Y", "PT1H2H", "PT1M1H", "PTH", "-PT1H", "PT1.5H", "pt4h", "P1DT"]
+        {
             assert!(d(bad).is_err(), "{bad}");
         }
         assert!(matches!(d("PT0S"), Err(ApiError::Invalid { message, .. }) if message.contains("zero")));
@@ -396,7 +408,8 @@ mod tests {
         assert_eq!(f(json!({"after": "PT1H", "to": [{"sub": "x"}], "note": "n".repeat(501)})), "escalation.note");
         assert_eq!(f(json!({"after": "PT1H", "to": [{"sub": "x"}], "when": 1})), "escalation.when");
         assert_eq!(f(json!("PT1H")), "escalation");
-        let refuse = |field: &str, _: &Principal| Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
+        let refuse =
+            |field: &str, _: &Principal| Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
         assert_eq!(
             field(parse_escalation(&json!({"after": "PT1H", "to": [{"email": "x"}]}), NOW, exp, refuse)),
             "escalation.to[0].email"
@@ -406,9 +419,16 @@ mod tests {
     #[test]
     fn reminders_skip_those_who_voted_and_reach_escalation_principals_once_escalated() {
         let notify = vec!["a@example.com".to_owned(), "b@example.com".to_owned()];
-        let esc = Escalation { at: 0, to: vec![Principal::Email("boss@example.com".into()), Principal::Sub("s".into())], note: None };
+        let esc = Escalation {
+            at: 0,
+            to: vec![Principal::Email("boss@example.com".into()), Principal::Sub("s".into())],
+            note: None,
+        };
         assert_eq!(reminder_recipients(&notify, None, &["A@example.com".into()]), vec!["b@example.com"]);
-        assert_eq!(reminder_recipients(&notify, Some(&esc), &[]), vec!["a@example.com", "b@example.com", "boss@example.com"]);
+        assert_eq!(
+            reminder_recipients(&notify, Some(&esc), &[]),
+            vec!["a@example.com", "b@example.com", "boss@example.com"]
+        );
         assert!(reminder_recipients(&notify, None, &notify).is_empty());
     }
 
@@ -416,14 +436,21 @@ mod tests {
     fn stored_entries_and_views() {
         let s = Schedule {
             reminders: Some(vec![NOW + H, NOW + 2 * H]),
-            escalation: Some(Escalation { at: NOW + 3 * H, to: vec![Principal::Sub("x".into())], note: Some("n".into()) }),
+            escalation: Some(Escalation {
+                at: NOW + 3 * H,
+                to: vec![Principal::Sub("x".into())],
+                note: Some("n".into()),
+            }),
         };
         let e = entries(&s);
-        assert_eq!(e.iter().map(|(seq, k, at, _)| (*seq, *k, *at)).collect::<Vec<_>>(), vec![
-            (0, EntryKind::Reminder, NOW + H),
-            (1, EntryKind::Reminder, NOW + 2 * H),
-            (2, EntryKind::Escalation, NOW + 3 * H)
-        ]);
+        assert_eq!(
+            e.iter().map(|(seq, k, at, _)| (*seq, *k, *at)).collect::<Vec<_>>(),
+            vec![
+                (0, EntryKind::Reminder, NOW + H),
+                (1, EntryKind::Reminder, NOW + 2 * H),
+                (2, EntryKind::Escalation, NOW + 3 * H)
+            ]
+        );
         let back: Escalation = serde_json::from_value(Value::Object(e[2].3.clone())).unwrap();
         assert_eq!((back.to, back.note), (vec![Principal::Sub("x".into())], Some("n".into())));
         assert!(entries(&Schedule::default()).is_empty());

@@ -14,9 +14,9 @@
 use ringi_core::audit::EventKind;
 use ringi_core::config::Config;
 use ringi_core::devswitch::cron_part;
-use ringi_core::schedule::{reminder_recipients, EntryKind, Outcome};
 use ringi_core::latency::Delays;
 use ringi_core::mail::MailKind;
+use ringi_core::schedule::{reminder_recipients, EntryKind, Outcome};
 use ringi_core::storage::FaultSpec;
 use serde_json::json;
 use worker::Env;
@@ -65,7 +65,8 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     }
 
     let mut reminded = 0;
-    for (mut row, voted) in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await)
+    for (mut row, voted) in
+        step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await)
     {
         // Only to those who have not voted yet. Sent first, marked after: a failed send is retried by the next
         // run, a failed mark costs at most one more reminder (never a lost one).
@@ -143,7 +144,11 @@ async fn run_entry(
             store.schedule_done(entry, lease, now, outcome, event).await.map(|_| 1)
         }
         Err(e) => {
-            log("warn", "scheduled_mail_not_sent", json!({"approvalId": job.id.as_str(), "kind": entry.kind.as_str(), "error": e}));
+            log(
+                "warn",
+                "scheduled_mail_not_sent",
+                json!({"approvalId": job.id.as_str(), "kind": entry.kind.as_str(), "error": e}),
+            );
             store.schedule_release(entry, lease).await.map(|_| 0)
         }
     }

@@ -25,7 +25,7 @@ BUDGET = {
     "decision reject": {"d1": 2, "sfn": 1, "ses": 0},
     "quorum vote (not final)": {"d1": 1, "sfn": 0, "ses": 0},
     "quorum vote (final)": {"d1": 2, "sfn": 1, "ses": 0},
-    "cron tick (nothing due)": {"d1": 6, "sfn": 0, "ses": 0},
+    "cron tick (nothing due)": {"d1": 7, "sfn": 0, "ses": 0},
 }
 
 

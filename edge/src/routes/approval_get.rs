@@ -13,7 +13,12 @@ use crate::platform::now_ms;
 use crate::store::{Loaded, Store};
 
 /// `reminder_window_ms`: where the default reminder falls (`REMINDER_BEFORE_SECONDS`), for the schedule shown.
-pub async fn get(store: &Store, who: &Identity, id: &ApprovalId, reminder_window_ms: i64) -> Result<Response, ApiError> {
+pub async fn get(
+    store: &Store,
+    who: &Identity,
+    id: &ApprovalId,
+    reminder_window_ms: i64,
+) -> Result<Response, ApiError> {
     // The approval, if it exists *and* the caller is one of its approvers (else the same 404).
     let (loaded, schedule) = store.load_with_schedule(id, reminder_window_ms).await?.ok_or(ApiError::NotFound)?;
     if !who.is_approver(&loaded.principals) {

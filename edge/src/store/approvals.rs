@@ -203,8 +203,7 @@ impl Store {
         let window_start = now - now.rem_euclid(60_000);
         // Its own `reminders` replace the default one before expiry (core::schedule).
         let own_reminders = a.schedule.reminders.is_some();
-        let reminded_at =
-            if own_reminders || a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        let reminded_at = if own_reminders || a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
         stmts.extend(batch.principals());

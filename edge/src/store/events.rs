@@ -8,7 +8,13 @@ use serde_json::{Map, Value};
 use super::{n, opt, s, Stmt};
 
 /// The INSERT of one event, to put into the batch of the change it records.
-pub(crate) fn event_stmt(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<String, Value>) -> Stmt {
+pub(crate) fn event_stmt(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+) -> Stmt {
     Stmt::new(
         "INSERT INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

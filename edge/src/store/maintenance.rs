@@ -6,7 +6,7 @@ use ringi_core::{ApiError, ApprovalId};
 use ringi_core::audit::{Actor, EventKind};
 use serde::Deserialize;
 
-use super::events::event_stmt;
+use super::event_stmt;
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::ATTEMPT_STATUS;
 use super::{changed, n, s, Stmt, Store};
@@ -145,7 +145,7 @@ impl Store {
         );
         let results = self.batch(&[Stmt::new(due, vec![n(now), n(window_ms)]), voted], "reminders_due").await?;
         let voted = results[1].results::<VotedRow>().internal("D1 voted rows")?;
-        let jobs = mail_jobs(results[0].results().internal("D1 mail rows")?);
+        let jobs = mail_jobs(results[0].results::<MailRow>().internal("D1 mail rows")?);
         Ok(jobs
             .into_iter()
             .map(|j| {
@@ -164,7 +164,8 @@ impl Store {
         );
         let mut detail = serde_json::Map::new();
         detail.insert("recipients".into(), recipients.into());
-        let event = super::schedule::event_if_changed(event_stmt(id, now, EventKind::Reminded, &Actor::System, &detail));
+        let event =
+            super::schedule::event_if_changed(event_stmt(id, now, EventKind::Reminded, &Actor::System, &detail));
         self.batch(&[stmt, event], "mark_reminded").await.map(drop).map_err(Into::into)
     }
 }

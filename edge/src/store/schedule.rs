@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::approvals::{load_stmts, read_loaded};
-use super::events::event_stmt;
+use super::event_stmt;
 use super::rows::{mail_jobs, Loaded, MailJob, MailRow, MAIL_COLUMNS};
 use super::{n, s, Stmt, Store};
 use crate::error::OrInternal;
@@ -220,8 +220,15 @@ impl Store {
     /// Adds the escalation principals to an open approval — in its approvers' inboxes (open, keyed by expiry)
     /// and able to decide — and records when (`escalated_at`, the `Escalated` event), once. Keyed: running it
     /// again adds nothing. The quorum's `required` is unchanged (`approver_count` stays).
-    pub async fn escalate(&self, id: &ApprovalId, to: &[Principal], note: Option<&str>, now: i64) -> Result<bool, ApiError> {
-        let principals: Vec<Value> = to.iter().map(|p| json!({"kind": p.kind(), "value": p.value(), "key": p.key()})).collect();
+    pub async fn escalate(
+        &self,
+        id: &ApprovalId,
+        to: &[Principal],
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        let principals: Vec<Value> =
+            to.iter().map(|p| json!({"kind": p.kind(), "value": p.value(), "key": p.key()})).collect();
         let open = OPEN.replace('?', "?2");
         let mark = Stmt::new(
             "UPDATE approvals SET escalated_at = ?2 WHERE id = ?1 AND escalated_at IS NULL

@@ -38,7 +38,9 @@ pub fn EscalatedNotice() -> impl IntoView {
         let esc = state.view.with(|v| v.as_ref().and_then(|v| v.schedule.escalation.clone()))?;
         let at = esc.escalated_at.clone()?;
         let to = esc.to.clone();
-        let text = move || (ctx.texts().escalated_notice)(&time::absolute_str(&at, ctx.locale.get()), &principals_text(ctx, &to));
+        let text = move || {
+            (ctx.texts().escalated_notice)(&time::absolute_str(&at, ctx.locale.get()), &principals_text(ctx, &to))
+        };
         Some(view! {
             <div class="notice notice--escalated" data-testid="escalated-notice">
                 <p>{text}</p>
@@ -131,11 +133,12 @@ fn Reminder(r: ReminderView) -> impl IntoView {
 fn EscalationRow(e: EscalationView) -> impl IntoView {
     let ctx = use_app();
     let done = e.escalated_at.is_some();
+    let state = if done { "done" } else { "planned" };
     let (at, to) = (e.at.clone(), e.to.clone());
     let text = move || (ctx.texts().escalation_planned)(&when(ctx, &at), &principals_text(ctx, &to));
     view! {
         <FactRow label=|t| t.escalation_label testid="escalation">
-            <span data-state=if done { "done" } else { "planned" }>{text}</span>
+            <span data-state=state>{text}</span>
             {done.then(|| view! { " · " <span class="schedule__state">{tr(|t| t.escalated_badge)}</span> })}
         </FactRow>
     }
