@@ -81,7 +81,7 @@ pub fn inbox_sql(principals: usize, pending: bool) -> String {
     format!(
         "WITH mine AS ({ranges})
          SELECT a.id, a.status, a.confirmed, a.title, a.summary, a.quorum, a.approver_count, a.context_json,
-                a.created_at, a.expires_at, a.decided_at, mine.sort_at,
+                a.created_at, a.expires_at, a.decided_at, mine.sort_at, a.escalated_at,
                 a.requested_by_json, a.allow_self_approval, a.decided_on_expiry,
                 {approvals} AS approvals
          FROM mine JOIN approvals a ON a.id = mine.approval_id

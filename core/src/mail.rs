@@ -1,4 +1,4 @@
-//! Approval emails (request and reminder, en/ja) and the SES v2 SendEmail request body. The message only
+//! Approval emails (request, reminder and escalation, en/ja) and the SES v2 SendEmail request body. The message only
 //! links to the approval page: no decision links, so a mail scanner opening it decides nothing.
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +51,8 @@ impl MailState {
 pub enum MailKind {
     Request,
     Reminder,
+    /// The approval was escalated to the recipient (core::schedule), with the registrant's note.
+    Escalation,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +77,8 @@ pub struct MailInput<'a> {
     pub on_expiry: Option<crate::approval::Verdict>,
     /// Japanese comes with the English text below it.
     pub locale: Locale,
+    /// An escalation's note (the registrant's words), shown under the lead.
+    pub note: Option<&'a str>,
 }
 
 pub fn escape_html(s: &str) -> String {
@@ -106,6 +110,7 @@ struct Texts {
     footer: &'static str,
     /// What happens without a decision (`onExpiry`): rejected, approved.
     on_expiry: [&'static str; 2],
+    note: &'static str,
 }
 
 const EN_REQUEST: Texts = Texts {
@@ -119,6 +124,7 @@ const EN_REQUEST: Texts = Texts {
         "If nobody decides by then, ringi rejects it automatically.",
         "If nobody decides by then, ringi approves it automatically.",
     ],
+    note: "Note",
 };
 const EN_REMINDER: Texts = Texts { lead: "Reminder: this request is still waiting for your decision.", ..EN_REQUEST };
 const JA_REQUEST: Texts = Texts {
@@ -132,9 +138,18 @@ const JA_REQUEST: Texts = Texts {
         "期限までに誰も判断しない場合、ringi が自動的に却下します。",
         "期限までに誰も判断しない場合、ringi が自動的に承認します。",
     ],
+    note: "メモ",
 };
 const JA_REMINDER: Texts = Texts {
     lead: "リマインダー：この依頼はまだあなたの判断を待っています。", ..JA_REQUEST
+};
+const EN_ESCALATION: Texts = Texts {
+    lead: "Escalated to you: this request has not been decided in time, and you can now decide it too.",
+    ..EN_REQUEST
+};
+const JA_ESCALATION: Texts = Texts {
+    lead: "エスカレーション：この依頼は期限内に判断されなかったため、あなたも判断できるようになりました。",
+    ..JA_REQUEST
 };
 
 fn texts(kind: MailKind, ja: bool) -> &'static Texts {
@@ -143,6 +158,8 @@ fn texts(kind: MailKind, ja: bool) -> &'static Texts {
         (MailKind::Reminder, false) => &EN_REMINDER,
         (MailKind::Request, true) => &JA_REQUEST,
         (MailKind::Reminder, true) => &JA_REMINDER,
+        (MailKind::Escalation, false) => &EN_ESCALATION,
+        (MailKind::Escalation, true) => &JA_ESCALATION,
     }
 }
 
@@ -156,6 +173,8 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
         (MailKind::Reminder, false) => "Reminder: approval requested",
         (MailKind::Request, true) => "承認依頼",
         (MailKind::Reminder, true) => "リマインダー：承認依頼",
+        (MailKind::Escalation, false) => "Escalated: approval requested",
+        (MailKind::Escalation, true) => "エスカレーション：承認依頼",
     };
     let subject = format!("[ringi] {prefix}: {title}");
     let langs: Vec<&Texts> =
@@ -168,6 +187,14 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
     for t in &langs {
         text.push_str(&format!("{}\n\n{}\n", t.lead, m.title));
         html.push_str(&format!("<p>{}</p><h2 style=\"font-size:1.2rem\">{}</h2>", t.lead, escape_html(m.title)));
+        if let Some(note) = m.note.filter(|n| !n.is_empty()) {
+            text.push_str(&format!("{}: {note}\n", t.note));
+            html.push_str(&format!(
+                "<p style=\"white-space:pre-wrap\"><strong>{}:</strong> {}</p>",
+                t.note,
+                escape_html(note)
+            ));
+        }
         if !m.summary.is_empty() {
             text.push_str(&format!("{}\n", m.summary));
             html.push_str(&format!("<p style=\"white-space:pre-wrap\">{}</p>", escape_html(m.summary)));
@@ -226,6 +253,7 @@ mod tests {
             expires_at_ms: 1_800_000_000_000,
             on_expiry: None,
             locale,
+            note: None,
         }
     }
 
@@ -256,6 +284,23 @@ mod tests {
         assert!(auto.text.contains("自動的に却下") && auto.text.contains("ringi rejects it automatically"));
         assert!(auto.html.contains("ringi rejects it automatically"));
         assert!(r.subject.starts_with("[ringi] Reminder"));
+    }
+
+    #[test]
+    fn escalation_mail_carries_the_note_escaped_in_both_languages() {
+        let m = compose(&MailInput {
+            kind: MailKind::Escalation,
+            note: Some("No answer <in> 2 days"),
+            ..input(Locale::En)
+        });
+        assert!(m.subject.starts_with("[ringi] Escalated: approval requested"), "{}", m.subject);
+        assert!(m.text.contains("Escalated to you") && m.text.contains("Note: No answer <in> 2 days"));
+        assert!(m.html.contains("No answer &lt;in&gt; 2 days"));
+        let ja = compose(&MailInput { kind: MailKind::Escalation, note: Some("至急"), ..input(Locale::Ja) });
+        assert!(
+            ja.subject.contains("エスカレーション") && ja.text.contains("メモ: 至急") && ja.text.contains("Note: 至急")
+        );
+        assert!(!compose(&input(Locale::En)).text.contains("Note:"), "no note, no line");
     }
 
     #[test]

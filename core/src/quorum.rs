@@ -103,6 +103,19 @@ pub fn next_step(
     who: &Identity,
     prior: &[CastApproval<'_>],
 ) -> Result<Step, ApiError> {
+    next_step_of(verdict, quorum.required(listed.len()), listed, who, prior)
+}
+
+/// [`next_step`] with the number of approvals needed given: an escalation adds listed principals without
+/// raising the bar (`required` stays what the registration's approvers made it), so escalation principals
+/// satisfy the approval as an alternative to the original ones, never as an additional requirement.
+pub fn next_step_of(
+    verdict: Verdict,
+    required: u32,
+    listed: &[Principal],
+    who: &Identity,
+    prior: &[CastApproval<'_>],
+) -> Result<Step, ApiError> {
     let mine = who.principals();
     let listed: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
     let matching: Vec<&Principal> = mine.iter().filter(|p| listed.contains(p)).collect();
@@ -123,7 +136,6 @@ pub fn next_step(
     let mut distinct = satisfied.clone();
     distinct.sort();
     distinct.dedup();
-    let required = quorum.required(listed.len());
     let approvals = distinct.len() as u32 + 1;
     Ok(if approvals >= required {
         Step::Complete { verdict, principal: principal.clone() }
@@ -199,6 +211,17 @@ mod tests {
         // Not an approver at all: indistinguishable from a missing approval.
         let nobody = person("z", None, &[]);
         assert_eq!(next_step(Verdict::Approve, Quorum::Any, &listed, &nobody, &[]), Err(ApiError::NotFound));
+    }
+
+    #[test]
+    fn escalation_principals_stand_in_without_raising_the_bar() {
+        // `all` over alice and bob (2 needed); the escalation added the lead: alice + lead completes it.
+        let listed = [Principal::Sub("alice".into()), Principal::Sub("bob".into()), Principal::Sub("lead".into())];
+        let cast = [CastApproval { sub: "alice", email: None, principal: &listed[0] }];
+        let lead = person("lead", None, &[]);
+        assert!(matches!(next_step_of(Verdict::Approve, 2, &listed, &lead, &cast), Ok(Step::Complete { .. })));
+        // Counted over all three listed principals, `all` would have needed bob too.
+        assert!(matches!(next_step(Verdict::Approve, Quorum::All, &listed, &lead, &cast), Ok(Step::Record { .. })));
     }
 
     #[test]

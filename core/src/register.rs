@@ -11,6 +11,7 @@ use crate::ids::{ApprovalId, TaskToken};
 use crate::locale::Locale;
 use crate::on_expiry::OnExpiry;
 use crate::principal::Principal;
+use crate::schedule::{parse_escalation, parse_reminders, Schedule};
 use crate::time::parse_rfc3339;
 
 pub const MAX_APPROVERS: usize = 50;
@@ -45,6 +46,8 @@ pub struct NewApproval {
     /// SHA-256 (hex) of the registration object as received (canonical JSON, envelope removed): tells a
     /// redelivery of the same request from a different request for the same task.
     pub request_sha256: String,
+    /// `reminders` and `escalation` (core::schedule), resolved to times.
+    pub schedule: Schedule,
 }
 
 /// The registration body as sent. Every member is optional here (`null` = absent) so that a missing one is
@@ -68,6 +71,9 @@ pub struct RegistrationBody {
     requested_by: Option<Vec<Principal>>,
     allow_self_approval: Option<bool>,
     on_expiry: Option<OnExpiry>,
+    /// Checked item by item (core::schedule), so that each error names `reminders[i]`.
+    reminders: Option<Vec<Value>>,
+    escalation: Option<Value>,
 }
 
 /// What a member of the body must be, for a value serde could not take.
@@ -92,6 +98,7 @@ fn explain(path: &str, serde_message: String) -> ApiError {
         "requestedBy" => must("must be an array of {\"sub\": …} or {\"email\": …}"),
         "allowSelfApproval" => must("must be true or false"),
         "onExpiry" => must("must be \"none\", \"reject\" or \"approve\""),
+        "reminders" => must("must be an array of durations (\"PT4H\") or {\"beforeExpiry\": \"PT1H\"}"),
         _ => must("must be a string"),
     }
 }
@@ -138,18 +145,24 @@ fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     }
     let mut out: Vec<Principal> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
-        let p = p.normalized();
-        if p.value().is_empty() || p.value().chars().count() > 256 {
-            return Err(ApiError::invalid(format!("approvers[{i}].{}", p.kind()), "must be 1-256 characters"));
-        }
-        if matches!(&p, Principal::Email(e) if !valid_email(e)) {
-            return Err(ApiError::invalid(format!("approvers[{i}].email"), "is not an email address"));
-        }
+        let p = principal(&format!("approvers[{i}]"), p)?;
         if !out.contains(&p) {
             out.push(p);
         }
     }
     Ok(out)
+}
+
+/// One approver principal at `field` (`approvers[i]`, `escalation.to[i]`), normalized.
+fn principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
+    let p = p.normalized();
+    if p.value().is_empty() || p.value().chars().count() > 256 {
+        return Err(ApiError::invalid(format!("{field}.{}", p.kind()), "must be 1-256 characters"));
+    }
+    if matches!(&p, Principal::Email(e) if !valid_email(e)) {
+        return Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
+    }
+    Ok(p)
 }
 
 fn check_quorum(quorum: Quorum, approvers: &[Principal]) -> Result<Quorum, ApiError> {
@@ -265,6 +278,10 @@ impl RegistrationBody {
         validate_form(&form)?;
         let expires_at = expiry(self.expires_at.as_deref(), self.timeout_seconds, now)?;
         let notify = notify(self.notify, &approvers, mail_allowed_domains)?;
+        let schedule = Schedule {
+            reminders: self.reminders.map(|r| parse_reminders(&r, now, expires_at)).transpose()?,
+            escalation: self.escalation.map(|e| parse_escalation(&e, now, expires_at, principal)).transpose()?,
+        };
         Ok(NewApproval {
             id,
             token,
@@ -282,6 +299,7 @@ impl RegistrationBody {
             allow_self_approval,
             on_expiry: self.on_expiry.unwrap_or_default(),
             request_sha256,
+            schedule,
         })
     }
 }
@@ -393,6 +411,30 @@ mod tests {
         let long_help = json!([{"name": "a", "label": "A", "type": "text", "help": "h".repeat(501)}]);
         assert_eq!(field_of(with("form", long_help)), "form[0].help");
         assert_eq!(field_of(with("bogus", json!(1))), "bogus");
+        assert_eq!(field_of(with("reminders", json!("PT1H"))), "reminders");
+        assert_eq!(field_of(with("reminders", json!(["PT10M", "PT2H"]))), "reminders[1]");
+        assert_eq!(
+            field_of(with("escalation", json!({"after": "PT10M", "to": [{"email": "x"}]}))),
+            "escalation.to[0].email"
+        );
+        assert_eq!(field_of(with("escalation", json!({"after": "PT2H", "to": [{"sub": "boss"}]}))), "escalation.after");
+    }
+
+    #[test]
+    fn schedule_fields_resolve_to_times() {
+        let mut b = with("reminders", json!(["PT10M", {"beforeExpiry": "PT5M"}]));
+        b["escalation"] = json!({"after": "PT30M", "to": [{"email": "Boss@Example.com"}], "note": "ping"});
+        let a = parse_registration(b.to_string().as_bytes(), NOW, &[]).unwrap();
+        assert_eq!(a.schedule.reminders, Some(vec![NOW + 600_000, NOW + 3_300_000]));
+        let e = a.schedule.escalation.unwrap();
+        assert_eq!(
+            (e.at, e.to, e.note),
+            (NOW + 1_800_000, vec![Principal::Email("boss@example.com".into())], Some("ping".into()))
+        );
+        // Omitted: the default reminder before expiry (None); `[]`: none at all.
+        assert_eq!(parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap().schedule.reminders, None);
+        let none = with("reminders", json!([]));
+        assert_eq!(parse_registration(none.to_string().as_bytes(), NOW, &[]).unwrap().schedule.reminders, Some(vec![]));
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub struct ApprovalView {
     /// The verdict was ringi's own, on expiry (`onExpiry`), not a person's.
     #[serde(default)]
     pub decided_on_expiry: bool,
+    /// Reminders and escalation (core::schedule): what is due when, and what was done.
+    #[serde(default)]
+    pub schedule: crate::schedule::ScheduleView,
 }
 
 impl ApprovalView {
@@ -163,6 +166,9 @@ pub struct InboxItem {
     /// As in [`ApprovalView::decided_on_expiry`].
     #[serde(default)]
     pub decided_on_expiry: bool,
+    /// The escalation happened: principals were added (the inbox marks it).
+    #[serde(default)]
+    pub escalated: bool,
 }
 
 /// `GET /api/v1/approvals?status=…&cursor=…`

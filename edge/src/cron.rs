@@ -1,6 +1,7 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
-//! stale claims, expiry, retention purge, mail retries, one reminder per approval, the audit retention, and the
-//! chosen outcome of approvals nobody decided (`onExpiry`).
+//! stale claims, expiry, retention purge, mail retries, the default reminder before expiry, the audit
+//! retention, the registrations' own schedules (reminders at their times, escalation: `store::schedule`) and
+//! the chosen outcome of approvals nobody decided (`onExpiry`).
 //!
 //! Every step runs whatever the others did: a D1 failure in one step is logged and the next step runs
 //! (the cron returns an error naming the failed steps). Each step is safe to repeat, so a step that failed
@@ -11,9 +12,12 @@
 //! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
 //! failed send or a failed write.
 
+use ringi_core::audit::EventKind;
+use ringi_core::config::Config;
 use ringi_core::devswitch::cron_part;
 use ringi_core::latency::Delays;
 use ringi_core::mail::MailKind;
+use ringi_core::schedule::{reminder_recipients, EntryKind, Outcome};
 use ringi_core::storage::FaultSpec;
 use serde_json::json;
 use worker::Env;
@@ -21,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::Store;
+use crate::store::{DueEntry, Store, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
@@ -62,31 +66,98 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     }
 
     let mut reminded = 0;
-    for row in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await) {
-        // Sent first, marked after: a failed send is retried by the next run, a failed mark costs at most
-        // one more reminder (never a lost one).
+    for (mut row, voted) in
+        step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await)
+    {
+        // Only to those who have not voted yet. Sent first, marked after: a failed send is retried by the next
+        // run, a failed mark costs at most one more reminder (never a lost one).
+        row.notify = reminder_recipients(&row.notify, None, &voted);
         match mailer::send(&cfg, &probe, &row, MailKind::Reminder).await {
-            Ok(_) => reminded += step("mark_reminded", store.mark_reminded(&row.id, now).await.map(|_| 1)),
+            Ok(_) => {
+                let marked = store.mark_reminded(&row.id, now, row.notify.len()).await;
+                reminded += step("mark_reminded", marked.map(|_| 1));
+            }
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
         }
     }
-    // The audit retention (the steps before keep their order): events older than AUDIT_RETENTION_DAYS,
-    // whatever became of their approvals.
+    // The steps below come after the ones above, so that those keep the numbers of their D1 calls (the fault
+    // matrix counts them). The audit retention: events older than AUDIT_RETENTION_DAYS, whatever became of their
+    // approvals.
     let events_purged = step("purge_events", store.purge_events(now - cfg.audit_retention_ms).await);
-    // Last, so that the D1 calls of the steps above keep their numbers (the fault matrix counts them).
+
+    // The registrations' own schedules (reminders at their times, escalation).
+    let lease = ringi_core::hex_sha256(&crate::platform::random_bytes::<16>());
+    let mut scheduled = 0;
+    for entry in step_rows(&mut step, "schedule_due", store.schedule_due(now, &lease, SCHEDULE_LEASE_MS).await) {
+        scheduled += step("schedule_entry", run_entry(&cfg, &probe, &store, &entry, &lease, now).await);
+    }
+    // Last: the outcome chosen for approvals nobody decided.
     let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
     log(
         "info",
         "cron",
         json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
-               "reminded": reminded, "eventsPurged": events_purged, "decidedOnExpiry": auto_decided, "failedSteps": failed,
-               "roundTrips": probe.round_trips().to_string(),
+               "reminded": reminded, "eventsPurged": events_purged, "scheduled": scheduled, "decidedOnExpiry": auto_decided,
+               "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
     );
     if failed.is_empty() {
         Ok(())
     } else {
         Err(format!("cron steps failed: {}", failed.join(", ")))
+    }
+}
+
+/// One due entry of a registration's schedule: a reminder to those who have not voted (the escalation's
+/// addresses included once it happened), or the escalation (principals added, then mailed). Mail first,
+/// the done mark after (conditional on this run's lease); a failed send gives the entry back for the next run.
+async fn run_entry(
+    cfg: &Config,
+    probe: &Probe,
+    store: &Store,
+    entry: &DueEntry,
+    lease: &str,
+    now: i64,
+) -> Result<usize, ringi_core::ApiError> {
+    let mut job = entry.job.clone();
+    let (kind, note) = match entry.kind {
+        EntryKind::Reminder => {
+            let escalated = entry.escalation.as_ref().filter(|_| entry.escalated);
+            job.notify = reminder_recipients(&job.notify, escalated, &entry.voted);
+            (MailKind::Reminder, None)
+        }
+        EntryKind::Escalation => {
+            let Some(esc) = entry.escalation.as_ref() else {
+                return store.schedule_done(entry, lease, now, Outcome::Skipped, None).await.map(|_| 0);
+            };
+            if let Err(e) = store.escalate(&job.id, &esc.to, esc.note.as_deref(), now).await {
+                // Given back for the next run (if D1 lets us), else after the lease.
+                let _ = store.schedule_release(entry, lease).await;
+                return Err(e);
+            }
+            job.notify = esc.emails();
+            (MailKind::Escalation, esc.note.as_deref())
+        }
+    };
+    match mailer::send_with_note(cfg, probe, &job, kind, note).await {
+        Ok(sent) => {
+            let outcome = if sent || entry.kind == EntryKind::Escalation { Outcome::Sent } else { Outcome::Skipped };
+            // The escalation's event is written with its principals (`escalate`); a reminder's with its mark.
+            let event = (sent && entry.kind == EntryKind::Reminder).then(|| {
+                let mut detail = serde_json::Map::new();
+                detail.insert("recipients".into(), job.notify.len().into());
+                (EventKind::Reminded, detail)
+            });
+            store.schedule_done(entry, lease, now, outcome, event).await.map(|_| 1)
+        }
+        Err(e) => {
+            log(
+                "warn",
+                "scheduled_mail_not_sent",
+                json!({"approvalId": job.id.as_str(), "kind": entry.kind.as_str(), "error": e}),
+            );
+            store.schedule_release(entry, lease).await.map(|_| 0)
+        }
     }
 }
 

@@ -18,7 +18,18 @@ use crate::store::{MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
 pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
-    match send_counted(cfg, probe, row, kind).await {
+    send_with_note(cfg, probe, row, kind, None).await
+}
+
+/// [`send`], with an escalation's note in the message.
+pub async fn send_with_note(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    kind: MailKind,
+    note: Option<&str>,
+) -> Result<bool, String> {
+    match send_counted(cfg, probe, row, kind, note).await {
         None => Ok(false),
         Some(r) if r.failed == 0 => Ok(true),
         Some(r) => Err(format!("{} of {} recipients failed", r.failed, r.recipients)),
@@ -41,8 +52,14 @@ impl MailReport {
     }
 }
 
-/// [`send`], counted; `None`: mail is off or nobody is notified.
-pub async fn send_counted(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Option<MailReport> {
+/// [`send_with_note`], counted; `None`: mail is off or nobody is notified.
+pub async fn send_counted(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    kind: MailKind,
+    note: Option<&str>,
+) -> Option<MailReport> {
     let from = cfg.mail_from.as_deref()?;
     let recipients = &row.notify;
     if recipients.is_empty() {
@@ -61,6 +78,7 @@ pub async fn send_counted(cfg: &Config, probe: &Probe, row: &MailJob, kind: Mail
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
         locale: row.locale,
+        note,
     });
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
@@ -102,7 +120,7 @@ pub async fn send_counted(cfg: &Config, probe: &Probe, row: &MailJob, kind: Mail
 
 /// Sends the request mail of a just-stored approval and records the outcome for the cron.
 pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<(), ApiError> {
-    let report = send_counted(cfg, store.probe(), row, MailKind::Request).await;
+    let report = send_counted(cfg, store.probe(), row, MailKind::Request, None).await;
     let state = match report {
         None => MailState::None,
         Some(r) if r.failed == 0 => MailState::Sent,

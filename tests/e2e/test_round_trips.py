@@ -25,8 +25,9 @@ BUDGET = {
     "decision reject": {"d1": 2, "sfn": 1, "ses": 0},
     "quorum vote (not final)": {"d1": 1, "sfn": 0, "ses": 0},
     "quorum vote (final)": {"d1": 2, "sfn": 1, "ses": 0},
-    # The 7th: the audit retention; the 8th: the look-up of approvals whose outcome on expiry (`onExpiry`) is due.
-    "cron tick (nothing due)": {"d1": 8, "sfn": 0, "ses": 0},
+    # The 7th: the audit retention; the 8th: the schedules' look-up (`schedule_due`); the 9th: the look-up of
+    # approvals whose outcome on expiry (`onExpiry`) is due.
+    "cron tick (nothing due)": {"d1": 9, "sfn": 0, "ses": 0},
 }
 
 

@@ -253,9 +253,10 @@ def test_every_d1_call_of_a_cron_run_fails_in_turn(stack):
 
     # Calls of this run: 1 release_stale_claims, 2 expire_due, 3 close_due, 4 purge, 5 mail_retries,
     # 6 set_mail_state (after the retried mail), 7 reminders_due, 8 mark_reminded (after the reminder),
-    # 9 purge_events (the audit retention), 10 on_expiry_due (nothing due here: its own failure touches nothing else).
+    # 9 purge_events (the audit retention), 10 schedule_due (no schedule here), 11 on_expiry_due (nothing due here:
+    # its own failure touches nothing else).
     table = []
-    for n in range(1, 11):
+    for n in range(1, 12):
         spec = f"call={n}"
         t_reg = time.monotonic()
         expiring = api.register("tok-" + secrets.token_hex(8), approvers=[{"sub": "alice"}], timeoutSeconds=2).json()["id"]

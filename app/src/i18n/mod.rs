@@ -154,6 +154,25 @@ pub struct Texts {
     pub server_refused: fn(&str) -> String,
     /// The event log (timeline, audit page).
     pub audit: &'static audit::AuditTexts,
+    // schedule: reminders and escalation
+    pub schedule_heading: &'static str,
+    pub next_reminder_label: &'static str,
+    pub no_more_reminders: &'static str,
+    pub reminders_label: &'static str,
+    /// A reminder that went out (when).
+    pub reminder_sent: fn(&str) -> String,
+    pub reminder_skipped: &'static str,
+    pub reminder_due: &'static str,
+    pub escalation_label: &'static str,
+    /// The escalation: (when, to whom).
+    pub escalation_planned: fn(&str, &str) -> String,
+    /// The approval page's notice once escalated: (when, to whom).
+    pub escalated_notice: fn(&str, &str) -> String,
+    pub escalation_note_label: &'static str,
+    /// The inbox's and the schedule's mark of an escalated approval.
+    pub escalated_badge: &'static str,
+    /// A group principal in a list of people.
+    pub group_principal: fn(&str) -> String,
 }
 
 impl Texts {

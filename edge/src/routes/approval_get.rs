@@ -3,6 +3,7 @@
 use ringi_core::approval::ApprovalStatus;
 use ringi_core::audit::Actor;
 use ringi_core::principal::{Identity, Principal};
+use ringi_core::schedule::ScheduleView;
 use ringi_core::time::format_rfc3339;
 use ringi_core::vote::progress;
 use ringi_core::wire::ApprovalView;
@@ -13,29 +14,26 @@ use crate::platform::now_ms;
 use crate::store::{Loaded, Store};
 
 /// The caller's first view is recorded in the same round trip (the one write a GET makes: an audit event,
-/// only for a listed approver, once per approver), and the approval's timeline read with it.
-pub async fn get(store: &Store, who: &Identity, id: &ApprovalId) -> Result<Response, ApiError> {
+/// only for a listed approver, once per approver), and the approval's timeline and schedule are read with it.
+/// `reminder_window_ms`: where the default reminder falls (`REMINDER_BEFORE_SECONDS`), for the schedule shown.
+pub async fn get(
+    store: &Store,
+    who: &Identity,
+    id: &ApprovalId,
+    reminder_window_ms: i64,
+) -> Result<Response, ApiError> {
     let now = now_ms();
     let keys: Vec<String> = who.principals().iter().map(Principal::key).collect();
-    let viewed = store.view(id, &Actor::user(who), &serde_json::Value::from(keys).to_string(), now).await?;
-    let loaded = approver_only(viewed.loaded, who)?;
-    let mut shown = view(loaded, who, now);
+    let viewed =
+        store.view(id, &Actor::user(who), &serde_json::Value::from(keys).to_string(), now, reminder_window_ms).await?;
+    // The approval, if it exists *and* the caller is one of its approvers (else the same 404).
+    let (loaded, schedule) = viewed.loaded.filter(|(l, _)| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    let mut shown = view(loaded, schedule, who, now);
     shown.events = viewed.events;
     super::json(200, &shown)
 }
 
-/// The approval, if it exists *and* the caller is one of its approvers (else the same 404). For the routes that
-/// act on an approval; the view reads it through [`Store::view`].
-#[allow(dead_code)]
-pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
-    approver_only(store.load(id).await?, who)
-}
-
-fn approver_only(loaded: Option<Loaded>, who: &Identity) -> Result<Loaded, ApiError> {
-    loaded.filter(|l| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)
-}
-
-fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
+fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> ApprovalView {
     let Loaded { approval: a, principals, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
@@ -65,5 +63,6 @@ fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
         context: a.context,
         registered_by: a.registered_by,
         events: Vec::new(),
+        schedule,
     }
 }

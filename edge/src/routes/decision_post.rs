@@ -2,7 +2,7 @@
 //! attempt) → callback → final write (design.md §4, §8 "Failure semantics"); the last three steps are
 //! [`DecisionAttempt`].
 
-use ringi_core::approval::{check_decidable, next_step, ApprovalStatus, Step, Verdict};
+use ringi_core::approval::{check_decidable, next_step_of, ApprovalStatus, Step, Verdict};
 use ringi_core::decision::{DecisionRequest, PriorApproval};
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::vote::{approvals_so_far, cast_approvals};
@@ -88,7 +88,7 @@ async fn decide(
     let mine = votes.iter().find(|v| v.sub == who.sub);
     let step = match mine.filter(|v| v.verdict != request.decision) {
         Some(_) => Err(ApiError::AlreadyVoted),
-        None => next_step(request.decision, approval.quorum, &principals, who, &cast_approvals(&votes)),
+        None => next_step_of(request.decision, approval.required(), &principals, who, &cast_approvals(&votes)),
     };
     let step = match step {
         Ok(s) => s,

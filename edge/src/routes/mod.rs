@@ -76,7 +76,9 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
             approvals_post::post(&mut req, ctx, &ctx.store()?, &label).await
         }
         (Route::Inbox, Caller::User(who)) => inbox_get::get(&req, &ctx.store()?, &who).await,
-        (Route::Approval(id), Caller::User(who)) => approval_get::get(&ctx.store()?, &who, &id).await,
+        (Route::Approval(id), Caller::User(who)) => {
+            approval_get::get(&ctx.store()?, &who, &id, ctx.cfg.reminder_window_ms).await
+        }
         (Route::Decision(id), Caller::User(who)) => decision_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await,
         (Route::Audit, Caller::User(who)) => audit_get::get(&req, ctx, &ctx.store()?, &who).await,
         // The table gives each route one kind of caller: nothing else reaches here.

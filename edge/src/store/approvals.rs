@@ -152,14 +152,19 @@ impl InsertBatch<'_> {
     /// The `registered` event of this very request's approval (once: a redelivery writes none).
     fn registered_event(&self, now: i64) -> Stmt {
         let a = self.a;
-        let detail = json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
+        let detail =
+            json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
         super::event_once_stmt(
             self.id,
             now,
             EventKind::Registered,
             &Actor::Registrant { id: self.registrant.label.to_owned() },
             detail.as_object().expect("an object"),
-            Once { key: "registered", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)", args: vec![s(&a.token.fingerprint()), s(&a.request_sha256)] },
+            Once {
+                key: "registered",
+                when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)",
+                args: vec![s(&a.token.fingerprint()), s(&a.request_sha256)],
+            },
         )
     }
 }
@@ -223,11 +228,14 @@ impl Store {
         remind_window_ms: i64,
     ) -> Result<Inserted, ApiError> {
         let window_start = now - now.rem_euclid(60_000);
-        let reminded_at = if a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        // Its own `reminders` replace the default one before expiry (core::schedule).
+        let own_reminders = a.schedule.reminders.is_some();
+        let reminded_at = if own_reminders || a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
         stmts.extend(batch.principals());
         stmts.push(batch.registered_event(now));
+        stmts.extend(super::schedule::insert_stmts(id, &a.schedule, &a.token.fingerprint(), &a.request_sha256));
         let results = self.batch(&stmts, "insert").await?;
         let count = results
             .first()

@@ -9,6 +9,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::audit::{Actor, Event, EventKind};
 use ringi_core::audit_export::AuditQuery;
 use ringi_core::error::CorruptValue;
+use ringi_core::schedule::ScheduleView;
 use ringi_core::time::format_rfc3339;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
@@ -26,7 +27,14 @@ const RETENTION_BATCH: i64 = 500;
 const INSERT: &str =
     "INSERT OR IGNORE INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, dedupe_key)";
 
-fn args(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<String, Value>, key: &str) -> Vec<JsValue> {
+fn args(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+    key: &str,
+) -> Vec<JsValue> {
     vec![
         s(id.as_str()),
         n(at),
@@ -39,7 +47,13 @@ fn args(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<S
 }
 
 /// The INSERT of one event, to put into the batch of the change it records.
-pub(crate) fn event_stmt(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<String, Value>) -> Stmt {
+pub(crate) fn event_stmt(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+) -> Stmt {
     // Random per statement, the same on each retry of it.
     let key = format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()));
     Stmt::new(format!("{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), args(id, at, kind, actor, detail, &key))
@@ -92,8 +106,9 @@ pub(crate) struct EventRow {
 impl EventRow {
     fn event(self) -> Result<Event, CorruptValue> {
         let kind = EventKind::parse(&self.kind).ok_or_else(|| CorruptValue::new("approval_events.kind", &self.kind))?;
-        let detail: Map<String, Value> = serde_json::from_str(&self.detail_json)
-            .map_err(|_| CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>()))?;
+        let detail: Map<String, Value> = serde_json::from_str(&self.detail_json).map_err(|_| {
+            CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>())
+        })?;
         Ok(Event {
             actor: Actor::from_stored(&self.actor, self.actor_display.as_deref())?,
             approval_id: self.approval_id,
@@ -154,7 +169,8 @@ impl Store {
 
 /// What the approval view's one round trip brings.
 pub struct Viewed {
-    pub loaded: Option<super::Loaded>,
+    /// The approval and its schedule as the page shows it.
+    pub loaded: Option<(super::Loaded, ScheduleView)>,
     /// The approval's events, this view's first-view event included.
     pub events: Vec<Event>,
 }
@@ -162,8 +178,16 @@ pub struct Viewed {
 impl Store {
     /// [`Store::load`] plus, in the same batch, the caller's first-view event (only if the caller — `keys`,
     /// their principal keys as a JSON array — is a listed approver, and only once per approver: the GET's one
-    /// documented write) and the approval's timeline. One D1 round trip.
-    pub async fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64) -> Result<Viewed, ApiError> {
+    /// documented write), the approval's timeline and its schedule (`window_ms`: the default reminder's distance
+    /// from expiry). One D1 round trip.
+    pub async fn view(
+        &self,
+        id: &ApprovalId,
+        actor: &Actor,
+        keys: &str,
+        now: i64,
+        window_ms: i64,
+    ) -> Result<Viewed, ApiError> {
         let Actor::User { sub, .. } = actor else { return Err(ApiError::Internal) };
         let mut stmts = super::approvals::load_stmts(id);
         stmts.push(event_once_stmt(
@@ -179,12 +203,16 @@ impl Store {
                 args: vec![s(keys)],
             },
         ));
+        let timeline = stmts.len();
         stmts.push(timeline_stmt(id));
+        let schedule = stmts.len();
+        stmts.extend(super::schedule::view_stmts(id));
         let results = self.batch(&stmts, "load").await?;
         let loaded = super::approvals::read_loaded(id, &results)?;
-        let rows = results.last().map(|r| r.results::<EventRow>()).transpose();
-        let rows = crate::error::OrInternal::internal(rows, "D1 event rows")?.unwrap_or_default();
-        Ok(Viewed { loaded, events: events(rows)? })
+        let rows = results[timeline].results::<EventRow>();
+        let rows = crate::error::OrInternal::internal(rows, "D1 event rows")?;
+        let shown = super::schedule::read_view(id, &results[schedule..], window_ms)?;
+        Ok(Viewed { loaded: loaded.zip(shown), events: events(rows)? })
     }
 }
 

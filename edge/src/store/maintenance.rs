@@ -4,12 +4,21 @@ use ringi_core::audit::{Actor, EventKind};
 use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
-use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
+use serde::Deserialize;
+
 use super::event_stmt;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
+use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
-use serde_json::{Map, Value};
 use super::{changed, n, s, Stmt, Store};
+use crate::error::OrInternal;
+use serde_json::{Map, Value};
+
+#[derive(Deserialize)]
+struct VotedRow {
+    approval_id: String,
+    voted_json: String,
+}
 
 /// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
 /// one statement running into D1's limits.
@@ -98,6 +107,7 @@ impl Store {
         let stmts = [
             // Their `purged` events first: the event log outlives the rows.
             purged_stmt(&format!("id IN ({old})"), vec![n(before)], now),
+            Stmt::new(format!("DELETE FROM approval_schedule WHERE approval_id IN ({old})"), vec![n(before)]),
             Stmt::new(format!("DELETE FROM decisions WHERE approval_id IN ({old})"), vec![n(before)]),
             Stmt::new(format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), vec![n(before)]),
             Stmt::new(format!("DELETE FROM approvals WHERE id IN ({old})"), vec![n(before)]),
@@ -141,23 +151,43 @@ impl Store {
 
     /// Open approvals inside the reminder window that were not reminded yet. (Approvals registered inside
     /// the window count as reminded at insert: their request mail is recent enough.)
-    pub async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<MailJob>, ApiError> {
-        let stmt = Stmt::new(
+    /// With each one, the verified emails of those who voted already (a reminder skips them).
+    pub async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<(MailJob, Vec<String>)>, ApiError> {
+        let due = format!(
+            "SELECT {MAIL_COLUMNS} FROM approvals
+             WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
+               AND expires_at <= ?1 + ?2 LIMIT {MAIL_BATCH}"
+        );
+        let voted = Stmt::new(
             format!(
-                "SELECT {MAIL_COLUMNS} FROM approvals
-                 WHERE status IN ('pending', 'claimed') AND reminded_at IS NULL AND expires_at > ?1
-                   AND expires_at <= ?1 + ?2 LIMIT {MAIL_BATCH}"
+                "SELECT approval_id, json_group_array(lower(email)) AS voted_json FROM decisions
+                 WHERE email IS NOT NULL AND approval_id IN (SELECT id FROM ({due})) GROUP BY approval_id"
             ),
             vec![n(now), n(window_ms)],
         );
-        Ok(mail_jobs(self.rows(stmt, "reminders_due").await?))
+        let results = self.batch(&[Stmt::new(due, vec![n(now), n(window_ms)]), voted], "reminders_due").await?;
+        let voted = results[1].results::<VotedRow>().internal("D1 voted rows")?;
+        let jobs = mail_jobs(results[0].results::<MailRow>().internal("D1 mail rows")?);
+        Ok(jobs
+            .into_iter()
+            .map(|j| {
+                let v = voted.iter().find(|v| v.approval_id == j.id.as_str());
+                let emails = v.and_then(|v| serde_json::from_str(&v.voted_json).ok()).unwrap_or_default();
+                (j, emails)
+            })
+            .collect())
     }
 
-    pub async fn mark_reminded(&self, id: &ApprovalId, now: i64) -> Result<(), ApiError> {
+    /// Records the default reminder (and its event, once).
+    pub async fn mark_reminded(&self, id: &ApprovalId, now: i64, recipients: usize) -> Result<(), ApiError> {
         let stmt = Stmt::new(
             "UPDATE approvals SET reminded_at = ?1 WHERE id = ?2 AND reminded_at IS NULL",
             vec![n(now), s(id.as_str())],
         );
-        self.changes(stmt, "mark_reminded").await.map(drop)
+        let mut detail = serde_json::Map::new();
+        detail.insert("recipients".into(), recipients.into());
+        let event =
+            super::schedule::event_if_changed(event_stmt(id, now, EventKind::Reminded, &Actor::System, &detail));
+        self.batch(&[stmt, event], "mark_reminded").await.map(drop).map_err(Into::into)
     }
 }

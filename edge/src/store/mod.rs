@@ -14,6 +14,7 @@ mod inbox;
 mod maintenance;
 mod on_expiry;
 mod rows;
+mod schedule;
 mod votes;
 
 use std::future::Future;
@@ -34,6 +35,7 @@ pub(crate) use events::event_stmt;
 pub(crate) use events::{event_once_stmt, Once};
 pub use on_expiry::DueOutcome;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
+pub use schedule::{DueEntry, SCHEDULE_LEASE_MS};
 pub use votes::{CallbackFailure, ClaimRequest, Guess, Opened, Vote};
 
 use crate::error::OrInternal;

@@ -283,6 +283,7 @@ pub(crate) struct InboxRow {
     requested_by_json: String,
     allow_self_approval: f64,
     decided_on_expiry: f64,
+    escalated_at: Option<f64>,
 }
 
 /// One inbox item and its place in the order (for the cursor).
@@ -318,6 +319,7 @@ impl InboxRow {
             decided_at: self.decided_at.map(|t| format_rfc3339(t as i64)),
             cannot_decide: refusal.map(|e| e.error_code()),
             decided_on_expiry: self.decided_on_expiry != 0.0,
+            escalated: self.escalated_at.is_some(),
         };
         Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
     }
@@ -342,7 +344,7 @@ pub(crate) struct MailRow {
 }
 
 /// What the mailer needs of an approval.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MailJob {
     pub id: ApprovalId,
     pub title: String,

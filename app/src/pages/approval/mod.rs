@@ -1,5 +1,5 @@
 //! `/a/{id}`: one approval request — what is asked, the feedback form, Approve / Reject behind a
-//! confirmation, the outcome, and the history.
+//! confirmation, the outcome, the schedule (reminders, escalation), and the history.
 
 mod body;
 mod confirm;
@@ -10,6 +10,7 @@ mod form_state;
 mod history;
 mod outcome;
 mod overview;
+mod schedule;
 mod state;
 pub(crate) mod timeline;
 
@@ -25,6 +26,7 @@ use form::DecisionForm;
 use history::History;
 use outcome::Outcomes;
 use overview::Overview;
+use schedule::{EscalatedNotice, Schedule};
 use state::{use_approval, ApprovalState, Phase};
 use timeline::Timeline;
 
@@ -90,6 +92,7 @@ fn Ready() -> impl IntoView {
     let state = use_approval();
     view! {
         <Overview />
+        <EscalatedNotice />
         <Outcomes />
         <Show when=move || state.form.restored.get() && state.can_decide.get()>
             <p class="notice notice--info" role="status" data-testid="draft-restored">
@@ -100,6 +103,7 @@ fn Ready() -> impl IntoView {
         <Show when=move || state.can_decide.get()>
             <DecisionForm />
         </Show>
+        <Schedule />
         <History />
         <Timeline />
     }

@@ -60,7 +60,18 @@ fn Item(item: InboxItem) -> impl IntoView {
     view! {
         <li class="item" data-testid="inbox-item" data-id=item.id.clone()>
             <div class="item__top">
-                <StatusBadge status verdict=item.verdict />
+                <span class="item__badges">
+                    <StatusBadge status verdict=item.verdict />
+                    {item
+                        .escalated
+                        .then(|| {
+                            view! {
+                                <span class="badge badge--escalated" data-testid="escalated-badge">
+                                    {tr(|t| t.escalated_badge)}
+                                </span>
+                            }
+                        })}
+                </span>
                 <span class=urgency>
                     <time datetime=item.expires_at.clone() title=absolute>
                         {when}

@@ -1,0 +1,315 @@
+//! Reminders and escalation on a schedule (`approval_schedule`, core::schedule): the rows a registration
+//! writes, the cron's due entries under a lease, the escalation that adds principals, and the approval
+//! page's view of it all.
+//!
+//! Concurrent cron runs take different rows (the lease is one conditional UPDATE); a run mails first and
+//! marks the row done after, conditional on its lease, so a failed mark costs at most one extra mail (the
+//! row is taken again once the lease ran out) and never a lost one.
+
+use ringi_core::audit::{Actor, EventKind};
+use ringi_core::principal::Principal;
+use ringi_core::schedule::{
+    default_reminder, EntryKind, Escalation, EscalationView, Outcome, ReminderView, ScheduleView,
+};
+use ringi_core::time::format_rfc3339;
+use ringi_core::{ApiError, ApprovalId};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::event_stmt;
+use super::rows::{mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
+use super::{n, s, Stmt, Store};
+use crate::error::OrInternal;
+use crate::platform::log;
+
+/// Entries one cron run takes at most (each may mean a mail).
+const SCHEDULE_BATCH: i64 = 50;
+/// Closed approvals' due entries one run marks skipped at most.
+const SKIP_BATCH: i64 = 500;
+/// How long a run holds the entries it took: longer than a run mailing a full batch takes.
+pub const SCHEDULE_LEASE_MS: i64 = 10 * 60_000;
+
+/// The open approvals an entry may act on (`a` is the approval).
+const OPEN: &str = "a.status IN ('pending', 'claimed') AND a.expires_at > ?";
+
+/// An event, written only if the statement right before it in the batch changed a row: a retried batch (a
+/// lost answer) or a second cron run records nothing twice. `event_stmt` is one `VALUES (…)` row; the same
+/// values become a `SELECT … WHERE changes() > 0`.
+pub(super) fn event_if_changed(ev: Stmt) -> Stmt {
+    match ev.sql.rfind("VALUES (") {
+        Some(i) if ev.sql.trim_end().ends_with(')') => {
+            let values = ev.sql[i + "VALUES (".len()..].trim_end().trim_end_matches(')').to_owned();
+            Stmt { sql: format!("{} SELECT {values} WHERE changes() > 0", &ev.sql[..i]), args: ev.args }
+        }
+        _ => ev,
+    }
+}
+
+/// One due entry the cron took, with what it needs to act.
+pub struct DueEntry {
+    pub job: MailJob,
+    pub seqs: Vec<i64>,
+    pub kind: EntryKind,
+    /// The approval's escalation (its `to` and `note`), if it has one.
+    pub escalation: Option<Escalation>,
+    /// The escalation principals were added already.
+    pub escalated: bool,
+    /// Verified emails of everyone who voted (reminders skip them).
+    pub voted: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct DueRow {
+    id: String,
+    seq: f64,
+    kind: String,
+    escalation_json: Option<String>,
+    escalated_at: Option<f64>,
+    voted_json: String,
+}
+
+#[derive(Deserialize)]
+struct EntryRow {
+    seq: f64,
+    kind: String,
+    due_at: f64,
+    detail_json: String,
+    done_at: Option<f64>,
+    outcome: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ScheduleCols {
+    created_at: f64,
+    expires_at: f64,
+    reminded_at: Option<f64>,
+    escalated_at: Option<f64>,
+}
+
+fn escalation_of(id: &str, detail: &str) -> Option<Escalation> {
+    serde_json::from_str(detail)
+        .map_err(|_| log("error", "corrupt_row", json!({"approvalId": id, "error": "approval_schedule.detail_json"})))
+        .ok()
+}
+
+/// The statements of one registration's schedule (after its approval's insert: they are written only for
+/// the approval of this very request, like its principals).
+pub(super) fn insert_stmts(
+    id: &ApprovalId,
+    schedule: &ringi_core::schedule::Schedule,
+    token_sha256: &str,
+    request_sha256: &str,
+) -> Vec<Stmt> {
+    ringi_core::schedule::entries(schedule)
+        .into_iter()
+        .map(|(seq, kind, at, detail)| {
+            Stmt::new(
+                "INSERT INTO approval_schedule (approval_id, seq, kind, due_at, detail_json)
+                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM approvals
+                   WHERE id = ?1 AND token_sha256 = ?6 AND request_sha256 = ?7)
+                 ON CONFLICT DO NOTHING",
+                vec![
+                    s(id.as_str()),
+                    n(seq),
+                    s(kind.as_str()),
+                    n(at),
+                    s(&Value::Object(detail).to_string()),
+                    s(token_sha256),
+                    s(request_sha256),
+                ],
+            )
+        })
+        .collect()
+}
+
+impl Store {
+    /// Takes the due entries of open approvals (at most [`SCHEDULE_BATCH`]) for `lease_ms` under `lease_id`,
+    /// and marks the due entries of closed approvals skipped — one batch. Entries of the same approval and
+    /// kind come as one (a late run sends one reminder, not two).
+    pub async fn schedule_due(&self, now: i64, lease_id: &str, lease_ms: i64) -> Result<Vec<DueEntry>, ApiError> {
+        let open = OPEN.replace('?', "?1");
+        let skip = Stmt::new(
+            format!(
+                "UPDATE approval_schedule SET done_at = ?1, outcome = 'skipped'
+                 WHERE rowid IN (SELECT s.rowid FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
+                   WHERE s.done_at IS NULL AND s.due_at <= ?1 AND NOT ({open}) LIMIT ?2)"
+            ),
+            vec![n(now), n(SKIP_BATCH)],
+        );
+        let take = Stmt::new(
+            format!(
+                "UPDATE approval_schedule SET lease_id = ?2, lease_until = ?3
+                 WHERE rowid IN (SELECT s.rowid FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
+                   WHERE s.done_at IS NULL AND s.due_at <= ?1 AND (s.lease_until IS NULL OR s.lease_until <= ?1)
+                     AND {open} ORDER BY s.due_at LIMIT ?4)"
+            ),
+            vec![n(now), s(lease_id), n(now + lease_ms), n(SCHEDULE_BATCH)],
+        );
+        let mine = "SELECT approval_id FROM approval_schedule WHERE lease_id = ?1 AND done_at IS NULL";
+        let mail = Stmt::new(format!("SELECT {MAIL_COLUMNS} FROM approvals WHERE id IN ({mine})"), vec![s(lease_id)]);
+        let entries = Stmt::new(
+            "SELECT s.approval_id AS id, s.seq, s.kind, a.escalated_at,
+               (SELECT e.detail_json FROM approval_schedule e WHERE e.approval_id = s.approval_id
+                  AND e.kind = 'escalation') AS escalation_json,
+               (SELECT json_group_array(lower(d.email)) FROM decisions d WHERE d.approval_id = s.approval_id
+                  AND d.email IS NOT NULL) AS voted_json
+             FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
+             WHERE s.lease_id = ?1 AND s.done_at IS NULL ORDER BY s.due_at, s.seq",
+            vec![s(lease_id)],
+        );
+        let results = self.batch(&[skip, take, mail, entries], "schedule_due").await?;
+        let jobs = mail_jobs(results[2].results::<MailRow>().internal("D1 mail rows")?);
+        let rows = results[3].results::<DueRow>().internal("D1 schedule rows")?;
+        let mut out: Vec<DueEntry> = Vec::new();
+        for r in rows {
+            let Some(kind) = EntryKind::parse(&r.kind) else {
+                log("error", "corrupt_row", json!({"approvalId": r.id, "error": "approval_schedule.kind"}));
+                continue;
+            };
+            if let Some(e) = out.iter_mut().find(|e| e.job.id.as_str() == r.id && e.kind == kind) {
+                e.seqs.push(r.seq as i64);
+                continue;
+            }
+            let Some(job) = jobs.iter().find(|j| j.id.as_str() == r.id) else { continue };
+            out.push(DueEntry {
+                job: job.clone(),
+                seqs: vec![r.seq as i64],
+                kind,
+                escalation: r.escalation_json.as_deref().and_then(|d| escalation_of(&r.id, d)),
+                escalated: r.escalated_at.is_some(),
+                voted: serde_json::from_str(&r.voted_json).unwrap_or_default(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Marks the entry done (conditional on this run's lease) with the event of what was done, if anything
+    /// was (`event`: Reminded with the recipients' count, or Escalated).
+    pub async fn schedule_done(
+        &self,
+        e: &DueEntry,
+        lease_id: &str,
+        now: i64,
+        outcome: Outcome,
+        event: Option<(EventKind, Map<String, Value>)>,
+    ) -> Result<(), ApiError> {
+        let seqs = Value::from(e.seqs.clone()).to_string();
+        let mark = Stmt::new(
+            "UPDATE approval_schedule SET done_at = ?1, outcome = ?2, lease_id = NULL, lease_until = NULL
+             WHERE approval_id = ?3 AND seq IN (SELECT value FROM json_each(?4)) AND lease_id = ?5 AND done_at IS NULL",
+            vec![n(now), s(outcome.as_str()), s(e.job.id.as_str()), s(&seqs), s(lease_id)],
+        );
+        let mut stmts = vec![mark];
+        if let Some((kind, detail)) = event {
+            stmts.push(event_if_changed(event_stmt(&e.job.id, now, kind, &Actor::System, &detail)));
+        }
+        self.batch(&stmts, "schedule_done").await.map(drop).map_err(Into::into)
+    }
+
+    /// Gives the entry back (its mail failed): the next run takes it again, without waiting for the lease.
+    pub async fn schedule_release(&self, e: &DueEntry, lease_id: &str) -> Result<(), ApiError> {
+        let stmt = Stmt::new(
+            "UPDATE approval_schedule SET lease_id = NULL, lease_until = NULL
+             WHERE approval_id = ?1 AND lease_id = ?2 AND done_at IS NULL",
+            vec![s(e.job.id.as_str()), s(lease_id)],
+        );
+        self.changes(stmt, "schedule_release").await.map(drop)
+    }
+
+    /// Adds the escalation principals to an open approval — in its approvers' inboxes (open, keyed by expiry)
+    /// and able to decide — and records when (`escalated_at`, the `Escalated` event), once. Keyed: running it
+    /// again adds nothing. The quorum's `required` is unchanged (`approver_count` stays).
+    pub async fn escalate(
+        &self,
+        id: &ApprovalId,
+        to: &[Principal],
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        let principals: Vec<Value> =
+            to.iter().map(|p| json!({"kind": p.kind(), "value": p.value(), "key": p.key()})).collect();
+        let open = OPEN.replace('?', "?2");
+        let mark = Stmt::new(
+            "UPDATE approvals SET escalated_at = ?2 WHERE id = ?1 AND escalated_at IS NULL
+               AND status IN ('pending', 'claimed') AND expires_at > ?2",
+            vec![s(id.as_str()), n(now)],
+        );
+        let mut detail = Map::new();
+        detail.insert("to".into(), serde_json::to_value(to).unwrap_or_default());
+        if let Some(note) = note {
+            detail.insert("note".into(), note.into());
+        }
+        let event = event_if_changed(event_stmt(id, now, EventKind::Escalated, &Actor::System, &detail));
+        let add = Stmt::new(
+            format!(
+                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                 SELECT a.id, json_extract(j.value, '$.kind'), json_extract(j.value, '$.value'),
+                   json_extract(j.value, '$.key'), a.expires_at
+                 FROM approvals a, json_each(?3) j WHERE a.id = ?1 AND a.escalated_at IS NOT NULL AND {open}
+                 ON CONFLICT DO NOTHING"
+            ),
+            vec![s(id.as_str()), n(now), s(&Value::from(principals).to_string())],
+        );
+        let results = self.batch(&[mark, event, add], "escalate").await?;
+        Ok(super::changed(results.first()) == 1)
+    }
+}
+
+/// The statements that read an approval's schedule as the approval page shows it (see [`read_view`]); they go
+/// into the view's batch.
+pub(super) fn view_stmts(id: &ApprovalId) -> [Stmt; 2] {
+    [
+        Stmt::new(
+            "SELECT seq, kind, due_at, detail_json, done_at, outcome FROM approval_schedule
+             WHERE approval_id = ?1 ORDER BY due_at, seq",
+            vec![s(id.as_str())],
+        ),
+        Stmt::new(
+            "SELECT created_at, expires_at, reminded_at, escalated_at FROM approvals WHERE id = ?1",
+            vec![s(id.as_str())],
+        ),
+    ]
+}
+
+/// The schedule from the results of [`view_stmts`]; `None` if the approval does not exist. `window_ms`: the
+/// default reminder's distance from expiry.
+pub(super) fn read_view(
+    id: &ApprovalId,
+    results: &[worker::D1Result],
+    window_ms: i64,
+) -> Result<Option<ScheduleView>, ApiError> {
+    let entries = results[0].results::<EntryRow>().internal("D1 schedule rows")?;
+    let cols = results[1].results::<ScheduleCols>().internal("D1 schedule columns")?;
+    Ok(cols.into_iter().next().map(|cols| schedule_view(id, &entries, &cols, window_ms)))
+}
+
+fn schedule_view(id: &ApprovalId, entries: &[EntryRow], cols: &ScheduleCols, window_ms: i64) -> ScheduleView {
+    let t = |v: f64| format_rfc3339(v as i64);
+    let mut view = ScheduleView::default();
+    for e in entries {
+        let skipped = e.outcome.as_deref().and_then(Outcome::parse) == Some(Outcome::Skipped);
+        match EntryKind::parse(&e.kind) {
+            Some(EntryKind::Reminder) => view.reminders.push(ReminderView {
+                at: t(e.due_at),
+                sent_at: e.done_at.filter(|_| !skipped).map(t),
+                skipped,
+            }),
+            Some(EntryKind::Escalation) => {
+                let Some(esc) = escalation_of(id.as_str(), &e.detail_json) else { continue };
+                view.escalation = Some(EscalationView {
+                    at: t(e.due_at),
+                    to: esc.to,
+                    note: esc.note,
+                    escalated_at: cols.escalated_at.map(t),
+                });
+            }
+            None => log("error", "corrupt_row", json!({"approvalId": id.as_str(), "seq": e.seq, "error": "kind"})),
+        }
+    }
+    let (created, expires) = (cols.created_at as i64, cols.expires_at as i64);
+    if let Some(d) = default_reminder(created, expires, window_ms, cols.reminded_at.map(|r| r as i64)) {
+        view.reminders.push(d);
+        view.reminders.sort_by(|a, b| a.at.cmp(&b.at));
+    }
+    view
+}
