@@ -17,6 +17,7 @@ use crate::infra::config::{self, ConfigError, SpaConfig};
 use crate::pages::approval::ApprovalPage;
 use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
+use crate::pages::settings::Settings;
 use crate::pages::sign_in::{Callback, Reauthenticate, Welcome};
 
 type ConfigResource = LocalResource<Result<SpaConfig, ConfigError>>;
@@ -153,6 +154,7 @@ fn AppRoutes() -> impl IntoView {
         <Routes fallback=|| view! { <NotFound /> }>
             <Route path=path!("/") view=InboxRoute />
             <Route path=path!("/a/:id") view=ApprovalRoute />
+            <Route path=path!("/settings") view=SettingsRoute />
             <Route path=path!("/auth/callback") view=Callback />
         </Routes>
     }
@@ -183,6 +185,15 @@ fn ApprovalRoute() -> impl IntoView {
     (move || view! { <ApprovalPage id=id.get() /> }).into_any()
 }
 
+/// `/settings`: the user's own settings (out of office), signed in.
+#[component]
+fn SettingsRoute() -> impl IntoView {
+    if auth::bearer().is_none() {
+        return view! { <Reauthenticate /> }.into_any();
+    }
+    view! { <Settings /> }.into_any()
+}
+
 #[component]
 fn SiteHeader() -> impl IntoView {
     let ctx = use_app();
@@ -207,6 +218,9 @@ fn SiteHeader() -> impl IntoView {
                         <span lang=move || config::other_locale(ctx.locale.get()).as_str()>{tr(|t| t.other_language)}</span>
                     </button>
                     <Show when=move || ctx.user.with(Option::is_some)>
+                        <a class="chip chip--quiet" href="/settings" data-testid="settings-link">
+                            {tr(|t| t.delegation.settings_link)}
+                        </a>
                         <span class="user" title=move || ctx.user.get().unwrap_or_default()>
                             <span class="visually-hidden">{tr(|t| t.signed_in_as)}" "</span>
                             <span class="user__name" data-testid="user-name">

@@ -2,12 +2,13 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 
 pub mod approval;
-pub mod audit;
 pub mod assets;
+pub mod audit;
 mod body;
 pub mod config;
 pub mod context;
 pub mod decision;
+pub mod delegation;
 pub mod devswitch;
 pub mod error;
 pub mod form;

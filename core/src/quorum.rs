@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Verdict;
+use crate::delegation::{holders, listed, Seat};
 use crate::error::{ApiError, CorruptValue};
 use crate::principal::{Identity, Principal};
 
@@ -103,9 +104,27 @@ pub fn next_step(
     who: &Identity,
     prior: &[CastApproval<'_>],
 ) -> Result<Step, ApiError> {
+    let seats: Vec<Seat> = listed.iter().cloned().map(Seat::listed).collect();
+    next_step_seated(verdict, quorum, &seats, who, prior)
+}
+
+/// [`next_step`] over an approval's seats (`delegation.rs`): the caller matches the seats that hold a slot,
+/// and a vote satisfies the slot of the seat it goes through — a delegate decides for the listed principal
+/// they stand in for, and the quorum still needs as many slots as there are listed principals.
+pub fn next_step_seated(
+    verdict: Verdict,
+    quorum: Quorum,
+    seats: &[Seat],
+    who: &Identity,
+    prior: &[CastApproval<'_>],
+) -> Result<Step, ApiError> {
     let mine = who.principals();
-    let listed: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
-    let matching: Vec<&Principal> = mine.iter().filter(|p| listed.contains(p)).collect();
+    let holders = holders(seats);
+    let matching: Vec<&Principal> = mine
+        .iter()
+        .flat_map(|p| holders.iter().filter(move |h| h.principal.normalized() == *p).map(|h| h.slot))
+        .collect();
+    let listed = listed(seats);
     let Some(first) = matching.first() else { return Err(ApiError::NotFound) };
     if verdict == Verdict::Reject {
         return Ok(Step::Complete { verdict, principal: (*first).clone() });
@@ -199,6 +218,24 @@ mod tests {
         // Not an approver at all: indistinguishable from a missing approval.
         let nobody = person("z", None, &[]);
         assert_eq!(next_step(Verdict::Approve, Quorum::Any, &listed, &nobody, &[]), Err(ApiError::NotFound));
+    }
+
+    #[test]
+    fn a_delegate_satisfies_the_slot_it_stands_in_for() {
+        use crate::delegation::Seat;
+        let (alice, bob) = (Principal::Sub("alice".into()), Principal::Sub("bob".into()));
+        let carol = Principal::Sub("carol".into());
+        let mut seats = vec![Seat::listed(alice.clone()), Seat::listed(bob.clone())];
+        seats[0].delegated_to = Some(carol.clone());
+        seats.push(Seat { principal: carol, slot: alice.clone(), depth: 1, ..Seat::listed(bob.clone()) });
+        let step = next_step_seated(Verdict::Approve, Quorum::All, &seats, &person("carol", None, &[]), &[]).unwrap();
+        assert_eq!(step, Step::Record { principal: alice.clone(), approvals: 1, required: 2 });
+        // The delegator no longer matches a deciding seat.
+        let gone = next_step_seated(Verdict::Approve, Quorum::All, &seats, &person("alice", None, &[]), &[]);
+        assert_eq!(gone, Err(ApiError::NotFound));
+        let cast = [CastApproval { sub: "carol", email: None, principal: &alice }];
+        let last = next_step_seated(Verdict::Approve, Quorum::All, &seats, &person("bob", None, &[]), &cast).unwrap();
+        assert_eq!(last, Step::Complete { verdict: Verdict::Approve, principal: bob });
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]
     dto.validate(now, mail_allowed_domains, request_sha256)
 }
 
-fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
+pub(crate) fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     let raw = raw.filter(|a| !a.is_empty());
     let raw = raw.ok_or_else(|| ApiError::invalid("approvers", "at least one approver is required"))?;
     if raw.len() > MAX_APPROVERS {
@@ -124,18 +124,24 @@ fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     }
     let mut out: Vec<Principal> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
-        let p = p.normalized();
-        if p.value().is_empty() || p.value().chars().count() > 256 {
-            return Err(ApiError::invalid(format!("approvers[{i}].{}", p.kind()), "must be 1-256 characters"));
-        }
-        if matches!(&p, Principal::Email(e) if !valid_email(e)) {
-            return Err(ApiError::invalid(format!("approvers[{i}].email"), "is not an email address"));
-        }
+        let p = checked_principal(&format!("approvers[{i}]"), p)?;
         if !out.contains(&p) {
             out.push(p);
         }
     }
     Ok(out)
+}
+
+/// One principal, normalized, or the 400 that names it (`field` is its path, e.g. `approvers[1]`, `to`).
+pub(crate) fn checked_principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
+    let p = p.normalized();
+    if p.value().is_empty() || p.value().chars().count() > 256 {
+        return Err(ApiError::invalid(format!("{field}.{}", p.kind()), "must be 1-256 characters"));
+    }
+    if matches!(&p, Principal::Email(e) if !valid_email(e)) {
+        return Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
+    }
+    Ok(p)
 }
 
 fn check_quorum(quorum: Quorum, approvers: &[Principal]) -> Result<Quorum, ApiError> {

@@ -22,6 +22,9 @@ pub enum Endpoint {
     Inbox,
     Approval,
     Decision,
+    Delegation,
+    Principals,
+    OutOfOffice,
 }
 
 /// One operation: a method on a path template (OpenAPI form, `{id}` = an approval ID).
@@ -46,6 +49,12 @@ pub enum Route {
     Inbox,
     Approval(ApprovalId),
     Decision(ApprovalId),
+    /// An approver hands their slot to another principal.
+    Delegation(ApprovalId),
+    /// An operator replaces the listed principals.
+    Principals(ApprovalId),
+    /// The caller's out-of-office setting (GET, PUT, DELETE).
+    OutOfOffice,
 }
 
 /// A request the table does not answer.
@@ -102,6 +111,11 @@ impl Route {
         op("POST", "/api/v1/approvals", Endpoint::Register, Auth::Machine),
         op("GET", "/api/v1/approvals/{id}", Endpoint::Approval, Auth::User),
         op("POST", "/api/v1/approvals/{id}/decision", Endpoint::Decision, Auth::User),
+        op("POST", "/api/v1/approvals/{id}/delegation", Endpoint::Delegation, Auth::User),
+        op("PUT", "/api/v1/approvals/{id}/principals", Endpoint::Principals, Auth::User),
+        op("GET", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
+        op("PUT", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
+        op("DELETE", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
     ];
 
     /// Maps the raw method (methods a platform does not know must not become GET) and the URL path.
@@ -126,6 +140,9 @@ impl Route {
             Endpoint::Inbox => Self::Inbox,
             Endpoint::Approval => Self::Approval(id()?),
             Endpoint::Decision => Self::Decision(id()?),
+            Endpoint::Delegation => Self::Delegation(id()?),
+            Endpoint::Principals => Self::Principals(id()?),
+            Endpoint::OutOfOffice => Self::OutOfOffice,
         })
     }
 
@@ -137,6 +154,9 @@ impl Route {
             Self::Inbox => Endpoint::Inbox,
             Self::Approval(_) => Endpoint::Approval,
             Self::Decision(_) => Endpoint::Decision,
+            Self::Delegation(_) => Endpoint::Delegation,
+            Self::Principals(_) => Endpoint::Principals,
+            Self::OutOfOffice => Endpoint::OutOfOffice,
         }
     }
 
@@ -162,6 +182,14 @@ mod tests {
         assert_eq!(Route::parse("GET", &format!("/api/v1/approvals/{ID}")), Ok(Route::Approval(id.clone())));
         assert_eq!(Route::parse("POST", &format!("/api/v1/approvals/{ID}/decision")), Ok(Route::Decision(id)));
         assert_eq!(Route::Register.auth(), Auth::Machine);
+        let id = ApprovalId::parse(ID).unwrap();
+        assert_eq!(
+            Route::parse("POST", &format!("/api/v1/approvals/{ID}/delegation")),
+            Ok(Route::Delegation(id.clone()))
+        );
+        assert_eq!(Route::parse("PUT", &format!("/api/v1/approvals/{ID}/principals")), Ok(Route::Principals(id)));
+        assert_eq!(Route::parse("DELETE", "/api/v1/me/out-of-office"), Ok(Route::OutOfOffice));
+        assert_eq!(Route::OutOfOffice.auth(), Auth::User);
         assert_eq!(Route::Inbox.auth(), Auth::User);
     }
 

@@ -100,6 +100,12 @@ pub struct ApprovalView {
     pub my_decision: Option<AuditEntry>,
     /// All recorded decisions (the audit trail).
     pub decisions: Vec<AuditEntry>,
+    /// The hand-overs of slots (delegation, out-of-office routing), in chain order.
+    #[serde(default)]
+    pub delegations: Vec<crate::delegation::DelegationView>,
+    /// The caller's standing: deciding, deciding for someone, or handed on.
+    #[serde(default)]
+    pub my_seat: crate::delegation::MySeat,
 }
 
 impl ApprovalView {
@@ -137,6 +143,9 @@ pub struct InboxItem {
     pub created_at: String,
     pub expires_at: String,
     pub decided_at: Option<String>,
+    /// The caller handed their slot on to this principal (delegation or out-of-office routing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated_to: Option<Principal>,
 }
 
 /// `GET /api/v1/approvals?status=…&cursor=…`

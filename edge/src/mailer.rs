@@ -6,7 +6,10 @@ use std::rc::Rc;
 
 use futures_util::future::join_all;
 use ringi_core::config::Config;
-use ringi_core::mail::{compose, ses_send_email_body, MailInput, MailKind, MailState};
+use ringi_core::mail::{
+    compose, compose_handover, ses_send_email_body, Handover, Mail, MailInput, MailKind, MailState,
+};
+use ringi_core::principal::Principal;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Env;
@@ -18,27 +21,88 @@ use crate::store::{MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
 pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
-    let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
-    let recipients = &row.notify;
-    if recipients.is_empty() {
-        return Ok(false);
-    }
     let url = cfg.approval_url(row.id.as_str());
-    let mail = compose(&MailInput {
+    let mail = compose(&mail_input(row, kind, &url));
+    deliver(cfg, probe, row, &row.notify, &mail, &format!("{kind:?}")).await
+}
+
+fn mail_input<'a>(row: &'a MailJob, kind: MailKind, url: &'a str) -> MailInput<'a> {
+    MailInput {
         kind,
         title: &row.title,
         summary: &row.summary,
-        url: &url,
+        url,
         requested_by: row.context.requested_by_line(),
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
         locale: row.locale,
-    });
+    }
+}
+
+/// The request mail for the people an approval was handed to (a delegate, an out-of-office stand-in, a
+/// principal an operator added): once, after the response, not retried by the cron (they see it in their
+/// inbox either way).
+pub async fn send_handover(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    to: &[String],
+    handover: &Handover<'_>,
+) -> Result<bool, String> {
+    let url = cfg.approval_url(row.id.as_str());
+    let mail = compose_handover(&mail_input(row, MailKind::Request, &url), handover);
+    deliver(cfg, probe, row, to, &mail, "Handover").await
+}
+
+/// [`send_handover`] after a response, logged (nobody is left to answer).
+pub async fn send_handover_of(
+    cfg: &Config,
+    env: &Env,
+    probe: Rc<Probe>,
+    id: &ApprovalId,
+    to: &[String],
+    h: Handover<'_>,
+) {
+    let outcome = async {
+        let store = Store::open(env, probe.clone())?;
+        if let Some(row) = store.mail_job(id).await? {
+            let _ = send_handover(cfg, store.probe(), &row, to, &h).await;
+        }
+        Ok::<_, ApiError>(())
+    };
+    if let Err(e) = outcome.await {
+        log("error", "mail_not_sent", json!({"approvalId": id.as_str(), "error": e.to_string()}));
+    }
+}
+
+/// The emails among principals (a `{sub}` or `{group}` stand-in has none: it finds the approval in its inbox).
+pub fn emails<'a>(ps: impl IntoIterator<Item = &'a Principal>) -> Vec<String> {
+    ps.into_iter()
+        .filter_map(|p| match p {
+            Principal::Email(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One message per recipient, in parallel. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
+async fn deliver(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    recipients: &[String],
+    mail: &Mail,
+    kind: &str,
+) -> Result<bool, String> {
+    let Some(from) = cfg.mail_from.as_deref() else { return Ok(false) };
+    if recipients.is_empty() {
+        return Ok(false);
+    }
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
     // run after its response.
     let sends = recipients.iter().map(|to| {
-        let body = ses_send_email_body(from, to, &mail);
+        let body = ses_send_email_body(from, to, mail);
         let endpoint = &endpoint;
         async move {
             let headers = [("content-type", "application/json")];
@@ -57,17 +121,13 @@ pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) ->
                 Ok((_, text)) => ringi_core::sfn::error_code(text).unwrap_or_else(|| format!("HTTP {status}")),
                 Err(e) => e.clone(),
             };
-            log(
-                "warn",
-                "mail_failed",
-                json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "error": detail}),
-            );
+            log("warn", "mail_failed", json!({"approvalId": row.id.as_str(), "kind": kind, "error": detail}));
         }
     }
     log(
         "info",
         "mail_sent",
-        json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "recipients": recipients.len(), "failed": failed}),
+        json!({"approvalId": row.id.as_str(), "kind": kind, "recipients": recipients.len(), "failed": failed}),
     );
     if failed == 0 {
         Ok(true)
@@ -88,13 +148,24 @@ pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
 /// answer, so failures are logged (and the `mail_state` left for the cron).
-pub async fn send_request_of(cfg: &Config, env: &Env, probe: Rc<Probe>, id: &ApprovalId) {
+/// `routed`: the slots out-of-office routing handed on at registration, (absent approver, stand-in); their
+/// stand-ins get the hand-over mail.
+pub async fn send_request_of(
+    cfg: &Config,
+    env: &Env,
+    probe: Rc<Probe>,
+    id: &ApprovalId,
+    routed: &[(Principal, Principal)],
+) {
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
-        match store.mail_job(id).await? {
-            Some(row) => send_request(cfg, &store, &row).await,
-            None => Ok(()),
+        let Some(row) = store.mail_job(id).await? else { return Ok(()) };
+        let sent = send_request(cfg, &store, &row).await;
+        for (absent, stand_in) in routed {
+            let h = Handover::Routed { absent: absent.value(), note: None };
+            let _ = send_handover(cfg, store.probe(), &row, &emails([stand_in]), &h).await;
         }
+        sent
     };
     if let Err(e) = outcome.await {
         log("error", "mail_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));

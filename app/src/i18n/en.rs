@@ -158,4 +158,5 @@ pub(super) const EN: Texts = Texts {
     },
     field_invalid: "Check this value.",
     server_refused: |message| format!("Server: {message}"),
+    delegation: &super::delegation::EN,
 };

@@ -155,4 +155,5 @@ pub(super) const JA: Texts = Texts {
     },
     field_invalid: "この値を確認してください。",
     server_refused: |_| "サーバーがこの値を受け付けませんでした。内容を確認してください。".into(),
+    delegation: &super::delegation::JA,
 };

@@ -4,6 +4,7 @@
 use ringi_core::form::Issue;
 use ringi_core::locale::Locale;
 
+pub mod delegation;
 mod en;
 mod ja;
 
@@ -139,6 +140,8 @@ pub struct Texts {
     pub field_invalid: &'static str,
     /// A field the worker refused (a 400 naming it). Its message is English: only the English UI shows it.
     pub server_refused: fn(&str) -> String,
+    /// Delegation, out of office, settings.
+    pub delegation: &'static delegation::DelegationTexts,
 }
 
 impl Texts {

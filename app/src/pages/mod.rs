@@ -3,4 +3,5 @@
 pub mod approval;
 pub mod inbox;
 pub mod not_found;
+pub mod settings;
 pub mod sign_in;

@@ -19,14 +19,14 @@ pub async fn get(store: &Store, who: &Identity, id: &ApprovalId) -> Result<Respo
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
 pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
     let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
-    if !who.is_approver(&loaded.principals) {
+    if !ringi_core::delegation::may_view(&loaded.seats, who) {
         return Err(ApiError::NotFound);
     }
     Ok(loaded)
 }
 
 fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
-    let Loaded { approval: a, principals, votes } = loaded;
+    let Loaded { approval: a, principals, seats, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
     ApprovalView {
@@ -43,6 +43,8 @@ fn view(loaded: Loaded, who: &Identity, now: i64) -> ApprovalView {
         locale: a.locale.map(|l| l.as_str().to_owned()),
         my_decision: votes.iter().find(|v| v.sub == who.sub).map(|v| v.audit_entry()),
         decisions: votes.iter().map(|v| v.audit_entry()).collect(),
+        delegations: ringi_core::delegation::delegation_views(&seats),
+        my_seat: ringi_core::delegation::my_seat(&seats, who),
         title: a.title,
         summary: a.summary,
         details: a.details,

@@ -3,6 +3,7 @@
 
 use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
 use ringi_core::context::ApprovalContext;
+use ringi_core::delegation::{Requester, Seat};
 use ringi_core::error::CorruptValue;
 use ringi_core::form::FormField;
 use ringi_core::locale::Locale;
@@ -138,25 +139,62 @@ impl Approval {
     pub fn required(&self) -> u32 {
         self.quorum.required(self.approver_count)
     }
+
+    /// Who asked for this approval, for the rule that the requester is no delegate unless self-approval is
+    /// allowed (`ringi_core::delegation::Requester`). The one place that reads it: registrations name no
+    /// requester yet, so nobody is excluded; once they carry one, it is read from the row here.
+    pub fn requester(&self) -> Requester {
+        Requester::unknown()
+    }
 }
 
 /// An approval with its listed principals and recorded votes (one snapshot).
 pub struct Loaded {
     pub approval: Approval,
+    /// The listed principals (the seats at depth 0).
     pub principals: Vec<Principal>,
+    /// Every row of its principals: the listed ones and their stand-ins (`ringi_core::delegation`).
+    pub seats: Vec<Seat>,
     pub votes: Vec<RecordedVote>,
 }
+
+/// Columns of [`PrincipalRow`].
+pub(crate) const PRINCIPAL_COLUMNS: &str = "kind, value, slot, depth, delegated_to, delegated_by, note, routed";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct PrincipalRow {
     kind: String,
     value: String,
+    #[serde(default)]
+    slot: Option<String>,
+    #[serde(default)]
+    depth: f64,
+    #[serde(default)]
+    delegated_to: Option<String>,
+    #[serde(default)]
+    delegated_by: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    routed: f64,
 }
 
 impl PrincipalRow {
-    pub(crate) fn typed(&self) -> Result<Principal, CorruptValue> {
-        Principal::from_parts(&self.kind, &self.value)
-            .ok_or_else(|| CorruptValue::new("approval_principals.kind", &self.kind))
+    pub(crate) fn typed(&self) -> Result<Seat, CorruptValue> {
+        let principal = Principal::from_parts(&self.kind, &self.value)
+            .ok_or_else(|| CorruptValue::new("approval_principals.kind", &self.kind))?;
+        let key = |column: &'static str, k: &Option<String>| {
+            k.as_deref().map(|k| Principal::from_key(k).ok_or_else(|| CorruptValue::new(column, k))).transpose()
+        };
+        Ok(Seat {
+            slot: key("approval_principals.slot", &self.slot)?.unwrap_or_else(|| principal.clone()),
+            principal,
+            depth: self.depth as u32,
+            delegated_to: key("approval_principals.delegated_to", &self.delegated_to)?,
+            delegated_by: self.delegated_by.clone(),
+            note: self.note.clone(),
+            routed: self.routed == 1.0,
+        })
     }
 }
 
@@ -237,6 +275,8 @@ pub(crate) struct InboxRow {
     decided_at: Option<f64>,
     sort_at: f64,
     approvals: f64,
+    #[serde(default)]
+    delegated_to: Option<String>,
 }
 
 /// One inbox item and its place in the order (for the cursor).
@@ -268,6 +308,12 @@ impl InboxRow {
             created_at: format_rfc3339(self.created_at as i64),
             expires_at: format_rfc3339(self.expires_at as i64),
             decided_at: self.decided_at.map(|t| format_rfc3339(t as i64)),
+            delegated_to: match self.delegated_to.as_deref() {
+                None | Some("") => None,
+                Some(k) => Some(
+                    Principal::from_key(k).ok_or_else(|| CorruptValue::new("approval_principals.delegated_to", k))?,
+                ),
+            },
         };
         Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
     }
