@@ -18,6 +18,7 @@ use crate::pages::approval::ApprovalPage;
 use crate::pages::audit::AuditPage;
 use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
+use crate::pages::settings::Settings;
 use crate::pages::sign_in::{Callback, Reauthenticate, Welcome};
 
 type ConfigResource = LocalResource<Result<SpaConfig, ConfigError>>;
@@ -154,6 +155,7 @@ fn AppRoutes() -> impl IntoView {
         <Routes fallback=|| view! { <NotFound /> }>
             <Route path=path!("/") view=InboxRoute />
             <Route path=path!("/a/:id") view=ApprovalRoute />
+            <Route path=path!("/settings") view=SettingsRoute />
             <Route path=path!("/auth/callback") view=Callback />
             <Route path=path!("/audit") view=AuditRoute />
         </Routes>
@@ -201,6 +203,15 @@ fn is_operator(ctx: AppContext) -> bool {
         && ctx.config.with(|c| c.as_ref().and_then(|c| c.admin_group.as_deref()).is_some_and(auth::in_group))
 }
 
+/// `/settings`: the user's own settings (out of office), signed in.
+#[component]
+fn SettingsRoute() -> impl IntoView {
+    if auth::bearer().is_none() {
+        return view! { <Reauthenticate /> }.into_any();
+    }
+    view! { <Settings /> }.into_any()
+}
+
 #[component]
 fn SiteHeader() -> impl IntoView {
     let ctx = use_app();
@@ -230,6 +241,9 @@ fn SiteHeader() -> impl IntoView {
                         </a>
                     </Show>
                     <Show when=move || ctx.user.with(Option::is_some)>
+                        <a class="chip chip--quiet" href="/settings" data-testid="settings-link">
+                            {tr(|t| t.delegation.settings_link)}
+                        </a>
                         <span class="user" title=move || ctx.user.get().unwrap_or_default()>
                             <span class="visually-hidden">{tr(|t| t.signed_in_as)}" "</span>
                             <span class="user__name" data-testid="user-name">

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, CorruptValue};
 // Kept importable from here: the quorum rules moved to their own module.
-pub use crate::quorum::{next_step, next_step_of, CastApproval, Quorum, Step};
+pub use crate::quorum::{next_step, next_step_seated, CastApproval, Quorum, Step};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -149,6 +149,8 @@ pub struct DecisionRecord<'a> {
     pub decided_at_ms: i64,
     /// Earlier approvals that counted towards the quorum (empty for `any`).
     pub prior_approvals: &'a [PriorApproval],
+    /// The listed principal a delegate decided for (their slot was handed to them).
+    pub on_behalf_of: Option<&'a crate::principal::Principal>,
 }
 
 impl DecisionRecord<'_> {
@@ -171,6 +173,9 @@ impl DecisionRecord<'_> {
             Verdict::Reject => "rejectedBy",
         };
         out[key] = by;
+        if let Some(p) = self.on_behalf_of {
+            out["onBehalfOf"] = crate::delegation::principal_value(p);
+        }
         if !self.prior_approvals.is_empty() {
             out["approvals"] = self.prior_approvals.iter().map(PriorApproval::to_value).collect();
         }
@@ -327,6 +332,7 @@ mod tests {
             feedback: Some(&fb),
             decided_at_ms: 0,
             prior_approvals: &[],
+            on_behalf_of: None,
         };
         let SfnCallback::Success { output } = rec.callback().unwrap() else { panic!() };
         let v: Value = serde_json::from_str(&output).unwrap();
@@ -350,6 +356,7 @@ mod tests {
             feedback: None,
             decided_at_ms: 0,
             prior_approvals: &[],
+            on_behalf_of: None,
         };
         let SfnCallback::Failure { error, cause } = rec.callback().unwrap() else { panic!() };
         assert_eq!(error, "Rejected");
@@ -388,6 +395,7 @@ mod tests {
             feedback: None,
             decided_at_ms: 0,
             prior_approvals: prior,
+            on_behalf_of: None,
         };
         match rec.callback()? {
             SfnCallback::Failure { cause, .. } => {

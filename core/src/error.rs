@@ -30,6 +30,11 @@ pub enum ErrorCode {
     StorageUnavailable,
     UpstreamRejected,
     Internal,
+    Delegated,
+    DelegationLoop,
+    DelegationTooDeep,
+    DelegateIsApprover,
+    DelegateIsRequester,
 }
 
 impl ErrorCode {
@@ -56,10 +61,15 @@ impl ErrorCode {
             Self::StorageUnavailable => "storage_unavailable",
             Self::UpstreamRejected => "upstream_rejected",
             Self::Internal => "internal",
+            Self::Delegated => "delegated",
+            Self::DelegationLoop => "delegation_loop",
+            Self::DelegationTooDeep => "delegation_too_deep",
+            Self::DelegateIsApprover => "delegate_is_approver",
+            Self::DelegateIsRequester => "delegate_is_requester",
         }
     }
 
-    pub const ALL: [Self; 20] = [
+    pub const ALL: [Self; 25] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -80,6 +90,11 @@ impl ErrorCode {
         Self::StorageUnavailable,
         Self::UpstreamRejected,
         Self::Internal,
+        Self::Delegated,
+        Self::DelegationLoop,
+        Self::DelegationTooDeep,
+        Self::DelegateIsApprover,
+        Self::DelegateIsRequester,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -161,6 +176,20 @@ pub enum ApiError {
     UpstreamRejected,
     #[error("internal error")]
     Internal,
+    /// The caller handed their slot on (delegation or out-of-office routing): the delegate decides now.
+    #[error("you delegated this approval; the delegate decides it now")]
+    Delegated,
+    /// The delegate is already in this slot's chain (or is the caller).
+    #[error("the delegate already had this approval in its chain of delegations")]
+    DelegationLoop,
+    #[error("this approval was delegated as often as allowed (3 times); decide it or ask an operator to reassign it")]
+    DelegationTooDeep,
+    /// One person counts once: the delegate already holds (or held) another slot of this approval.
+    #[error("the delegate is already an approver of this approval")]
+    DelegateIsApprover,
+    /// Separation of duty: the requester does not decide their own request.
+    #[error("the requester of this approval cannot be its delegate")]
+    DelegateIsRequester,
 }
 
 impl ApiError {
@@ -172,7 +201,7 @@ impl ApiError {
         match self {
             Self::Invalid { .. } | Self::MalformedBody(_) => 400,
             Self::Unauthorized => 401,
-            Self::Forbidden(_) | Self::SelfApproval => 403,
+            Self::Forbidden(_) | Self::SelfApproval | Self::DelegateIsRequester => 403,
             Self::NotFound | Self::NoRoute => 404,
             Self::MethodNotAllowed { .. } => 405,
             Self::AlreadyDecided(_)
@@ -180,7 +209,11 @@ impl ApiError {
             | Self::InProgress
             | Self::AlreadyVoted
             | Self::AlreadySatisfied
-            | Self::DuplicateApproval => 409,
+            | Self::DuplicateApproval
+            | Self::Delegated
+            | Self::DelegationLoop
+            | Self::DelegationTooDeep
+            | Self::DelegateIsApprover => 409,
             Self::PayloadTooLarge(_) => 413,
             Self::RateLimited { .. } => 429,
             Self::Internal => 500,
@@ -212,6 +245,11 @@ impl ApiError {
             Self::StorageUnavailable => ErrorCode::StorageUnavailable,
             Self::UpstreamRejected => ErrorCode::UpstreamRejected,
             Self::Internal => ErrorCode::Internal,
+            Self::Delegated => ErrorCode::Delegated,
+            Self::DelegationLoop => ErrorCode::DelegationLoop,
+            Self::DelegationTooDeep => ErrorCode::DelegationTooDeep,
+            Self::DelegateIsApprover => ErrorCode::DelegateIsApprover,
+            Self::DelegateIsRequester => ErrorCode::DelegateIsRequester,
         }
     }
 

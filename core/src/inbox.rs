@@ -78,12 +78,18 @@ pub fn inbox_sql(principals: usize, pending: bool) -> String {
         .collect::<Vec<_>>()
         .join("\n UNION ");
     let approvals = crate::vote::APPROVALS_SO_FAR_SQL;
+    // '' while one of the caller's seats holds a slot, else where the caller's slot went (delegation.rs).
+    let keys = (1..=k).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let delegated = format!(
+        "(SELECT MIN(COALESCE(p.delegated_to, '')) FROM approval_principals p
+           WHERE p.approval_id = a.id AND p.pkey IN ({keys}))"
+    );
     format!(
         "WITH mine AS ({ranges})
          SELECT a.id, a.status, a.confirmed, a.title, a.summary, a.quorum, a.approver_count, a.context_json,
                 a.created_at, a.expires_at, a.decided_at, mine.sort_at, a.escalated_at,
                 a.requested_by_json, a.allow_self_approval, a.decided_on_expiry,
-                {approvals} AS approvals
+                {approvals} AS approvals, {delegated} AS delegated_to
          FROM mine JOIN approvals a ON a.id = mine.approval_id
          ORDER BY mine.sort_at {order}, a.id {order} LIMIT ?{limit}"
     )

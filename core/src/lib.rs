@@ -9,6 +9,7 @@ mod body;
 pub mod config;
 pub mod context;
 pub mod decision;
+pub mod delegation;
 pub mod devswitch;
 pub mod error;
 pub mod form;

@@ -221,6 +221,74 @@ pub fn compose(m: &MailInput<'_>) -> Mail {
     Mail { subject, text: text.trim_end().to_owned(), html }
 }
 
+/// Why an approval reached someone after its registration (delegation.rs): the lines a hand-over mail
+/// starts with, above the request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover<'a> {
+    /// An approver handed their slot on, with their note.
+    Delegated { by: &'a str, note: Option<&'a str> },
+    /// Out-of-office routing at registration: `absent` is away, with their note.
+    Routed { absent: &'a str, note: Option<&'a str> },
+    /// An operator changed the approvers, and why.
+    Reassigned { by: &'a str, reason: &'a str },
+}
+
+impl Handover<'_> {
+    /// (English, Japanese) lead line, and the note or reason.
+    fn lines(&self) -> ([String; 2], Option<&str>) {
+        match *self {
+            Self::Delegated { by, note } => (
+                [
+                    format!("{by} delegated this approval to you."),
+                    format!("{by} さんがこの承認をあなたに委任しました。"),
+                ],
+                note,
+            ),
+            Self::Routed { absent, note } => (
+                [
+                    format!("{absent} is out of office: this approval was sent to you instead."),
+                    format!("{absent} さんは不在のため、この承認はあなたに回されました。"),
+                ],
+                note,
+            ),
+            Self::Reassigned { by, reason } => (
+                [
+                    format!("{by} (operator) made you an approver of this request."),
+                    format!("運用担当者 {by} さんがあなたをこの依頼の承認者にしました。"),
+                ],
+                Some(reason),
+            ),
+        }
+    }
+}
+
+/// The request mail for someone an approval was handed to: the hand-over first (who, their note), then the
+/// request as [`compose`] writes it (`m.kind` is ignored: it is a request to them).
+pub fn compose_handover(m: &MailInput<'_>, h: &Handover<'_>) -> Mail {
+    let ja = m.locale == Locale::Ja;
+    let base = compose(&MailInput { kind: MailKind::Request, ..*m });
+    let ([en, ja_line], note) = h.lines();
+    let leads: Vec<(&str, String)> = if ja { vec![("メモ", ja_line), ("Note", en)] } else { vec![("Note", en)] };
+    let prefix = if ja { "承認の委任" } else { "Approval handed to you" };
+    let mut text = String::new();
+    let mut html = String::new();
+    for (label, lead) in &leads {
+        text.push_str(&format!("{lead}\n"));
+        html.push_str(&format!("<p><strong>{}</strong></p>", escape_html(lead)));
+        if let Some(note) = note {
+            text.push_str(&format!("{label}: {note}\n"));
+            html.push_str(&format!("<p style=\"white-space:pre-wrap\">{label}: {}</p>", escape_html(note)));
+        }
+    }
+    text.push('\n');
+    let body_at = base.html.find("<p>").unwrap_or(0);
+    Mail {
+        subject: format!("[ringi] {prefix}: {}", one_line(m.title)),
+        text: format!("{text}{}", base.text),
+        html: format!("{}{html}{}", &base.html[..body_at], &base.html[body_at..]),
+    }
+}
+
 /// SES v2 `SendEmail` (`POST /v2/email/outbound-emails`) JSON body: one recipient per message.
 pub fn ses_send_email_body(from: &str, to: &str, mail: &Mail) -> String {
     json!({
@@ -301,6 +369,24 @@ mod tests {
             ja.subject.contains("エスカレーション") && ja.text.contains("メモ: 至急") && ja.text.contains("Note: 至急")
         );
         assert!(!compose(&input(Locale::En)).text.contains("Note:"), "no note, no line");
+    }
+
+    #[test]
+    fn a_handover_mail_says_who_and_carries_the_note_and_the_link() {
+        let h = Handover::Delegated { by: "alice@example.com", note: Some("<b>on leave</b>, please decide") };
+        let m = compose_handover(&input(Locale::En), &h);
+        assert!(m.subject.starts_with("[ringi] Approval handed to you: Deploy <v2>"), "{}", m.subject);
+        assert!(m.text.starts_with("alice@example.com delegated this approval to you.\nNote: <b>on leave</b>"));
+        assert!(m.text.contains("https://ringi.example/a/abcdefghijklmnopqrstuv"));
+        assert!(m.html.contains("Note: &lt;b&gt;on leave&lt;/b&gt;") && !m.html.contains("<b>on leave"));
+        let ja = compose_handover(&input(Locale::Ja), &Handover::Routed { absent: "bob", note: None });
+        assert!(ja.subject.contains("承認の委任") && ja.text.contains("bob さんは不在のため"));
+        assert!(ja.text.contains("bob is out of office"), "English below the Japanese");
+        let r = compose_handover(
+            &input(Locale::En),
+            &Handover::Reassigned { by: "ops@example.com", reason: "team change" },
+        );
+        assert!(r.text.contains("Note: team change"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Verdict;
+use crate::delegation::{holders, Seat};
 use crate::error::{ApiError, CorruptValue};
 use crate::principal::{Identity, Principal};
 
@@ -103,22 +104,28 @@ pub fn next_step(
     who: &Identity,
     prior: &[CastApproval<'_>],
 ) -> Result<Step, ApiError> {
-    next_step_of(verdict, quorum.required(listed.len()), listed, who, prior)
+    let seats: Vec<Seat> = listed.iter().cloned().map(Seat::listed).collect();
+    next_step_seated(verdict, quorum.required(listed.len()), &seats, who, prior)
 }
 
-/// [`next_step`] with the number of approvals needed given: an escalation adds listed principals without
-/// raising the bar (`required` stays what the registration's approvers made it), so escalation principals
+/// [`next_step`] over an approval's seats (`delegation.rs`), with the number of approvals needed given: the
+/// caller matches the seats that hold a slot, and a vote satisfies the slot of the seat it goes through — a
+/// delegate decides for the listed principal they stand in for. `required` stays what the registration's
+/// approvers made it: an escalation adds listed principals without raising the bar, so escalation principals
 /// satisfy the approval as an alternative to the original ones, never as an additional requirement.
-pub fn next_step_of(
+pub fn next_step_seated(
     verdict: Verdict,
     required: u32,
-    listed: &[Principal],
+    seats: &[Seat],
     who: &Identity,
     prior: &[CastApproval<'_>],
 ) -> Result<Step, ApiError> {
     let mine = who.principals();
-    let listed: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
-    let matching: Vec<&Principal> = mine.iter().filter(|p| listed.contains(p)).collect();
+    let holders = holders(seats);
+    let matching: Vec<&Principal> = mine
+        .iter()
+        .flat_map(|p| holders.iter().filter(move |h| h.principal.normalized() == *p).map(|h| h.slot))
+        .collect();
     let Some(first) = matching.first() else { return Err(ApiError::NotFound) };
     if verdict == Verdict::Reject {
         return Ok(Step::Complete { verdict, principal: (*first).clone() });
@@ -217,11 +224,30 @@ mod tests {
     fn escalation_principals_stand_in_without_raising_the_bar() {
         // `all` over alice and bob (2 needed); the escalation added the lead: alice + lead completes it.
         let listed = [Principal::Sub("alice".into()), Principal::Sub("bob".into()), Principal::Sub("lead".into())];
+        let seats: Vec<Seat> = listed.iter().cloned().map(Seat::listed).collect();
         let cast = [CastApproval { sub: "alice", email: None, principal: &listed[0] }];
         let lead = person("lead", None, &[]);
-        assert!(matches!(next_step_of(Verdict::Approve, 2, &listed, &lead, &cast), Ok(Step::Complete { .. })));
+        assert!(matches!(next_step_seated(Verdict::Approve, 2, &seats, &lead, &cast), Ok(Step::Complete { .. })));
         // Counted over all three listed principals, `all` would have needed bob too.
         assert!(matches!(next_step(Verdict::Approve, Quorum::All, &listed, &lead, &cast), Ok(Step::Record { .. })));
+    }
+
+    #[test]
+    fn a_delegate_satisfies_the_slot_it_stands_in_for() {
+        use crate::delegation::Seat;
+        let (alice, bob) = (Principal::Sub("alice".into()), Principal::Sub("bob".into()));
+        let carol = Principal::Sub("carol".into());
+        let mut seats = vec![Seat::listed(alice.clone()), Seat::listed(bob.clone())];
+        seats[0].delegated_to = Some(carol.clone());
+        seats.push(Seat { principal: carol, slot: alice.clone(), depth: 1, ..Seat::listed(bob.clone()) });
+        let step = next_step_seated(Verdict::Approve, 2, &seats, &person("carol", None, &[]), &[]).unwrap();
+        assert_eq!(step, Step::Record { principal: alice.clone(), approvals: 1, required: 2 });
+        // The delegator no longer matches a deciding seat.
+        let gone = next_step_seated(Verdict::Approve, 2, &seats, &person("alice", None, &[]), &[]);
+        assert_eq!(gone, Err(ApiError::NotFound));
+        let cast = [CastApproval { sub: "carol", email: None, principal: &alice }];
+        let last = next_step_seated(Verdict::Approve, 2, &seats, &person("bob", None, &[]), &cast).unwrap();
+        assert_eq!(last, Step::Complete { verdict: Verdict::Approve, principal: bob });
     }
 
     #[test]

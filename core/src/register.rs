@@ -137,7 +137,7 @@ pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]
     dto.validate(now, mail_allowed_domains, request_sha256)
 }
 
-fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
+pub(crate) fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     let raw = raw.filter(|a| !a.is_empty());
     let raw = raw.ok_or_else(|| ApiError::invalid("approvers", "at least one approver is required"))?;
     if raw.len() > MAX_APPROVERS {
@@ -145,7 +145,7 @@ fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     }
     let mut out: Vec<Principal> = Vec::new();
     for (i, p) in raw.iter().enumerate() {
-        let p = principal(&format!("approvers[{i}]"), p)?;
+        let p = checked_principal(&format!("approvers[{i}]"), p)?;
         if !out.contains(&p) {
             out.push(p);
         }
@@ -153,8 +153,9 @@ fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
     Ok(out)
 }
 
-/// One approver principal at `field` (`approvers[i]`, `escalation.to[i]`), normalized.
-fn principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
+/// One principal, normalized, or the 400 that names it (`field` is its path: `approvers[1]`, `escalation.to[0]`,
+/// `to`).
+pub(crate) fn checked_principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
     let p = p.normalized();
     if p.value().is_empty() || p.value().chars().count() > 256 {
         return Err(ApiError::invalid(format!("{field}.{}", p.kind()), "must be 1-256 characters"));
@@ -280,7 +281,10 @@ impl RegistrationBody {
         let notify = notify(self.notify, &approvers, mail_allowed_domains)?;
         let schedule = Schedule {
             reminders: self.reminders.map(|r| parse_reminders(&r, now, expires_at)).transpose()?,
-            escalation: self.escalation.map(|e| parse_escalation(&e, now, expires_at, principal)).transpose()?,
+            escalation: self
+                .escalation
+                .map(|e| parse_escalation(&e, now, expires_at, checked_principal))
+                .transpose()?,
         };
         Ok(NewApproval {
             id,

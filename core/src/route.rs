@@ -23,6 +23,9 @@ pub enum Endpoint {
     Approval,
     Decision,
     Audit,
+    Delegation,
+    Principals,
+    OutOfOffice,
 }
 
 /// One operation: a method on a path template (OpenAPI form, `{id}` = an approval ID).
@@ -49,6 +52,12 @@ pub enum Route {
     Decision(ApprovalId),
     /// The operators' export of the event log.
     Audit,
+    /// An approver hands their slot to another principal.
+    Delegation(ApprovalId),
+    /// An operator replaces the listed principals.
+    Principals(ApprovalId),
+    /// The caller's out-of-office setting (GET, PUT, DELETE).
+    OutOfOffice,
 }
 
 /// A request the table does not answer.
@@ -106,6 +115,11 @@ impl Route {
         op("GET", "/api/v1/approvals/{id}", Endpoint::Approval, Auth::User),
         op("POST", "/api/v1/approvals/{id}/decision", Endpoint::Decision, Auth::User),
         op("GET", "/api/v1/audit", Endpoint::Audit, Auth::User),
+        op("POST", "/api/v1/approvals/{id}/delegation", Endpoint::Delegation, Auth::User),
+        op("PUT", "/api/v1/approvals/{id}/principals", Endpoint::Principals, Auth::User),
+        op("GET", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
+        op("PUT", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
+        op("DELETE", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
     ];
 
     /// Maps the raw method (methods a platform does not know must not become GET) and the URL path.
@@ -131,6 +145,9 @@ impl Route {
             Endpoint::Approval => Self::Approval(id()?),
             Endpoint::Decision => Self::Decision(id()?),
             Endpoint::Audit => Self::Audit,
+            Endpoint::Delegation => Self::Delegation(id()?),
+            Endpoint::Principals => Self::Principals(id()?),
+            Endpoint::OutOfOffice => Self::OutOfOffice,
         })
     }
 
@@ -143,6 +160,9 @@ impl Route {
             Self::Approval(_) => Endpoint::Approval,
             Self::Decision(_) => Endpoint::Decision,
             Self::Audit => Endpoint::Audit,
+            Self::Delegation(_) => Endpoint::Delegation,
+            Self::Principals(_) => Endpoint::Principals,
+            Self::OutOfOffice => Endpoint::OutOfOffice,
         }
     }
 
@@ -168,6 +188,14 @@ mod tests {
         assert_eq!(Route::parse("GET", &format!("/api/v1/approvals/{ID}")), Ok(Route::Approval(id.clone())));
         assert_eq!(Route::parse("POST", &format!("/api/v1/approvals/{ID}/decision")), Ok(Route::Decision(id)));
         assert_eq!(Route::Register.auth(), Auth::Machine);
+        let id = ApprovalId::parse(ID).unwrap();
+        assert_eq!(
+            Route::parse("POST", &format!("/api/v1/approvals/{ID}/delegation")),
+            Ok(Route::Delegation(id.clone()))
+        );
+        assert_eq!(Route::parse("PUT", &format!("/api/v1/approvals/{ID}/principals")), Ok(Route::Principals(id)));
+        assert_eq!(Route::parse("DELETE", "/api/v1/me/out-of-office"), Ok(Route::OutOfOffice));
+        assert_eq!(Route::OutOfOffice.auth(), Auth::User);
         assert_eq!(Route::Inbox.auth(), Auth::User);
         assert_eq!(Route::parse("GET", "/api/v1/audit"), Ok(Route::Audit));
         assert_eq!(Route::Audit.auth(), Auth::User);

@@ -123,6 +123,12 @@ pub struct ApprovalView {
     /// Reminders and escalation (core::schedule): what is due when, and what was done.
     #[serde(default)]
     pub schedule: crate::schedule::ScheduleView,
+    /// The hand-overs of slots (delegation, out-of-office routing), in chain order.
+    #[serde(default)]
+    pub delegations: Vec<crate::delegation::DelegationView>,
+    /// The caller's standing: deciding, deciding for someone, or handed on.
+    #[serde(default)]
+    pub my_seat: crate::delegation::MySeat,
 }
 
 impl ApprovalView {
@@ -169,6 +175,9 @@ pub struct InboxItem {
     /// The escalation happened: principals were added (the inbox marks it).
     #[serde(default)]
     pub escalated: bool,
+    /// The caller handed their slot on to this principal (delegation or out-of-office routing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated_to: Option<Principal>,
 }
 
 /// `GET /api/v1/approvals?status=…&cursor=…`

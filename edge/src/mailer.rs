@@ -6,7 +6,10 @@ use std::rc::Rc;
 
 use futures_util::future::join_all;
 use ringi_core::config::Config;
-use ringi_core::mail::{compose, ses_send_email_body, MailInput, MailKind, MailState};
+use ringi_core::mail::{
+    compose, compose_handover, ses_send_email_body, Handover, Mail, MailInput, MailKind, MailState,
+};
+use ringi_core::principal::Principal;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Env;
@@ -29,7 +32,12 @@ pub async fn send_with_note(
     kind: MailKind,
     note: Option<&str>,
 ) -> Result<bool, String> {
-    match send_counted(cfg, probe, row, kind, note).await {
+    outcome(send_counted(cfg, probe, row, kind, note).await)
+}
+
+/// `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off or nobody is mailed.
+fn outcome(report: Option<MailReport>) -> Result<bool, String> {
+    match report {
         None => Ok(false),
         Some(r) if r.failed == 0 => Ok(true),
         Some(r) => Err(format!("{} of {} recipients failed", r.failed, r.recipients)),
@@ -60,31 +68,98 @@ pub async fn send_counted(
     kind: MailKind,
     note: Option<&str>,
 ) -> Option<MailReport> {
-    let from = cfg.mail_from.as_deref()?;
-    let recipients = &row.notify;
-    if recipients.is_empty() {
-        return None;
-    }
     let url = cfg.approval_url(row.id.as_str());
-    // Who asked: the context's words, else the requesters registered for separation of duty.
-    let requesters = row.requested_by.iter().map(|p| p.value()).collect::<Vec<_>>().join(", ");
-    let mail = compose(&MailInput {
+    let requesters = requesters(row);
+    let mail = compose(&MailInput { note, ..mail_input(row, kind, &url, &requesters) });
+    deliver(cfg, probe, row, &row.notify, &mail, &format!("{kind:?}")).await
+}
+
+/// The requesters registered for separation of duty, for the mail's "Requested by" when the context has none.
+fn requesters(row: &MailJob) -> String {
+    row.requested_by.iter().map(|p| p.value()).collect::<Vec<_>>().join(", ")
+}
+
+fn mail_input<'a>(row: &'a MailJob, kind: MailKind, url: &'a str, requesters: &'a str) -> MailInput<'a> {
+    MailInput {
         kind,
         title: &row.title,
         summary: &row.summary,
-        url: &url,
-        requested_by: row.context.requested_by_line().or((!requesters.is_empty()).then_some(requesters.as_str())),
+        url,
+        // Who asked: the context's words, else the requesters.
+        requested_by: row.context.requested_by_line().or((!requesters.is_empty()).then_some(requesters)),
         on_expiry: row.on_expiry.verdict(),
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
         locale: row.locale,
-        note,
-    });
+        note: None,
+    }
+}
+
+/// The request mail for the people an approval was handed to (a delegate, an out-of-office stand-in, a
+/// principal an operator added): once, after the response, not retried by the cron (they see it in their
+/// inbox either way).
+pub async fn send_handover(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    to: &[String],
+    handover: &Handover<'_>,
+) -> Result<bool, String> {
+    let url = cfg.approval_url(row.id.as_str());
+    let requesters = requesters(row);
+    let mail = compose_handover(&mail_input(row, MailKind::Request, &url, &requesters), handover);
+    outcome(deliver(cfg, probe, row, to, &mail, "Handover").await)
+}
+
+/// [`send_handover`] after a response, logged (nobody is left to answer).
+pub async fn send_handover_of(
+    cfg: &Config,
+    env: &Env,
+    probe: Rc<Probe>,
+    id: &ApprovalId,
+    to: &[String],
+    h: Handover<'_>,
+) {
+    let outcome = async {
+        let store = Store::open(env, probe.clone())?;
+        if let Some(row) = store.mail_job(id).await? {
+            let _ = send_handover(cfg, store.probe(), &row, to, &h).await;
+        }
+        Ok::<_, ApiError>(())
+    };
+    if let Err(e) = outcome.await {
+        log("error", "mail_not_sent", json!({"approvalId": id.as_str(), "error": e.to_string()}));
+    }
+}
+
+/// The emails among principals (a `{sub}` or `{group}` stand-in has none: it finds the approval in its inbox).
+pub fn emails<'a>(ps: impl IntoIterator<Item = &'a Principal>) -> Vec<String> {
+    ps.into_iter()
+        .filter_map(|p| match p {
+            Principal::Email(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One message per recipient, in parallel; `None`: mail is off or nobody is to be mailed.
+async fn deliver(
+    cfg: &Config,
+    probe: &Probe,
+    row: &MailJob,
+    recipients: &[String],
+    mail: &Mail,
+    kind: &str,
+) -> Option<MailReport> {
+    let from = cfg.mail_from.as_deref()?;
+    if recipients.is_empty() {
+        return None;
+    }
     let endpoint = format!("{}/v2/email/outbound-emails", cfg.ses_endpoint);
     // Recipients in parallel: the whole message fits in one MAIL_TIMEOUT, inside the time a worker may
     // run after its response.
     let sends = recipients.iter().map(|to| {
-        let body = ses_send_email_body(from, to, &mail);
+        let body = ses_send_email_body(from, to, mail);
         let endpoint = &endpoint;
         async move {
             let headers = [("content-type", "application/json")];
@@ -103,17 +178,13 @@ pub async fn send_counted(
                 Ok((_, text)) => ringi_core::sfn::error_code(text).unwrap_or_else(|| format!("HTTP {status}")),
                 Err(e) => e.clone(),
             };
-            log(
-                "warn",
-                "mail_failed",
-                json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "error": detail}),
-            );
+            log("warn", "mail_failed", json!({"approvalId": row.id.as_str(), "kind": kind, "error": detail}));
         }
     }
     log(
         "info",
         "mail_sent",
-        json!({"approvalId": row.id.as_str(), "kind": format!("{kind:?}"), "recipients": recipients.len(), "failed": failed}),
+        json!({"approvalId": row.id.as_str(), "kind": kind, "recipients": recipients.len(), "failed": failed}),
     );
     Some(MailReport { recipients: recipients.len(), failed })
 }
@@ -132,13 +203,24 @@ pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<
 
 /// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
 /// answer, so failures are logged (and the `mail_state` left for the cron).
-pub async fn send_request_of(cfg: &Config, env: &Env, probe: Rc<Probe>, id: &ApprovalId) {
+/// `routed`: the slots out-of-office routing handed on at registration, (absent approver, stand-in); their
+/// stand-ins get the hand-over mail.
+pub async fn send_request_of(
+    cfg: &Config,
+    env: &Env,
+    probe: Rc<Probe>,
+    id: &ApprovalId,
+    routed: &[(Principal, Principal)],
+) {
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
-        match store.mail_job(id).await? {
-            Some(row) => send_request(cfg, &store, &row).await,
-            None => Ok(()),
+        let Some(row) = store.mail_job(id).await? else { return Ok(()) };
+        let sent = send_request(cfg, &store, &row).await;
+        for (absent, stand_in) in routed {
+            let h = Handover::Routed { absent: absent.value(), note: None };
+            let _ = send_handover(cfg, store.probe(), &row, &emails([stand_in]), &h).await;
         }
+        sent
     };
     if let Err(e) = outcome.await {
         log("error", "mail_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));

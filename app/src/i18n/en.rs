@@ -191,4 +191,5 @@ pub(super) const EN: Texts = Texts {
     escalation_note_label: "Note",
     escalated_badge: "Escalated",
     group_principal: |g| format!("group {g}"),
+    delegation: &super::delegation::EN,
 };

@@ -187,4 +187,5 @@ pub(super) const JA: Texts = Texts {
     escalation_note_label: "メモ",
     escalated_badge: "エスカレーション済み",
     group_principal: |g| format!("グループ {g}"),
+    delegation: &super::delegation::JA,
 };

@@ -5,6 +5,7 @@ use ringi_core::form::Issue;
 use ringi_core::locale::Locale;
 
 pub mod audit;
+pub mod delegation;
 mod en;
 mod ja;
 
@@ -173,6 +174,8 @@ pub struct Texts {
     pub escalated_badge: &'static str,
     /// A group principal in a list of people.
     pub group_principal: fn(&str) -> String,
+    /// Delegation, out of office, settings.
+    pub delegation: &'static delegation::DelegationTexts,
 }
 
 impl Texts {

@@ -6,8 +6,10 @@
 use gloo_net::http::{Request, RequestBuilder, Response};
 use ringi_core::audit_export::AuditPage;
 use ringi_core::decision::DecisionRequest;
+use ringi_core::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
 use ringi_core::error::ErrorDetail;
 use ringi_core::inbox::InboxFilter;
+use ringi_core::principal::Principal;
 use ringi_core::wire::{ApprovalView, DecisionResponse, InboxPage};
 use ringi_core::ErrorBody;
 use serde::de::DeserializeOwned;
@@ -73,9 +75,16 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
     Err(match status {
         401 => ApiError::Unauthorized,
         404 => ApiError::NotFound,
+        // 409, and a 403 that names a rule (`delegate_is_requester`): explained by their code.
         409 => ApiError::Conflict(error),
         // Separation of duty: explained by its code like a 409 (the reloaded view shows why).
-        403 if error.error_code() == Some(ringi_core::error::ErrorCode::SelfApproval) => ApiError::Conflict(error),
+        403 if matches!(
+            error.error_code(),
+            Some(ringi_core::error::ErrorCode::SelfApproval | ringi_core::error::ErrorCode::DelegateIsRequester)
+        ) =>
+        {
+            ApiError::Conflict(error)
+        }
         400 | 413 => ApiError::Invalid { field: error.field, message: error.message },
         503 => ApiError::Unavailable(error.message),
         _ => ApiError::Server { status, message: error.message },
@@ -135,9 +144,42 @@ pub async fn approval(id: &str) -> Result<ApprovalView, ApiError> {
 /// `POST /api/v1/approvals/{id}/decision`
 pub async fn decide(id: &str, body: &DecisionRequest) -> Result<DecisionResponse, ApiError> {
     let url = format!("/api/v1/approvals/{}/decision", encode(id));
-    let request = with_auth(Request::post(&url))?
-        .json(body)
-        .map_err(|e| ApiError::Invalid { field: None, message: e.to_string() })?;
+    send_json(Request::post(&url), body).await
+}
+
+/// `POST /api/v1/approvals/{id}/delegation`
+pub async fn delegate(id: &str, to: &Principal, note: Option<&str>) -> Result<DelegationView, ApiError> {
+    let url = format!("/api/v1/approvals/{}/delegation", encode(id));
+    let body = serde_json::json!({"to": to, "note": note});
+    send_json(Request::post(&url), &body).await
+}
+
+const OUT_OF_OFFICE: &str = "/api/v1/me/out-of-office";
+
+/// `GET /api/v1/me/out-of-office`
+pub async fn out_of_office() -> Result<Option<OutOfOffice>, ApiError> {
+    let request = with_auth(Request::get(OUT_OF_OFFICE))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    send::<OutOfOfficeAnswer>(request).await.map(|a| a.out_of_office)
+}
+
+/// `PUT /api/v1/me/out-of-office`: `{delegate, from?, until, note?}`.
+pub async fn set_out_of_office(body: &serde_json::Value) -> Result<Option<OutOfOffice>, ApiError> {
+    send_json::<OutOfOfficeAnswer, _>(Request::put(OUT_OF_OFFICE), body).await.map(|a| a.out_of_office)
+}
+
+/// `DELETE /api/v1/me/out-of-office`
+pub async fn clear_out_of_office() -> Result<(), ApiError> {
+    let request =
+        with_auth(Request::delete(OUT_OF_OFFICE))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    send::<OutOfOfficeAnswer>(request).await.map(drop)
+}
+
+async fn send_json<T: DeserializeOwned, B: serde::Serialize + ?Sized>(
+    builder: RequestBuilder,
+    body: &B,
+) -> Result<T, ApiError> {
+    let request =
+        with_auth(builder)?.json(body).map_err(|e| ApiError::Invalid { field: None, message: e.to_string() })?;
     send(request).await
 }
 

@@ -118,6 +118,13 @@ pub fn absolute_str(rfc3339: &str, locale: Locale) -> String {
     parse(rfc3339).map_or_else(|| rfc3339.to_owned(), |ms| absolute(ms, locale))
 }
 
+/// A `<input type=date>` value (`YYYY-MM-DD`) at `hh:mm:ss` in the browser's time zone, as RFC 3339 UTC;
+/// `None` when it is not a date.
+pub fn local_date_to_rfc3339(date: &str, hh_mm_ss: &str) -> Option<String> {
+    let d = js_sys::Date::new(&format!("{date}T{hh_mm_ss}").into());
+    (!d.get_time().is_nan()).then(|| d.to_iso_string().into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

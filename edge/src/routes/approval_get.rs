@@ -26,15 +26,25 @@ pub async fn get(
     let keys: Vec<String> = who.principals().iter().map(Principal::key).collect();
     let viewed =
         store.view(id, &Actor::user(who), &serde_json::Value::from(keys).to_string(), now, reminder_window_ms).await?;
-    // The approval, if it exists *and* the caller is one of its approvers (else the same 404).
-    let (loaded, schedule) = viewed.loaded.filter(|(l, _)| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    // The approval, if it exists *and* the caller is one of its approvers, handed on or not (else the same 404).
+    let (loaded, schedule) =
+        viewed.loaded.filter(|(l, _)| ringi_core::delegation::may_view(&l.seats, who)).ok_or(ApiError::NotFound)?;
     let mut shown = view(loaded, schedule, who, now);
     shown.events = viewed.events;
     super::json(200, &shown)
 }
 
+/// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
+pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
+    let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
+    if !ringi_core::delegation::may_view(&loaded.seats, who) {
+        return Err(ApiError::NotFound);
+    }
+    Ok(loaded)
+}
+
 fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> ApprovalView {
-    let Loaded { approval: a, principals, votes } = loaded;
+    let Loaded { approval: a, principals, seats, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
     let cannot_decide = a.refusal(who).map(|e| e.error_code());
@@ -56,6 +66,8 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         locale: a.locale.map(|l| l.as_str().to_owned()),
         my_decision: votes.iter().find(|v| v.sub == who.sub).map(|v| v.audit_entry()),
         decisions: votes.iter().map(|v| v.audit_entry()).collect(),
+        delegations: ringi_core::delegation::delegation_views(&seats),
+        my_seat: ringi_core::delegation::my_seat(&seats, who),
         title: a.title,
         summary: a.summary,
         details: a.details,

@@ -55,9 +55,9 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let registrant = Registrant { label: caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;
-    let created = match inserted {
-        Inserted::Created => true,
-        Inserted::Exists => false,
+    let (created, routed) = match inserted {
+        Inserted::Created { routed } => (true, routed),
+        Inserted::Exists => (false, Vec::new()),
         Inserted::RateLimited { retry_after } => {
             log("warn", "registration_rate_limited", json!({"by": caller}));
             return Err(ApiError::RateLimited { retry_after });
@@ -83,7 +83,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
         // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
         // the cron retries failures and mails whose sender vanished.
         let (cfg, env, probe, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
-        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, probe, &id).await });
+        ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, probe, &id, &routed).await });
     }
     super::json(
         status,

@@ -68,6 +68,8 @@ impl DecisionAttempt<'_> {
             feedback: self.request.feedback.as_ref(),
             decided_at_ms: self.vote.at,
             prior_approvals: &self.prior,
+            // A vote through a delegated seat satisfies another principal's slot: the workflow learns whose.
+            on_behalf_of: Some(&self.vote.principal).filter(|p| !self.who.principals().contains(*p)),
         };
         let callback = match record.callback() {
             Ok(c) => c,

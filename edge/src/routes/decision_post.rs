@@ -2,9 +2,11 @@
 //! attempt) → callback → final write (design.md §4, §8 "Failure semantics"); the last three steps are
 //! [`DecisionAttempt`].
 
-use ringi_core::approval::{check_decidable, next_step_of, ApprovalStatus, Step, Verdict};
+use ringi_core::approval::{check_decidable, ApprovalStatus, Step, Verdict};
 use ringi_core::decision::{DecisionRequest, PriorApproval};
+use ringi_core::delegation::{check_holder, may_view};
 use ringi_core::principal::{Identity, Principal};
+use ringi_core::quorum::next_step_seated;
 use ringi_core::vote::{approvals_so_far, cast_approvals};
 use ringi_core::wire::{DecisionResponse, Progress};
 use ringi_core::{ApiError, ApprovalId};
@@ -81,14 +83,14 @@ async fn decide(
         e
     };
     let checked = check(loaded, who, parsed);
-    let (Loaded { approval, principals, votes }, request) = match checked {
+    let (Loaded { approval, seats, votes, .. }, request) = match checked {
         Ok(v) => v,
         Err(e) => return Err(release_unused(e).await),
     };
     let mine = votes.iter().find(|v| v.sub == who.sub);
     let step = match mine.filter(|v| v.verdict != request.decision) {
         Some(_) => Err(ApiError::AlreadyVoted),
-        None => next_step_of(request.decision, approval.required(), &principals, who, &cast_approvals(&votes)),
+        None => next_step_seated(request.decision, approval.required(), &seats, who, &cast_approvals(&votes)),
     };
     let step = match step {
         Ok(s) => s,
@@ -146,7 +148,7 @@ fn check(
     who: &Identity,
     parsed: Result<DecisionRequest, ApiError>,
 ) -> Result<(Loaded, DecisionRequest), ApiError> {
-    let loaded = loaded.filter(|l| who.is_approver(&l.principals)).ok_or(ApiError::NotFound)?;
+    let loaded = loaded.filter(|l| may_view(&l.seats, who)).ok_or(ApiError::NotFound)?;
     // Separation of duty: a requester sees the approval but does not decide it (the first round trip's SQL
     // refused them the claim and the vote already).
     if let Some(refused) = loaded.approval.refusal(who) {
@@ -155,6 +157,8 @@ fn check(
     let request = parsed?;
     request.validate_against(&loaded.approval.form)?;
     check_decidable(&loaded.approval.state(), now_ms())?;
+    // A delegator sees the approval but decides nothing through the slot they handed on.
+    check_holder(&loaded.seats, who)?;
     Ok((loaded, request))
 }
 

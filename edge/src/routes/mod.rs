@@ -6,8 +6,11 @@ mod approvals_post;
 mod audit_get;
 mod decision_attempt;
 mod decision_post;
+mod delegation_post;
 mod health;
 mod inbox_get;
+mod out_of_office;
+mod principals_put;
 mod spa_config;
 
 use std::rc::Rc;
@@ -81,6 +84,13 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
         }
         (Route::Decision(id), Caller::User(who)) => decision_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await,
         (Route::Audit, Caller::User(who)) => audit_get::get(&req, ctx, &ctx.store()?, &who).await,
+        (Route::Delegation(id), Caller::User(who)) => {
+            delegation_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await
+        }
+        (Route::Principals(id), Caller::User(who)) => {
+            principals_put::put(&mut req, ctx, &ctx.store()?, &who, &id).await
+        }
+        (Route::OutOfOffice, Caller::User(who)) => out_of_office::handle(&mut req, &ctx.store()?, &who).await,
         // The table gives each route one kind of caller: nothing else reaches here.
         _ => Err(ApiError::Internal),
     }
@@ -117,4 +127,11 @@ pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// The signed-in caller as the event log records them: the verified sub, shown as the verified email, else
+/// the user name.
+pub fn actor(who: &Identity) -> ringi_core::audit::Actor {
+    let display = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
+    ringi_core::audit::Actor::User { sub: who.sub.clone(), display }
 }

@@ -9,7 +9,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
-use super::rows::{self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS};
+use super::rows::{
+    self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS, PRINCIPAL_COLUMNS,
+};
 use super::{changed, n, opt, s, Once, Stmt, Store};
 use crate::error::OrInternal;
 
@@ -21,14 +23,13 @@ pub struct Registrant<'a> {
 
 /// What [`Store::insert`] did.
 pub enum Inserted {
-    Created,
+    /// `routed`: the slots out-of-office routing handed on, as (absent approver, stand-in).
+    Created { routed: Vec<(Principal, Principal)> },
     /// The ID or the task token is taken: nothing was written (also when an earlier try of this very insert
     /// went through but its answer was lost: the caller then finds the same request, as for a redelivery).
     Exists,
     /// The credential is over its rate: nothing was written.
-    RateLimited {
-        retry_after: u32,
-    },
+    RateLimited { retry_after: u32 },
 }
 
 /// An existing registration, as far as a new one is compared with it.
@@ -174,7 +175,10 @@ pub(super) fn load_stmts(id: &ApprovalId) -> Vec<Stmt> {
     let arg = || vec![s(id.as_str())];
     vec![
         Stmt::new(format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1"), arg()),
-        Stmt::new("SELECT kind, value FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid", arg()),
+        Stmt::new(
+            format!("SELECT {PRINCIPAL_COLUMNS} FROM approval_principals WHERE approval_id = ?1 ORDER BY rowid"),
+            arg(),
+        ),
         decisions_stmt(id),
     ]
 }
@@ -195,9 +199,11 @@ pub(super) fn read_loaded(id: &ApprovalId, results: &[worker::D1Result]) -> Resu
         return Ok(None);
     };
     let principals = principals.results::<PrincipalRow>().internal("D1 principal rows")?;
-    let principals = principals.iter().map(PrincipalRow::typed).collect::<Result<_, _>>();
+    let seats = principals.iter().map(PrincipalRow::typed).collect::<Result<Vec<_>, _>>();
+    let seats = seats.map_err(rows::corrupt(id.as_str()))?;
     Ok(Some(Loaded {
-        principals: principals.map_err(rows::corrupt(id.as_str()))?,
+        principals: ringi_core::delegation::listed(&seats),
+        seats,
         votes: rows::votes(id, decisions.results::<DecisionRow>().internal("D1 decision rows")?)?,
         approval: row.typed()?,
     }))
@@ -236,6 +242,9 @@ impl Store {
         stmts.extend(batch.principals());
         stmts.push(batch.registered_event(now));
         stmts.extend(super::schedule::insert_stmts(id, &a.schedule, &a.token.fingerprint(), &a.request_sha256));
+        // Out-of-office routing in the same round trip (registration stays one D1 call).
+        stmts.extend(super::delegation::routing_stmts(id, now, &a.token.fingerprint(), &a.request_sha256));
+        stmts.push(super::delegation::routed_stmt(id));
         let results = self.batch(&stmts, "insert").await?;
         let count = results
             .first()
@@ -246,7 +255,11 @@ impl Store {
             let retry_after = ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1);
             return Ok(Inserted::RateLimited { retry_after });
         }
-        Ok(if changed(results.get(1)) == 1 { Inserted::Created } else { Inserted::Exists })
+        if changed(results.get(1)) != 1 {
+            return Ok(Inserted::Exists);
+        }
+        let routed = results.last().map(super::delegation::read_routed).transpose()?.unwrap_or_default();
+        Ok(Inserted::Created { routed })
     }
 
     /// The approvals an insert collided with: the same ID, or the same task token.

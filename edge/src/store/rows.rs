@@ -3,6 +3,7 @@
 
 use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
 use ringi_core::context::ApprovalContext;
+use ringi_core::delegation::{Requester, Seat};
 use ringi_core::error::CorruptValue;
 use ringi_core::form::FormField;
 use ringi_core::locale::Locale;
@@ -166,25 +167,61 @@ impl Approval {
     pub fn refusal(&self, who: &Identity) -> Option<ApiError> {
         ringi_core::self_approval::refusal(who, &self.requested_by, self.allow_self_approval)
     }
+
+    /// Who asked for this approval (`requestedBy`, `allowSelfApproval`), for the rule that the requester is no
+    /// delegate unless self-approval is allowed (`ringi_core::delegation::Requester`).
+    pub fn requester(&self) -> Requester {
+        Requester { principals: self.requested_by.clone(), allow_self_approval: self.allow_self_approval }
+    }
 }
 
 /// An approval with its listed principals and recorded votes (one snapshot).
 pub struct Loaded {
     pub approval: Approval,
+    /// The listed principals (the seats at depth 0).
     pub principals: Vec<Principal>,
+    /// Every row of its principals: the listed ones and their stand-ins (`ringi_core::delegation`).
+    pub seats: Vec<Seat>,
     pub votes: Vec<RecordedVote>,
 }
+
+/// Columns of [`PrincipalRow`].
+pub(crate) const PRINCIPAL_COLUMNS: &str = "kind, value, slot, depth, delegated_to, delegated_by, note, routed";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct PrincipalRow {
     kind: String,
     value: String,
+    #[serde(default)]
+    slot: Option<String>,
+    #[serde(default)]
+    depth: f64,
+    #[serde(default)]
+    delegated_to: Option<String>,
+    #[serde(default)]
+    delegated_by: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    routed: f64,
 }
 
 impl PrincipalRow {
-    pub(crate) fn typed(&self) -> Result<Principal, CorruptValue> {
-        Principal::from_parts(&self.kind, &self.value)
-            .ok_or_else(|| CorruptValue::new("approval_principals.kind", &self.kind))
+    pub(crate) fn typed(&self) -> Result<Seat, CorruptValue> {
+        let principal = Principal::from_parts(&self.kind, &self.value)
+            .ok_or_else(|| CorruptValue::new("approval_principals.kind", &self.kind))?;
+        let key = |column: &'static str, k: &Option<String>| {
+            k.as_deref().map(|k| Principal::from_key(k).ok_or_else(|| CorruptValue::new(column, k))).transpose()
+        };
+        Ok(Seat {
+            slot: key("approval_principals.slot", &self.slot)?.unwrap_or_else(|| principal.clone()),
+            principal,
+            depth: self.depth as u32,
+            delegated_to: key("approval_principals.delegated_to", &self.delegated_to)?,
+            delegated_by: self.delegated_by.clone(),
+            note: self.note.clone(),
+            routed: self.routed == 1.0,
+        })
     }
 }
 
@@ -284,6 +321,8 @@ pub(crate) struct InboxRow {
     allow_self_approval: f64,
     decided_on_expiry: f64,
     escalated_at: Option<f64>,
+    #[serde(default)]
+    delegated_to: Option<String>,
 }
 
 /// One inbox item and its place in the order (for the cursor).
@@ -320,6 +359,12 @@ impl InboxRow {
             cannot_decide: refusal.map(|e| e.error_code()),
             decided_on_expiry: self.decided_on_expiry != 0.0,
             escalated: self.escalated_at.is_some(),
+            delegated_to: match self.delegated_to.as_deref() {
+                None | Some("") => None,
+                Some(k) => Some(
+                    Principal::from_key(k).ok_or_else(|| CorruptValue::new("approval_principals.delegated_to", k))?,
+                ),
+            },
         };
         Ok(InboxEntry { item, sort_at: self.sort_at as i64 })
     }

@@ -88,18 +88,21 @@ pub struct Guess<'a> {
 /// (`ringi_core::self_approval::refusal`, in SQL: a requester neither takes the claim nor votes).
 const NOT_REQUESTER_SQL: &str = "(approvals.allow_self_approval = 1 OR NOT EXISTS (SELECT 1
    FROM json_each(approvals.requested_by_json) r WHERE r.value IN (SELECT value FROM json_each(?8))))";
+/// The listed principal a vote through the seat `p` satisfies (a delegate's seat stands in for its slot).
+const SLOT_SQL: &str = "COALESCE(p.slot, p.pkey)";
 
 /// The approvals the quorum of the row `approvals` needs (`Quorum::required`).
 const REQUIRED_SQL: &str =
     "(CASE approvals.quorum WHEN 'any' THEN 1 WHEN 'all' THEN MAX(approvals.approver_count, 1) ELSE CAST(approvals.quorum AS INTEGER) END)";
 
 impl Guess<'_> {
-    /// The caller (keys ?8) is a listed approver of approval ?3 who is not one of its requesters, and the
-    /// approval has no form.
+    /// The caller (keys ?8) holds a slot of approval ?3 (a listed principal's seat, or a delegate's, that was
+    /// not handed on: `ringi_core::delegation`), is not one of its requesters, and the approval has no form.
     fn approver_sql(&self) -> String {
         format!(
             "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
-               WHERE p.approval_id = ?3 AND p.pkey IN (SELECT value FROM json_each(?8))) AND {NOT_REQUESTER_SQL}"
+               WHERE p.approval_id = ?3 AND p.delegated_to IS NULL AND p.pkey IN (SELECT value FROM json_each(?8)))
+               AND {NOT_REQUESTER_SQL}"
         )
     }
 
@@ -112,7 +115,8 @@ impl Guess<'_> {
             "NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?3 AND d.sub = ?6 AND d.decision != ?5)
              AND (?5 = 'reject' OR (
                EXISTS (SELECT 1 FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
-                 WHERE p.approval_id = ?3 AND NOT EXISTS (SELECT 1 {others} AND d.principal = p.pkey))
+                 WHERE p.approval_id = ?3 AND p.delegated_to IS NULL
+                   AND NOT EXISTS (SELECT 1 {others} AND d.principal = {SLOT_SQL}))
                AND NOT EXISTS (SELECT 1 {others} AND ?9 IS NOT NULL AND lower(d.email) = lower(?9))
                AND (SELECT COUNT(DISTINCT d.principal) {others}) + 1 >= {REQUIRED_SQL}))"
         )
@@ -127,16 +131,16 @@ impl Guess<'_> {
             format!(
                 "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
                    feedback_json, at)
-                 SELECT ?1, ?2, p.pkey, ?3, ?4, 'approve', ?5, NULL, ?6
+                 SELECT ?1, ?2, {SLOT_SQL}, ?3, ?4, 'approve', ?5, NULL, ?6
                  FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
                    JOIN approvals ON approvals.id = p.approval_id
-                 WHERE p.approval_id = ?1 AND ?9 = 'approve' AND approvals.form_json = '[]'
+                 WHERE p.approval_id = ?1 AND p.delegated_to IS NULL AND ?9 = 'approve' AND approvals.form_json = '[]'
                    AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
                    AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)
                    AND {NOT_REQUESTER_SQL}
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.decision = 'approve'
-                     AND (d.principal = p.pkey OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
+                     AND (d.principal = {SLOT_SQL} OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
                    AND (SELECT COUNT(DISTINCT d.principal) FROM decisions d
                      WHERE d.approval_id = ?1 AND d.decision = 'approve') + 1 < {REQUIRED_SQL}
                  ORDER BY k.key LIMIT 1"

@@ -3,6 +3,7 @@
 
 mod body;
 mod confirm;
+mod delegate;
 mod feedback;
 mod field;
 mod form;
@@ -22,6 +23,7 @@ use crate::pages::not_found::Missing;
 use crate::pages::sign_in::Reauthenticate;
 use body::Body;
 use confirm::ConfirmDialog;
+use delegate::{DelegateAction, DelegateDialog, DelegationNotices};
 use form::DecisionForm;
 use history::History;
 use outcome::Outcomes;
@@ -35,6 +37,7 @@ pub fn ApprovalPage(id: String) -> impl IntoView {
     let ctx = use_app();
     let state = ApprovalState::new(id);
     provide_context(state);
+    provide_context(delegate::DelegateState::new(state));
     use_title(move || {
         state.view.with(|v| v.as_ref().map(|v| v.title.clone())).unwrap_or_else(|| ctx.texts().approval_title.into())
     });
@@ -44,6 +47,7 @@ pub fn ApprovalPage(id: String) -> impl IntoView {
                 {view! { <Content /> }.into_any()}
             </Transition>
             <ConfirmDialog />
+            <DelegateDialog />
         </div>
     }
 }
@@ -93,6 +97,7 @@ fn Ready() -> impl IntoView {
     view! {
         <Overview />
         <EscalatedNotice />
+        <DelegationNotices />
         <Outcomes />
         <Show when=move || state.form.restored.get() && state.can_decide.get()>
             <p class="notice notice--info" role="status" data-testid="draft-restored">
@@ -102,6 +107,7 @@ fn Ready() -> impl IntoView {
         <Body />
         <Show when=move || state.can_decide.get()>
             <DecisionForm />
+            <DelegateAction />
         </Show>
         <Schedule />
         <History />

@@ -166,7 +166,9 @@ impl ApprovalState {
         let outcome = decide.value();
         let can_decide = Memo::new(move |_| {
             status.get() == Some(ApprovalStatus::Pending)
-                && view.with(|v| v.as_ref().is_some_and(|v| v.my_decision.is_none() && v.cannot_decide.is_none()))
+                && view.with(|v| {
+                    v.as_ref().is_some_and(|v| v.my_decision.is_none() && v.cannot_decide.is_none() && v.my_seat.holds)
+                })
                 && !outcome.with(|o| matches!(o, Some(Outcome::Done { .. })))
         });
         ApprovalState {
@@ -192,6 +194,11 @@ impl ApprovalState {
         }
         let have_view = self.view.with(Option::is_some);
         self.approval.with(|r| Phase::of(r.as_ref(), have_view))
+    }
+
+    /// The approval's ID.
+    pub fn id(self) -> String {
+        self.id.get_value()
     }
 
     /// Why the approval could not be loaded, as one line.

@@ -85,6 +85,14 @@ fn Item(item: InboxItem) -> impl IntoView {
             </h2>
             {(!summary.is_empty()).then(|| view! { <p class="item__summary">{summary}</p> })}
             <Marks own auto />
+            {item.delegated_to.as_ref().map(|to| {
+                let who = to.value().to_owned();
+                view! {
+                    <p class="item__delegated" data-testid="inbox-delegated">
+                        {move || (ctx.texts().delegation.inbox_delegated)(&who)}
+                    </p>
+                }
+            })}
             <div class="item__bottom">
                 <ContextLine context />
                 // Decided: the status says it all, unless several approvals were needed.

@@ -1,0 +1,270 @@
+//! Delegation on the approval page: the "Delegate…" action (whom, a note, confirmed in a modal dialog), what
+//! became of the caller's slot (delegated, or held for someone), the chain of hand-overs, and the hint for an
+//! approver who is out of office.
+
+use leptos::html;
+use leptos::prelude::*;
+use ringi_core::delegation::{DelegationView, OutOfOffice};
+use ringi_core::principal::Principal;
+
+use super::state::{use_approval, ApprovalState};
+use crate::context::{focus_id, tr, use_app};
+use crate::infra::api::{self, ApiError};
+use crate::infra::time;
+
+/// The delegation dialog's state, in context next to the approval's.
+#[derive(Clone, Copy)]
+pub struct DelegateState {
+    kind: RwSignal<&'static str>,
+    to: RwSignal<String>,
+    note: RwSignal<String>,
+    /// The text under the "who" field (nothing typed, or the worker's refusal).
+    problem: RwSignal<Option<String>>,
+    send: Action<(Principal, Option<String>), Result<DelegationView, ApiError>>,
+    dialog: NodeRef<html::Dialog>,
+    /// The caller's out-of-office, for the hint (`None` while loading or when none is set).
+    away: LocalResource<Option<OutOfOffice>>,
+}
+
+impl DelegateState {
+    pub fn new(approval: ApprovalState) -> Self {
+        let send = Action::new_local(move |(to, note): &(Principal, Option<String>)| {
+            let (to, note, id) = (to.clone(), note.clone(), approval.id());
+            async move {
+                let result = api::delegate(&id, &to, note.as_deref()).await;
+                if result.is_ok() {
+                    approval.approval.refetch();
+                    focus_id("delegation-notices");
+                }
+                result
+            }
+        });
+        let away = LocalResource::new(|| async { api::out_of_office().await.ok().flatten() });
+        Self {
+            kind: RwSignal::new("email"),
+            to: RwSignal::new(String::new()),
+            note: RwSignal::new(String::new()),
+            problem: RwSignal::new(None),
+            send,
+            dialog: NodeRef::new(),
+            away,
+        }
+    }
+
+    /// Opens the dialog, with `to` filled in (the out-of-office stand-in) if given.
+    fn open(self, to: Option<Principal>) {
+        if let Some(p) = to {
+            self.kind.set(p.kind());
+            self.to.set(p.value().to_owned());
+        }
+        self.problem.set(None);
+        self.send.clear();
+        if let Some(dialog) = self.dialog.get_untracked() {
+            let _ = dialog.show_modal();
+        }
+    }
+
+    fn close(self) {
+        if let Some(dialog) = self.dialog.get_untracked() {
+            dialog.close();
+        }
+    }
+
+    /// `missing`: what to say when nobody is named.
+    fn submit(self, missing: &str) {
+        let value = self.to.get_untracked().trim().to_owned();
+        let Some(to) = Principal::from_parts(self.kind.get_untracked(), &value).filter(|_| !value.is_empty()) else {
+            self.problem.set(Some(missing.into()));
+            focus_id("delegate-to");
+            return;
+        };
+        let note = self.note.get_untracked();
+        self.send.dispatch_local((to, (!note.trim().is_empty()).then_some(note)));
+    }
+}
+
+fn use_delegate() -> DelegateState {
+    expect_context::<DelegateState>()
+}
+
+/// Shown under the decision form while the caller holds a slot.
+#[component]
+pub fn DelegateAction() -> impl IntoView {
+    let d = use_delegate();
+    view! {
+        <section class="card delegate" aria-labelledby="delegate-heading" data-testid="delegate-section">
+            <h2 id="delegate-heading" class="visually-hidden">{tr(|t| t.delegation.dialog_title)}</h2>
+            <button
+                type="button"
+                class="button button--secondary"
+                data-testid="delegate-open"
+                on:click=move |_| d.open(None)
+            >
+                {tr(|t| t.delegation.delegate)}
+            </button>
+        </section>
+    }
+}
+
+#[component]
+pub fn DelegateDialog() -> impl IntoView {
+    let ctx = use_app();
+    let d = use_delegate();
+    // A refusal stands under the "who" field; success closes the dialog.
+    Effect::new(move |_| match d.send.value().get() {
+        Some(Ok(_)) => d.close(),
+        Some(Err(ApiError::Conflict(e))) => d.problem.set(Some(ctx.texts().delegation.refusal(e.error_code()).into())),
+        Some(Err(ApiError::Invalid { message, .. })) => d.problem.set(Some(message)),
+        Some(Err(e)) => d.problem.set(Some(format!("{} ({e})", ctx.texts().delegation.err_other))),
+        None => {}
+    });
+    let invalid = move || d.problem.with(Option::is_some);
+    view! {
+        <dialog
+            class="confirm delegate-dialog"
+            node_ref=d.dialog
+            aria-labelledby="delegate-title"
+            aria-describedby="delegate-body"
+            data-testid="delegate-dialog"
+        >
+            <h2 id="delegate-title" class="confirm__title">{tr(|t| t.delegation.dialog_title)}</h2>
+            <p id="delegate-body">{tr(|t| t.delegation.dialog_body)}</p>
+            <form class="form" novalidate on:submit=move |ev| {
+                ev.prevent_default();
+                d.submit(ctx.texts().delegation.to_required);
+            }>
+                <div class="field">
+                    <label class="field__label" for="delegate-kind">{tr(|t| t.delegation.to_kind_label)}</label>
+                    <select
+                        id="delegate-kind"
+                        class="input"
+                        data-testid="delegate-kind"
+                        prop:value=move || d.kind.get()
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev);
+                            d.kind.set(match v.as_str() { "sub" => "sub", "group" => "group", _ => "email" });
+                        }
+                    >
+                        <option value="email">{tr(|t| t.delegation.kind_email)}</option>
+                        <option value="sub">{tr(|t| t.delegation.kind_sub)}</option>
+                        <option value="group">{tr(|t| t.delegation.kind_group)}</option>
+                    </select>
+                </div>
+                <div class="field" class:field--invalid=invalid>
+                    <label class="field__label" for="delegate-to">{tr(|t| t.delegation.to_label)}</label>
+                    <input
+                        id="delegate-to"
+                        class="input"
+                        autocomplete="off"
+                        type=move || if d.kind.get() == "email" { "email" } else { "text" }
+                        aria-describedby="delegate-to-help delegate-to-error"
+                        aria-invalid=move || invalid().then_some("true")
+                        prop:value=move || d.to.get()
+                        on:input=move |ev| {
+                            d.to.set(event_target_value(&ev));
+                            d.problem.set(None);
+                        }
+                        data-testid="delegate-to"
+                    />
+                    <p id="delegate-to-help" class="field__help">{tr(|t| t.delegation.to_help)}</p>
+                    <p id="delegate-to-error" class="field__error" role="alert" data-testid="delegate-error">
+                        {move || d.problem.get()}
+                    </p>
+                </div>
+                <div class="field">
+                    <label class="field__label" for="delegate-note">{tr(|t| t.delegation.note_label)}</label>
+                    <textarea
+                        id="delegate-note"
+                        class="input input--area"
+                        rows="3"
+                        maxlength="1000"
+                        aria-describedby="delegate-note-help"
+                        prop:value=move || d.note.get()
+                        on:input=move |ev| d.note.set(event_target_value(&ev))
+                        data-testid="delegate-note"
+                    ></textarea>
+                    <p id="delegate-note-help" class="field__help">{tr(|t| t.delegation.note_help)}</p>
+                </div>
+                <div class="confirm__buttons">
+                    <button type="button" class="button button--secondary" data-testid="delegate-cancel" on:click=move |_| d.close()>
+                        {tr(|t| t.cancel)}
+                    </button>
+                    <button
+                        type="submit"
+                        class="button button--primary"
+                        data-testid="delegate-confirm"
+                        aria-disabled=move || d.send.pending().get().then_some("true")
+                    >
+                        {tr(|t| t.delegation.confirm)}
+                    </button>
+                </div>
+            </form>
+        </dialog>
+    }
+}
+
+/// Where the caller's slot stands, the chain of hand-overs, and the out-of-office hint.
+#[component]
+pub fn DelegationNotices() -> impl IntoView {
+    let ctx = use_app();
+    let state = use_approval();
+    let d = use_delegate();
+    let notices = move || {
+        let v = state.view.get()?;
+        let t = ctx.texts().delegation;
+        let seat = v.my_seat.clone();
+        let mine = seat.delegated_to.as_ref().map(|to| {
+            view! { <p class="notice notice--mine" data-testid="delegated-notice">{(t.delegated_notice)(to.value())}</p> }
+        });
+        let behalf = seat.on_behalf_of.as_ref().map(|of| {
+            view! { <p class="notice notice--info" data-testid="on-behalf-notice">{(t.on_behalf_notice)(of.value())}</p> }
+        });
+        let just_done = d.send.value().with(|r| matches!(r, Some(Ok(_))));
+        let done = d.send.value().get().and_then(Result::ok).filter(|_| just_done).map(|dv| {
+            view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(dv.to.value())}</p> }
+        });
+        // Out of office now, and this approval is still the caller's to decide: offer to hand it on.
+        let hint = d.away.get().flatten().filter(|o| o.active && state.can_decide.get()).map(|o| {
+            let until = time::absolute_str(&o.until, ctx.locale.get());
+            let to = o.delegate.clone();
+            view! {
+                <div class="notice notice--info" data-testid="ooo-hint">
+                    <p>{(t.ooo_hint)(&until)}</p>
+                    <button type="button" class="button button--secondary" data-testid="ooo-delegate" on:click=move |_| d.open(Some(to.clone()))>
+                        {t.delegate}
+                    </button>
+                </div>
+            }
+        });
+        let chain = (!v.delegations.is_empty()).then(|| {
+            let items = v
+                .delegations
+                .iter()
+                .map(|h| {
+                    let text = if h.routed { t.routed_item } else { t.chain_item };
+                    let line = text(h.slot.value(), h.to.value());
+                    let note = h.note.clone().map(|n| view! { <q class="delegation__note">{n}</q> });
+                    view! { <li data-testid="delegation-item">{line}" "{note}</li> }
+                })
+                .collect_view();
+            view! {
+                <section class="card delegations" aria-labelledby="delegations-title">
+                    <h2 id="delegations-title" class="card__title">{t.chain_heading}</h2>
+                    <ul class="delegations__list">{items}</ul>
+                </section>
+            }
+        });
+        Some(view! {
+            {done}
+            {mine}
+            {behalf}
+            {hint}
+            {chain}
+        })
+    };
+    view! {
+        <div id="delegation-notices" class="delegation-notices" tabindex="-1" data-testid="delegation-notices">
+            {notices}
+        </div>
+    }
+}

@@ -1,0 +1,55 @@
+//! `POST /api/v1/approvals/{id}/delegation`: an approver hands their slot on one approval to another principal,
+//! with a note (`ringi_core::delegation`). The delegate is mailed (an `{email}` delegate) and finds it in their
+//! inbox; the hand-over is a `delegated` event. Not an approver: the same 404 as for no approval.
+
+use ringi_core::approval::check_decidable;
+use ringi_core::delegation::{plan_delegation, DelegationRequest, DelegationView};
+use ringi_core::mail::Handover;
+use ringi_core::principal::Identity;
+use ringi_core::{ApiError, ApprovalId};
+use worker::{Request, Response};
+
+use super::Ctx;
+use crate::mailer::{emails, send_handover_of};
+use crate::platform::now_ms;
+use crate::store::Store;
+
+pub async fn post(
+    req: &mut Request,
+    ctx: &Ctx,
+    store: &Store,
+    who: &Identity,
+    id: &ApprovalId,
+) -> Result<Response, ApiError> {
+    let body = super::body_bytes(req).await?;
+    let loaded = super::approval_get::load_for(store, id, who).await?;
+    // Checked after the approver check: a non-approver learns nothing from a 400.
+    let request = DelegationRequest::parse(&body)?;
+    let now = now_ms();
+    check_decidable(&loaded.approval.state(), now)?;
+    if loaded.votes.iter().any(|v| v.sub == who.sub) {
+        return Err(ApiError::AlreadyVoted);
+    }
+    let handover = plan_delegation(&loaded.seats, who, &request.to, &loaded.approval.requester())?;
+    let actor = super::actor(who);
+    if !store.delegate(id, &handover, &actor, request.note.as_deref(), now).await? {
+        // Another request changed the approval between the load and the write (decided, or the slot moved).
+        return Err(ApiError::InProgress);
+    }
+    let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
+    let (to, note, by) = (emails([&handover.to]), request.note.clone(), actor.display().unwrap_or_default().to_owned());
+    ctx.worker.wait_until(async move {
+        send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Delegated { by: &by, note: note.as_deref() }).await
+    });
+    super::json(
+        200,
+        &DelegationView {
+            slot: handover.slot,
+            to: handover.to,
+            by: actor.display().map(str::to_owned),
+            note: request.note,
+            depth: handover.depth,
+            routed: false,
+        },
+    )
+}

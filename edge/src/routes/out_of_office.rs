@@ -1,0 +1,43 @@
+//! `GET/PUT/DELETE /api/v1/me/out-of-office`: the signed-in user's "send my approvals to X from … until …",
+//! keyed by their verified `sub` (and routed by their verified email too). While it is in effect, approvals
+//! registered naming them go to X (`store::delegation::routing_stmts`); approvals they already have are not
+//! moved (the approval page offers to delegate them).
+
+use ringi_core::delegation::{OutOfOffice, OutOfOfficeAnswer, OutOfOfficeRequest};
+use ringi_core::principal::{Identity, Principal};
+use ringi_core::ApiError;
+use worker::{Method, Request, Response};
+
+use crate::platform::now_ms;
+use crate::store::Store;
+
+pub async fn handle(req: &mut Request, store: &Store, who: &Identity) -> Result<Response, ApiError> {
+    let now = now_ms();
+    match req.method() {
+        Method::Put => {
+            let body = super::body_bytes(req).await?;
+            let o = OutOfOfficeRequest::parse(&body, who, now)?;
+            store.set_out_of_office(&who.sub, who.email.as_deref(), &o, now).await?;
+            let shown = OutOfOffice::new(o.delegate, o.starts_at, o.ends_at, o.note, now);
+            answer(Some(shown))
+        }
+        Method::Delete => {
+            store.clear_out_of_office(&who.sub).await?;
+            answer(None)
+        }
+        _ => {
+            let row = store.out_of_office(&who.sub).await?;
+            let shown = row
+                .map(|r| {
+                    let delegate = Principal::from_key(&r.delegate).ok_or(ApiError::Internal)?;
+                    Ok::<_, ApiError>(OutOfOffice::new(delegate, r.starts_at as i64, r.ends_at as i64, r.note, now))
+                })
+                .transpose()?;
+            answer(shown)
+        }
+    }
+}
+
+fn answer(out_of_office: Option<OutOfOffice>) -> Result<Response, ApiError> {
+    super::json(200, &OutOfOfficeAnswer { out_of_office })
+}

@@ -1,0 +1,58 @@
+//! `PUT /api/v1/approvals/{id}/principals`: an operator (a member of `ADMIN_GROUP`) replaces a pending
+//! approval's listed principals, with a reason (`ringi_core::delegation::plan_reassign`). Audited as a
+//! `reassigned` event (who, why, what changed); added `{email}` principals are mailed. Anyone else gets
+//! `403 forbidden` whatever the ID (the answer says nothing about the approval).
+
+use ringi_core::approval::{check_decidable, Verdict};
+use ringi_core::delegation::{plan_reassign, ReassignRequest};
+use ringi_core::mail::Handover;
+use ringi_core::principal::Identity;
+use ringi_core::vote::progress;
+use ringi_core::wire::Progress;
+use ringi_core::{ApiError, ApprovalId};
+use serde::Serialize;
+use worker::{Request, Response};
+
+use super::Ctx;
+use crate::mailer::{emails, send_handover_of};
+use crate::platform::now_ms;
+use crate::store::Store;
+
+/// The answer: the approval's listed principals now, and its progress against them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reassigned {
+    id: String,
+    approvers: Vec<ringi_core::principal::Principal>,
+    progress: Progress,
+}
+
+pub async fn put(
+    req: &mut Request,
+    ctx: &Ctx,
+    store: &Store,
+    who: &Identity,
+    id: &ApprovalId,
+) -> Result<Response, ApiError> {
+    if !ctx.cfg.is_admin(who) {
+        return Err(ApiError::Forbidden("only operators (members of ADMIN_GROUP) reassign approvals".into()));
+    }
+    let body = super::body_bytes(req).await?;
+    let request = ReassignRequest::parse(&body)?;
+    let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
+    let now = now_ms();
+    check_decidable(&loaded.approval.state(), now)?;
+    let satisfied: Vec<_> =
+        loaded.votes.iter().filter(|v| v.verdict == Verdict::Approve).map(|v| v.principal.clone()).collect();
+    let change = plan_reassign(&loaded.seats, &satisfied, &request.approvers)?;
+    let actor = super::actor(who);
+    store.reassign(id, &change, &request.approvers, &actor, &request.reason, now).await?;
+    let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
+    let (to, reason, by) =
+        (emails(&change.added), request.reason.clone(), actor.display().unwrap_or_default().to_owned());
+    ctx.worker.wait_until(async move {
+        send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Reassigned { by: &by, reason: &reason }).await
+    });
+    let progress = progress(loaded.approval.quorum, request.approvers.len(), &loaded.votes);
+    super::json(200, &Reassigned { id: id.to_string(), approvers: request.approvers, progress })
+}

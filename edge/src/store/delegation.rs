@@ -1,0 +1,271 @@
+//! Delegation, out-of-office routing and reassignment (`ringi_core::delegation`): the writes that move a slot
+//! between seats of `approval_principals`, each in one batch with its event, every statement conditional (a
+//! retried batch, or a race lost, changes nothing twice).
+
+use ringi_core::audit::{Actor, EventKind};
+use ringi_core::delegation::{principal_value, Handover, OutOfOfficeRequest, Reassignment};
+use ringi_core::principal::Principal;
+use ringi_core::{ApiError, ApprovalId};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::events::event_stmt_if;
+use super::{n, opt, s, Stmt, Store};
+use crate::error::OrInternal;
+
+/// The approval ?1 can still be decided at ?2 (pending, or a claim whose lease ran out): what every write
+/// here is conditional on.
+const DECIDABLE_SQL: &str = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.task_token IS NOT NULL
+     AND a.expires_at > ?2 AND (a.status = 'pending' OR (a.status = 'claimed' AND a.claimed_until <= ?2)))";
+
+/// The caller's out-of-office row.
+#[derive(Debug, Deserialize)]
+pub struct OutOfOfficeRow {
+    pub delegate: String,
+    pub starts_at: f64,
+    pub ends_at: f64,
+    pub note: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct DelegatedTo {
+    delegated_to: Option<String>,
+}
+
+fn detail(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Out-of-office routing, for the statements of a registration (after its principal rows): each listed
+/// `{sub}` or `{email}` whose person is out of office at `now` (by their verified sub or email) hands its slot
+/// to their stand-in, unless the stand-in is already a principal of the approval; with a `routed` event per
+/// slot. Only for the approval this very request created (`created_at = now`, its token and request hashes):
+/// a redelivery changes nothing. Parameters: ?1 id, ?2 now, ?3 token fingerprint, ?4 request hash.
+pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, request_sha256: &str) -> Vec<Stmt> {
+    let args = || vec![s(id.as_str()), n(now), s(token_sha256), s(request_sha256)];
+    let fresh = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.token_sha256 = ?3
+         AND a.request_sha256 = ?4 AND a.created_at = ?2)";
+    let away = "FROM out_of_office o WHERE o.starts_at <= ?2 AND o.ends_at > ?2
+         AND ((approval_principals.kind = 'sub' AND o.sub = approval_principals.value)
+           OR (approval_principals.kind = 'email' AND o.email = approval_principals.value))
+         AND o.delegate NOT IN (SELECT x.pkey FROM approval_principals x WHERE x.approval_id = ?1)";
+    let stand_in = |col: &str| format!("substr(l.delegated_to, {col})");
+    vec![
+        Stmt::new(
+            format!(
+                "UPDATE approval_principals SET delegated_to = (SELECT o.delegate {away} ORDER BY o.updated_at DESC LIMIT 1)
+                 WHERE approval_id = ?1 AND depth = 0 AND delegated_to IS NULL AND kind IN ('sub', 'email')
+                   AND {fresh} AND EXISTS (SELECT 1 {away})"
+            ),
+            args(),
+        ),
+        Stmt::new(
+            format!(
+                "INSERT INTO approval_principals (approval_id, kind, value, pkey, open, sort_at, slot, depth, routed,
+                   delegated_by)
+                 SELECT ?1, {}, {}, l.delegated_to, 1, l.sort_at, l.pkey, 1, 1, l.value
+                 FROM approval_principals l WHERE l.approval_id = ?1 AND l.depth = 0 AND l.delegated_to IS NOT NULL
+                   AND {fresh}
+                 ON CONFLICT DO NOTHING",
+                stand_in("1, instr(l.delegated_to, ':') - 1"),
+                stand_in("instr(l.delegated_to, ':') + 1"),
+            ),
+            args(),
+        ),
+        // Two absent approvers with the same stand-in: it takes one slot; the other stays with its approver.
+        Stmt::new(
+            format!(
+                "UPDATE approval_principals SET delegated_to = NULL
+                 WHERE approval_id = ?1 AND depth = 0 AND delegated_to IS NOT NULL AND {fresh}
+                   AND NOT EXISTS (SELECT 1 FROM approval_principals d WHERE d.approval_id = ?1
+                     AND d.pkey = approval_principals.delegated_to AND d.slot = approval_principals.pkey)"
+            ),
+            args(),
+        ),
+        Stmt::new(
+            format!(
+                "INSERT INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json)
+                 SELECT ?1, ?2, '{kind}', '{actor}', NULL,
+                   json_object('from', json_object(l.kind, l.value), 'to', json_object(d.kind, d.value))
+                 FROM approval_principals l JOIN approval_principals d
+                   ON d.approval_id = l.approval_id AND d.slot = l.pkey AND d.routed = 1
+                 WHERE l.approval_id = ?1 AND l.depth = 0 AND {fresh}
+                   AND NOT EXISTS (SELECT 1 FROM approval_events e WHERE e.approval_id = ?1 AND e.kind = '{kind}'
+                     AND e.at = ?2)",
+                kind = EventKind::Routed.as_str(),
+                actor = Actor::System.key(),
+            ),
+            args(),
+        ),
+    ]
+}
+
+/// The slots routing handed on (see [`read_routed`]).
+pub(super) fn routed_stmt(id: &ApprovalId) -> Stmt {
+    Stmt::new(
+        "SELECT slot, pkey FROM approval_principals WHERE approval_id = ?1 AND routed = 1 ORDER BY rowid",
+        vec![s(id.as_str())],
+    )
+}
+
+#[derive(Deserialize)]
+struct RoutedRow {
+    slot: String,
+    pkey: String,
+}
+
+/// (absent approver, stand-in) of each routed slot.
+pub(super) fn read_routed(result: &worker::D1Result) -> Result<Vec<(Principal, Principal)>, ApiError> {
+    let rows = result.results::<RoutedRow>().internal("D1 routed rows")?;
+    let key = |k: &str| Principal::from_key(k).ok_or(ApiError::Internal);
+    rows.iter().map(|r| Ok((key(&r.slot)?, key(&r.pkey)?))).collect()
+}
+
+impl Store {
+    /// Hands the seat `h.from` on to `h.to` (a new seat for `h.slot` at `h.depth`) with its `delegated` event,
+    /// in one batch: only while the approval is decidable, `h.from` still holds the slot and `h.to` is not a
+    /// principal of the approval yet. `true` when the seat is handed to `h.to` now (also when an earlier try
+    /// of this very batch did it).
+    pub async fn delegate(
+        &self,
+        id: &ApprovalId,
+        h: &Handover,
+        actor: &Actor,
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        let by = actor.display().unwrap_or_default();
+        let hand_on = Stmt::new(
+            format!(
+                "UPDATE approval_principals SET delegated_to = ?3
+                 WHERE approval_id = ?1 AND pkey = ?4 AND delegated_to IS NULL AND depth = ?5 AND {DECIDABLE_SQL}
+                   AND NOT EXISTS (SELECT 1 FROM approval_principals o WHERE o.approval_id = ?1 AND o.pkey = ?3)"
+            ),
+            vec![s(id.as_str()), n(now), s(&h.to.key()), s(&h.from.key()), n(i64::from(h.depth) - 1)],
+        );
+        let seat = Stmt::new(
+            "INSERT INTO approval_principals (approval_id, kind, value, pkey, open, sort_at, slot, depth, delegated_by,
+               note)
+             SELECT ?1, ?2, ?3, ?4, f.open, f.sort_at, ?5, ?6, ?7, ?8 FROM approval_principals f
+             WHERE f.approval_id = ?1 AND f.pkey = ?9 AND f.delegated_to = ?4 AND changes() = 1
+             ON CONFLICT DO NOTHING",
+            vec![
+                s(id.as_str()),
+                s(h.to.kind()),
+                s(h.to.value()),
+                s(&h.to.key()),
+                s(&h.slot.key()),
+                n(i64::from(h.depth)),
+                s(by),
+                opt(note),
+                s(&h.from.key()),
+            ],
+        );
+        let d = detail(json!({
+            "from": principal_value(&h.from),
+            "to": principal_value(&h.to),
+            "slot": principal_value(&h.slot),
+            "depth": h.depth,
+            "note": note,
+        }));
+        let event = event_stmt_if(id, now, EventKind::Delegated, actor, &d, "changes() = 1");
+        let after = Stmt::new(
+            "SELECT delegated_to FROM approval_principals WHERE approval_id = ?1 AND pkey = ?2",
+            vec![s(id.as_str()), s(&h.from.key())],
+        );
+        let results = self.batch(&[hand_on, seat, event, after], "delegate").await?;
+        let row = results[3].results::<DelegatedTo>().internal("D1 delegated_to")?;
+        Ok(row.first().and_then(|r| r.delegated_to.as_deref()) == Some(h.to.key().as_str()))
+    }
+
+    /// An operator's reassignment, in one batch: the removed listed principals go with their chains of
+    /// stand-ins, the added ones get seats of their own, `approver_count` follows, and the `reassigned` event
+    /// names who and why. Only while the approval is decidable.
+    pub async fn reassign(
+        &self,
+        id: &ApprovalId,
+        r: &Reassignment,
+        listed_after: &[Principal],
+        actor: &Actor,
+        reason: &str,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let keys = |ps: &[Principal]| Value::from(ps.iter().map(Principal::key).collect::<Vec<_>>()).to_string();
+        let mut stmts = vec![Stmt::new(
+            format!(
+                "DELETE FROM approval_principals WHERE approval_id = ?1 AND {DECIDABLE_SQL}
+                   AND COALESCE(slot, pkey) IN (SELECT value FROM json_each(?3))"
+            ),
+            vec![s(id.as_str()), n(now), s(&keys(&r.removed))],
+        )];
+        stmts.extend(r.added.iter().map(|p| {
+            Stmt::new(
+                format!(
+                    "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                     SELECT ?1, ?3, ?4, ?5, a.expires_at FROM approvals a WHERE a.id = ?1 AND {DECIDABLE_SQL}
+                     ON CONFLICT DO NOTHING"
+                ),
+                vec![s(id.as_str()), n(now), s(p.kind()), s(p.value()), s(&p.key())],
+            )
+        }));
+        stmts.push(Stmt::new(
+            format!(
+                "UPDATE approvals SET approver_count = (SELECT COUNT(*) FROM approval_principals p
+                   WHERE p.approval_id = ?1 AND p.depth = 0) WHERE id = ?1 AND {DECIDABLE_SQL}"
+            ),
+            vec![s(id.as_str()), n(now)],
+        ));
+        let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
+        let d = detail(json!({
+            "removed": list(&r.removed),
+            "added": list(&r.added),
+            "approvers": list(listed_after),
+            "reason": reason,
+        }));
+        // ?2 of an event is its time: `now`, as DECIDABLE_SQL needs.
+        stmts.push(event_stmt_if(id, now, EventKind::Reassigned, actor, &d, DECIDABLE_SQL));
+        self.batch(&stmts, "reassign").await?;
+        Ok(())
+    }
+
+    pub async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
+        let sql = "SELECT delegate, starts_at, ends_at, note FROM out_of_office WHERE sub = ?1";
+        self.first(Stmt::new(sql, vec![s(sub)]), "out_of_office").await
+    }
+
+    /// Sets (or replaces) the caller's out-of-office, keyed by their verified sub; `email`: their verified email.
+    pub async fn set_out_of_office(
+        &self,
+        sub: &str,
+        email: Option<&str>,
+        o: &OutOfOfficeRequest,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let stmt = Stmt::new(
+            "INSERT INTO out_of_office (sub, email, delegate, starts_at, ends_at, note, updated_at)
+             VALUES (?1, lower(?2), ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (sub) DO UPDATE SET email = excluded.email, delegate = excluded.delegate,
+               starts_at = excluded.starts_at, ends_at = excluded.ends_at, note = excluded.note,
+               updated_at = excluded.updated_at",
+            vec![
+                s(sub),
+                opt(email),
+                s(&o.delegate.key()),
+                n(o.starts_at),
+                n(o.ends_at),
+                opt(o.note.as_deref()),
+                n(now),
+            ],
+        );
+        self.changes(stmt, "set_out_of_office").await.map(drop)
+    }
+
+    pub async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
+        self.changes(Stmt::new("DELETE FROM out_of_office WHERE sub = ?1", vec![s(sub)]), "clear_out_of_office")
+            .await
+            .map(drop)
+    }
+}
