@@ -1,6 +1,6 @@
-// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue and app/boot.js) with esbuild, in place, and
-// rewrites the `integrity` attributes that name those files in index.html, so that the subresource-integrity checks
-// (and the `<link rel="modulepreload">` Trunk injected) match the bytes served. The file names stay: they are
+// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue and app/boot.js) and stylesheet with esbuild, in
+// place, and rewrites the `integrity` attributes that name those files in index.html, so that the
+// subresource-integrity checks (and the `<link rel="modulepreload">` Trunk injected) match the bytes served. The file names stay: they are
 // Trunk's content hash of the unminified file, still unique to this content. Trunk's own minifier stays off
 // (`data-no-minify` on boot.js; it handles neither top-level await nor the glue as well): esbuild is a pinned
 // devDependency already.
@@ -13,17 +13,18 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { transformSync } from "esbuild";
 
-const hashedJs = /^.+-[0-9a-f]{8,16}\.js$/;
+const hashed = /^.+-[0-9a-f]{8,16}\.(js|css)$/;
 
 export function minifyScripts(dist) {
   const htmlPath = join(dist, "index.html");
   let html = readFileSync(htmlPath, "utf8");
   for (const name of readdirSync(dist)) {
-    if (!hashedJs.test(name)) continue;
+    const kind = hashed.exec(name)?.[1];
+    if (!kind) continue;
     const source = readFileSync(join(dist, name), "utf8");
     const { code } = transformSync(source, {
-      loader: "js",
-      format: "esm",
+      loader: kind,
+      ...(kind === "js" ? { format: "esm" } : {}),
       minify: true,
       // The browsers the SPA supports run the source as written: nothing to lower.
       target: "esnext",
