@@ -174,6 +174,12 @@ function registerServiceWorker() {
   });
 }
 
+// index.html loads this module `async` (it does not wait for the stylesheet): the prefetch above needs no document;
+// what follows reads the embedded configuration and mounts the app, so it waits until the document is parsed.
+if (document.readyState === "loading") {
+  await new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }));
+}
+
 try {
   if (!(await signInFirst().catch(() => false))) {
     await startApp();

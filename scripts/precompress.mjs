@@ -5,12 +5,16 @@
 //
 // Run by Trunk after every build (Trunk.toml [[hooks]] post_build, on its staging directory), or by hand:
 //   node scripts/precompress.mjs [dist]
+// First it minifies the hashed JavaScript (scripts/minify.mjs; one hook, since Trunk runs the hooks of a stage side
+// by side), so that what is compressed is what is served.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { brotliCompressSync, gzipSync, constants } from "node:zlib";
+import { minifyScripts } from "./minify.mjs";
 
 const dist = process.argv[2] || process.env.TRUNK_STAGING_DIR || "dist";
+minifyScripts(dist);
 const hashed = /^.+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$/;
 let raw = 0, br = 0, gz = 0;
 for (const name of readdirSync(dist)) {

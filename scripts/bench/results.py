@@ -246,6 +246,19 @@ class SpaLoad:
         return statistics.median(previews) if previews else None
 
     @property
+    def median_readable_ms(self) -> float | None:
+        """Signed in: when the approval was first readable on screen — boot.js's read-only preview, or the app's
+        own rendering when that came first (a warm start can beat the prefetch). None when signed out."""
+        xs = [min(r.preview_ms, r.tti_ms) if r.preview_ms else r.tti_ms
+              for r in self.runs if r.ended_by == "approval rendered"]
+        return statistics.median(xs) if xs else None
+
+    @property
+    def previews_first(self) -> int:
+        """Runs in which boot.js's preview appeared before the app rendered the approval."""
+        return sum(1 for r in self.runs if r.preview_ms and r.preview_ms < r.tti_ms)
+
+    @property
     def median_fcp_ms(self) -> float | None:
         fcps = [r.fcp_ms for r in self.runs if r.fcp_ms]
         return statistics.median(fcps) if fcps else None

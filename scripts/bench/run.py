@@ -143,8 +143,9 @@ def main() -> None:
                                       params.throughput_seconds)
         if "spa" in sections:
             log("SPA time to interactive …")
-            for key, throttle, user, warm, sw in SPA_CONDITIONS:
-                d = r.tti[key] = spa_tti(stack, stack.base_url, inbox_ids[0], params.tti_runs, throttle, user, warm, sw)
+            for key, throttle, user, warm, sw, encoding in SPA_CONDITIONS:
+                d = r.tti[key] = spa_tti(stack, stack.base_url, inbox_ids[0], params.tti_runs, throttle, user, warm, sw,
+                                         encoding)
                 log(f"TTI {key}: median {d.median_tti_ms:.0f} ms (ended by {', '.join(d.ended_by)})")
         if "cold" in sections:
             log("cold starts …")

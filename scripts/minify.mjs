@@ -1,0 +1,55 @@
+// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue and app/boot.js) and stylesheet with esbuild, in
+// place, and rewrites the `integrity` attributes that name those files in index.html, so that the
+// subresource-integrity checks (and the `<link rel="modulepreload">` Trunk injected) match the bytes served. The file names stay: they are
+// Trunk's content hash of the unminified file, still unique to this content. Trunk's own minifier stays off
+// (`data-no-minify` on boot.js; it handles neither top-level await nor the glue as well): esbuild is a pinned
+// devDependency already.
+//
+// Called by scripts/precompress.mjs (the Trunk post-build hook) before it compresses, or by hand:
+//   node scripts/minify.mjs [dist]
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { transformSync } from "esbuild";
+
+const hashed = /^.+-[0-9a-f]{8,16}\.(js|css)$/;
+
+export function minifyScripts(dist) {
+  const htmlPath = join(dist, "index.html");
+  let html = readFileSync(htmlPath, "utf8");
+  for (const name of readdirSync(dist)) {
+    const kind = hashed.exec(name)?.[1];
+    if (!kind) continue;
+    const source = readFileSync(join(dist, name), "utf8");
+    const { code } = transformSync(source, {
+      loader: kind,
+      ...(kind === "js" ? { format: "esm" } : {}),
+      minify: true,
+      // The browsers the SPA supports run the source as written: nothing to lower.
+      target: "esnext",
+      legalComments: "none",
+      charset: "utf8",
+    });
+    if (code.length >= source.length) continue;
+    const before = sri(source);
+    const after = sri(code);
+    const attribute = new RegExp(`(["/]${name.replace(/[.]/g, "\\.")}"[^>]*?integrity=")${escape(before)}"`, "g");
+    const uses = html.match(attribute)?.length ?? 0;
+    if (html.includes(before) && uses !== countOf(html, before)) {
+      throw new Error(`minify: ${name}: an integrity attribute for it is not where expected in index.html`);
+    }
+    html = html.replace(attribute, `$1${after}"`);
+    writeFileSync(join(dist, name), code);
+    console.log(`minify: ${name}: ${source.length} B → ${code.length} B (${uses} integrity attribute(s) updated)`);
+  }
+  writeFileSync(htmlPath, html);
+}
+
+const sri = (text) => `sha384-${createHash("sha384").update(text, "utf8").digest("base64")}`;
+const escape = (s) => s.replace(/[+/.*?^${}()|[\]\\]/g, "\\$&");
+const countOf = (haystack, needle) => haystack.split(needle).length - 1;
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  minifyScripts(process.argv[2] || process.env.TRUNK_STAGING_DIR || "dist");
+}
