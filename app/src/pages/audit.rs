@@ -18,8 +18,7 @@ const DEFAULT_DAYS: u32 = 7;
 
 /// A local calendar day as `<input type=date>` writes it (`YYYY-MM-DD`), `days_back` days before today.
 fn local_day(days_back: u32) -> String {
-    let d = js_sys::Date::new_0();
-    d.set_date(d.get_date() - days_back);
+    let d = js_sys::Date::new(&(js_sys::Date::now() - f64::from(days_back) * 86_400_000.0).into());
     format!("{:04}-{:02}-{:02}", d.get_full_year(), d.get_month() + 1, d.get_date())
 }
 
@@ -181,6 +180,12 @@ pub fn AuditPage() -> impl IntoView {
                     </section>
                 }
                 .into_any(),
+                Listing::Failed(ApiError::Invalid { .. }) => view! {
+                    <p class="notice notice--error" role="alert" data-testid="audit-error">
+                        {tr(|t| t.audit.range_invalid)}
+                    </p>
+                }
+                .into_any(),
                 Listing::Failed(e) => view! {
                     <p class="notice notice--error" role="alert" data-testid="audit-error">
                         {tr(|t| t.err_load_failed)}" "<span class="muted">{e.to_string()}</span>
@@ -241,7 +246,8 @@ fn audit_row(ctx: AppContext, e: Event) -> impl IntoView {
             </p>
             <p class="timeline__when">
                 <time datetime=e.at.clone()>{when}</time>
-                " · "
+            </p>
+            <p class="timeline__when">
                 <a class="link audit-log__approval" href=href>
                     <span class="visually-hidden">{tr(|t| t.audit.col_approval)}" "</span>
                     <code>{e.approval_id.clone()}</code>
