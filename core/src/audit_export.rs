@@ -88,7 +88,10 @@ impl AuditQuery {
             return Err(ApiError::invalid("to", "must be after from"));
         }
         if to - from > RANGE_MAX_MS {
-            return Err(ApiError::invalid("from", format!("the range may span {} days at most", RANGE_MAX_MS / 86_400_000)));
+            return Err(ApiError::invalid(
+                "from",
+                format!("the range may span {} days at most", RANGE_MAX_MS / 86_400_000),
+            ));
         }
         let cursor = param("cursor").filter(|c| !c.is_empty()).map(|c| AuditCursor::decode(&c)).transpose()?;
         let limit = match param("limit") {
@@ -129,8 +132,16 @@ pub fn to_csv(events: &[Event]) -> String {
         };
         let detail = if e.detail.is_empty() { String::new() } else { Value::Object(e.detail.clone()).to_string() };
         out.push_str(&csv_row(
-            [e.at.clone(), e.approval_id.clone(), e.kind.as_str().to_owned(), actor_type.to_owned(), actor, display, detail]
-                .into_iter(),
+            [
+                e.at.clone(),
+                e.approval_id.clone(),
+                e.kind.as_str().to_owned(),
+                actor_type.to_owned(),
+                actor,
+                display,
+                detail,
+            ]
+            .into_iter(),
         ));
     }
     out
@@ -173,9 +184,15 @@ mod tests {
         let c = AuditCursor { at: NOW, seq: 42 };
         assert_eq!(AuditCursor::decode(&c.encode()), Ok(c));
         assert!(!c.encode().contains(':'), "opaque: {}", c.encode());
-        for bad in ["", "!!", &URL_SAFE_NO_PAD.encode("e1:1"), &URL_SAFE_NO_PAD.encode("e2:1:2"),
-            &URL_SAFE_NO_PAD.encode("e1:1:2:3"), &URL_SAFE_NO_PAD.encode("e1:-1:2"), &URL_SAFE_NO_PAD.encode("e1:x:2")]
-        {
+        for bad in [
+            "",
+            "!!",
+            &URL_SAFE_NO_PAD.encode("e1:1"),
+            &URL_SAFE_NO_PAD.encode("e2:1:2"),
+            &URL_SAFE_NO_PAD.encode("e1:1:2:3"),
+            &URL_SAFE_NO_PAD.encode("e1:-1:2"),
+            &URL_SAFE_NO_PAD.encode("e1:x:2"),
+        ] {
             let err = AuditCursor::decode(bad).unwrap_err();
             assert!(matches!(&err, ApiError::Invalid { field, .. } if field == "cursor"), "{bad}: {err:?}");
         }
@@ -185,8 +202,11 @@ mod tests {
     fn queries_are_bounded_in_range_and_size() {
         let q = AuditQuery::parse(params(&[]), NOW).unwrap();
         assert_eq!((q.to - q.from, q.limit, q.cursor), (RANGE_DEFAULT_MS, PAGE_DEFAULT, None));
-        let q = AuditQuery::parse(params(&[("from", "2025-12-01T00:00:00Z"), ("to", "2025-12-02T00:00:00Z"), ("limit", "5")]), NOW)
-            .unwrap();
+        let q = AuditQuery::parse(
+            params(&[("from", "2025-12-01T00:00:00Z"), ("to", "2025-12-02T00:00:00Z"), ("limit", "5")]),
+            NOW,
+        )
+        .unwrap();
         assert_eq!((q.to - q.from, q.limit), (86_400_000, 5));
         let field = |pairs: &[(&str, &str)]| match AuditQuery::parse(params(pairs), NOW) {
             Err(ApiError::Invalid { field, .. }) => field,
@@ -247,7 +267,8 @@ mod tests {
         let lines: Vec<&str> = csv.split("\r\n").collect();
         assert_eq!(lines.len(), 4, "{csv:?}");
         assert_eq!(lines[0], "at,approval_id,kind,actor_type,actor,actor_display,detail");
-        assert!(lines[1].starts_with("2025-12-01T12:00:00.000Z,abcdefghijklmnopqrstuv,decided,user,u-1,\"'=evil, \"\"x\"\"\","));
+        assert!(lines[1]
+            .starts_with("2025-12-01T12:00:00.000Z,abcdefghijklmnopqrstuv,decided,user,u-1,\"'=evil, \"\"x\"\"\","));
         assert!(lines[1].ends_with("\"{\"\"comment\"\":\"\"=cmd|' /C calc'!A0\"\",\"\"verdict\"\":\"\"approve\"\"}\""));
         assert_eq!(lines[2], "2025-12-01T12:00:01.000Z,abcdefghijklmnopqrstuv,expired,system,,,");
         assert_eq!(lines[3], "");

@@ -2,9 +2,9 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 
 pub mod approval;
+pub mod assets;
 pub mod audit;
 pub mod audit_export;
-pub mod assets;
 mod body;
 pub mod config;
 pub mod context;

@@ -58,7 +58,9 @@ impl AuditTexts {
 
     fn value(&self, v: &Value) -> String {
         match v {
-            Value::String(s) => self.values.iter().find(|(k, _)| k == s).map_or_else(|| s.clone(), |(_, l)| (*l).to_owned()),
+            Value::String(s) => {
+                self.values.iter().find(|(k, _)| k == s).map_or_else(|| s.clone(), |(_, l)| (*l).to_owned())
+            }
             Value::Bool(b) => (if *b { self.yes } else { self.no }).to_owned(),
             Value::Null => "—".to_owned(),
             Value::Number(n) => n.to_string(),

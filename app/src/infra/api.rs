@@ -178,10 +178,10 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
             .await
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
         if !(200..300).contains(&response.status()) {
-            return Err(read::<serde_json::Value>(response).await.err().unwrap_or(ApiError::Server {
-                status: 0,
-                message: "unexpected response".into(),
-            }));
+            return Err(read::<serde_json::Value>(response)
+                .await
+                .err()
+                .unwrap_or(ApiError::Server { status: 0, message: "unexpected response".into() }));
         }
         cursor = response.headers().get(ringi_core::audit_export::NEXT_CURSOR_HEADER);
         let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;

@@ -9,9 +9,9 @@ use wasm_bindgen::JsCast;
 use crate::components::BusyButton;
 use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::api::{self, ApiError};
+use crate::infra::time;
 use crate::pages::approval::timeline::detail_list;
 use crate::pages::sign_in::Reauthenticate;
-use crate::infra::time;
 
 /// Days the page shows at first: the last week, today included.
 const DEFAULT_DAYS: u32 = 7;

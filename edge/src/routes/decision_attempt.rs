@@ -129,7 +129,9 @@ impl DecisionAttempt<'_> {
             }
             CallbackOutcome::Retryable(code) => {
                 // Released either way; the attempt record stays if a try may have gone through.
-                let _ = store.release_failed(id, &claim.id, !maybe_delivered, &self.failure(verdict, "unavailable", &code)).await;
+                let _ = store
+                    .release_failed(id, &claim.id, !maybe_delivered, &self.failure(verdict, "unavailable", &code))
+                    .await;
                 let fields = json!({"approvalId": id.as_str(), "code": code, "maybeDelivered": maybe_delivered});
                 log("warn", "sfn_unavailable", fields);
                 Err(ApiError::Unavailable)

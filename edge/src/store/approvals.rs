@@ -147,14 +147,19 @@ impl InsertBatch<'_> {
     /// The `registered` event of this very request's approval (once: a redelivery writes none).
     fn registered_event(&self, now: i64) -> Stmt {
         let a = self.a;
-        let detail = json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
+        let detail =
+            json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
         super::event_once_stmt(
             self.id,
             now,
             EventKind::Registered,
             &Actor::Registrant { id: self.registrant.label.to_owned() },
             detail.as_object().expect("an object"),
-            Once { key: "registered", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)", args: vec![s(&a.token.fingerprint()), s(&a.request_sha256)] },
+            Once {
+                key: "registered",
+                when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND token_sha256 = ?8 AND request_sha256 = ?9)",
+                args: vec![s(&a.token.fingerprint()), s(&a.request_sha256)],
+            },
         )
     }
 }

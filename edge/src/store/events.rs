@@ -26,7 +26,14 @@ const RETENTION_BATCH: i64 = 500;
 const INSERT: &str =
     "INSERT OR IGNORE INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, dedupe_key)";
 
-fn args(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<String, Value>, key: &str) -> Vec<JsValue> {
+fn args(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+    key: &str,
+) -> Vec<JsValue> {
     vec![
         s(id.as_str()),
         n(at),
@@ -39,7 +46,13 @@ fn args(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<S
 }
 
 /// The INSERT of one event, to put into the batch of the change it records.
-pub(crate) fn event_stmt(id: &ApprovalId, at: i64, kind: EventKind, actor: &Actor, detail: &Map<String, Value>) -> Stmt {
+pub(crate) fn event_stmt(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+) -> Stmt {
     // Random per statement, the same on each retry of it.
     let key = format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()));
     Stmt::new(format!("{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), args(id, at, kind, actor, detail, &key))
@@ -92,8 +105,9 @@ pub(crate) struct EventRow {
 impl EventRow {
     fn event(self) -> Result<Event, CorruptValue> {
         let kind = EventKind::parse(&self.kind).ok_or_else(|| CorruptValue::new("approval_events.kind", &self.kind))?;
-        let detail: Map<String, Value> = serde_json::from_str(&self.detail_json)
-            .map_err(|_| CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>()))?;
+        let detail: Map<String, Value> = serde_json::from_str(&self.detail_json).map_err(|_| {
+            CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>())
+        })?;
         Ok(Event {
             actor: Actor::from_stored(&self.actor, self.actor_display.as_deref())?,
             approval_id: self.approval_id,

@@ -4,12 +4,12 @@ use ringi_core::audit::{Actor, EventKind};
 use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
-use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::event_stmt;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
+use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::ATTEMPT_STATUS;
-use serde_json::{Map, Value};
 use super::{changed, n, s, Stmt, Store};
+use serde_json::{Map, Value};
 
 /// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
 /// one statement running into D1's limits.

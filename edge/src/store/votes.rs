@@ -8,12 +8,12 @@ use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
-use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
 use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
+use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
 use super::{changed, n, opt, s, Stmt, Store};
+use crate::error::OrInternal;
 use ringi_core::audit::{Actor, EventKind};
 use serde_json::json;
-use crate::error::OrInternal;
 
 /// SET clause that forgets the attempt record.
 const CLEAR_ATTEMPT: &str =
@@ -247,7 +247,11 @@ impl Store {
             EventKind::Decided,
             &vote.actor(),
             detail.as_object().expect("an object"),
-            Once { key: "decided", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8 AND confirmed = 1)", args: vec![s(status.as_str())] },
+            Once {
+                key: "decided",
+                when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8 AND confirmed = 1)",
+                args: vec![s(status.as_str())],
+            },
         );
         self.batch(&[update, vote_stmt(id, vote), close_stmt(id, vote.at), event], "finish").await?;
         Ok(())
@@ -273,7 +277,11 @@ impl Store {
         )];
         stmts.extend(vote.map(|v| vote_stmt(id, v)));
         stmts.push(close_stmt(id, now));
-        stmts.push(attempt_decided_stmt("?2", "id = ?1 AND claim_id IS NULL AND confirmed = 0", vec![s(id.as_str()), n(now)]));
+        stmts.push(attempt_decided_stmt(
+            "?2",
+            "id = ?1 AND claim_id IS NULL AND confirmed = 0",
+            vec![s(id.as_str()), n(now)],
+        ));
         self.batch(&stmts, "unconfirmed").await?;
         Ok(())
     }
@@ -294,7 +302,11 @@ impl Store {
             EventKind::Expired,
             &Actor::System,
             json!({"reason": "task_closed"}).as_object().expect("an object"),
-            Once { key: "expired", when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8)", args: vec![s(ApprovalStatus::Expired.as_str())] },
+            Once {
+                key: "expired",
+                when: "EXISTS (SELECT 1 FROM approvals WHERE id = ?1 AND status = ?8)",
+                args: vec![s(ApprovalStatus::Expired.as_str())],
+            },
         );
         self.batch(&[update, close_stmt(id, now), event], "expire").await?;
         Ok(())
@@ -318,7 +330,13 @@ impl Store {
     ) -> Result<(), ApiError> {
         let detail = json!({"verdict": failure.verdict.as_str(), "error": failure.class, "code": failure.code,
                             "maybeDelivered": !not_sent});
-        let event = event_stmt(id, failure.at, EventKind::CallbackFailed, &failure.actor, detail.as_object().expect("an object"));
+        let event = event_stmt(
+            id,
+            failure.at,
+            EventKind::CallbackFailed,
+            &failure.actor,
+            detail.as_object().expect("an object"),
+        );
         self.batch(&[release_stmt(id, claim_id, not_sent), event], "release").await.map(drop).map_err(Into::into)
     }
 }
@@ -365,6 +383,10 @@ fn voted_event(id: &ApprovalId, sub: &str, actor: &Actor, verdict: Verdict, at: 
         EventKind::Voted,
         actor,
         json!({"verdict": verdict.as_str()}).as_object().expect("an object"),
-        Once { key: &format!("voted:{sub}"), when: "EXISTS (SELECT 1 FROM decisions WHERE approval_id = ?1 AND sub = ?8 AND decision = ?9 AND at = ?2)", args: vec![s(sub), s(verdict.as_str())] },
+        Once {
+            key: &format!("voted:{sub}"),
+            when: "EXISTS (SELECT 1 FROM decisions WHERE approval_id = ?1 AND sub = ?8 AND decision = ?9 AND at = ?2)",
+            args: vec![s(sub), s(verdict.as_str())],
+        },
     )
 }
