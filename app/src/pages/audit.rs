@@ -7,7 +7,7 @@ use ringi_core::audit::Event;
 use wasm_bindgen::JsCast;
 
 use crate::components::BusyButton;
-use crate::context::{tr, use_app, use_title_tr, AppContext};
+use crate::context::{tr, use_app, use_title_tr, AppContext, Pick};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
 use crate::pages::approval::timeline::detail_list;
@@ -116,28 +116,8 @@ pub fn AuditPage() -> impl IntoView {
                 }
             >
                 <div class="audit-range__fields">
-                    <label class="field">
-                        <span class="field__label">{tr(|t| t.audit.from)}</span>
-                        <input
-                            class="input"
-                            type="date"
-                            data-testid="audit-from"
-                            prop:value=move || from.get()
-                            on:input=move |ev| from.set(event_target_value(&ev))
-                            aria-invalid=move || invalid.get().to_string()
-                        />
-                    </label>
-                    <label class="field">
-                        <span class="field__label">{tr(|t| t.audit.to)}</span>
-                        <input
-                            class="input"
-                            type="date"
-                            data-testid="audit-to"
-                            prop:value=move || to.get()
-                            on:input=move |ev| to.set(event_target_value(&ev))
-                            aria-invalid=move || invalid.get().to_string()
-                        />
-                    </label>
+                    {day_input(|t| t.audit.from, "audit-from", from, invalid)}
+                    {day_input(|t| t.audit.to, "audit-to", to, invalid)}
                 </div>
                 <Show when=move || invalid.get()>
                     <p class="notice notice--error" role="alert" data-testid="audit-range-invalid">
@@ -226,6 +206,23 @@ pub fn AuditPage() -> impl IntoView {
                 .into_any(),
             }}
         </div>
+    }
+}
+
+/// One end of the range: a labelled `<input type=date>` bound to `value`.
+fn day_input(label: Pick, testid: &'static str, value: RwSignal<String>, invalid: RwSignal<bool>) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span class="field__label">{tr(label)}</span>
+            <input
+                class="input"
+                type="date"
+                data-testid=testid
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+                aria-invalid=move || invalid.get().to_string()
+            />
+        </label>
     }
 }
 
