@@ -469,6 +469,27 @@ def test_reading_statuses(stack, spec_schema, user_token):
              401, "unauthorized")
 
 
+def test_audit_statuses(stack, spec_schema, user_token):
+    """The operators' export: 403 for the fuzzing user (no ADMIN_GROUP on the session's worker) and 401 without a
+    token here; 200 (JSON and CSV) and 400 on a worker with operators, an approval's events included."""
+    p = "/api/v1/audit"
+    conforms(spec_schema, "GET", p, requests.get(f"{stack.base_url}{p}", headers={"authorization": f"Bearer {user_token}"},
+                                                 timeout=30), 403, "forbidden")
+    conforms(spec_schema, "GET", p, requests.get(f"{stack.base_url}{p}", timeout=30), 401, "unauthorized")
+    url = stack.extra_worker("audit-spec", {"ADMIN_GROUP": "ops"})
+    r = requests.post(f"{url}/api/v1/approvals", json=_registration(), timeout=30,
+                      headers={"authorization": f"Bearer {stack.api_key}"})
+    assert r.status_code == 201, r.text
+    ops = {"authorization": f"Bearer {stack.mint('ops-1', groups=['ops'])}"}
+    page = conforms(spec_schema, "GET", p, requests.get(f"{url}{p}", headers=ops, timeout=30), 200)
+    assert [e["kind"] for e in page["items"]] == ["registered"]
+    csv = requests.get(f"{url}{p}", headers={**ops, "accept": "text/csv"}, timeout=30)
+    assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
+    for bad in ({"from": "nope"}, {"cursor": "nope"}, {"limit": "0"}):
+        conforms(spec_schema, "GET", p, requests.get(f"{url}{p}", params=bad, headers=ops, timeout=30), 400,
+                 "invalid_request")
+
+
 def _concrete_paths(stack) -> dict[str, str]:
     """Each spec path -> a URL path for it, `{id}` being an approval of the fuzzing user."""
     real = _register(stack, _registration())

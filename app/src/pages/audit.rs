@@ -7,7 +7,7 @@ use ringi_core::audit::Event;
 use wasm_bindgen::JsCast;
 
 use crate::components::BusyButton;
-use crate::context::{tr, use_app, use_title_tr, AppContext};
+use crate::context::{tr, use_app, use_title_tr, AppContext, Pick};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
 use crate::pages::approval::timeline::detail_list;
@@ -18,8 +18,7 @@ const DEFAULT_DAYS: u32 = 7;
 
 /// A local calendar day as `<input type=date>` writes it (`YYYY-MM-DD`), `days_back` days before today.
 fn local_day(days_back: u32) -> String {
-    let d = js_sys::Date::new_0();
-    d.set_date(d.get_date() - days_back);
+    let d = js_sys::Date::new(&(js_sys::Date::now() - f64::from(days_back) * 86_400_000.0).into());
     format!("{:04}-{:02}-{:02}", d.get_full_year(), d.get_month() + 1, d.get_date())
 }
 
@@ -117,28 +116,8 @@ pub fn AuditPage() -> impl IntoView {
                 }
             >
                 <div class="audit-range__fields">
-                    <label class="field">
-                        <span class="field__label">{tr(|t| t.audit.from)}</span>
-                        <input
-                            class="input"
-                            type="date"
-                            data-testid="audit-from"
-                            prop:value=move || from.get()
-                            on:input=move |ev| from.set(event_target_value(&ev))
-                            aria-invalid=move || invalid.get().to_string()
-                        />
-                    </label>
-                    <label class="field">
-                        <span class="field__label">{tr(|t| t.audit.to)}</span>
-                        <input
-                            class="input"
-                            type="date"
-                            data-testid="audit-to"
-                            prop:value=move || to.get()
-                            on:input=move |ev| to.set(event_target_value(&ev))
-                            aria-invalid=move || invalid.get().to_string()
-                        />
-                    </label>
+                    {day_input(|t| t.audit.from, "audit-from", from, invalid)}
+                    {day_input(|t| t.audit.to, "audit-to", to, invalid)}
                 </div>
                 <Show when=move || invalid.get()>
                     <p class="notice notice--error" role="alert" data-testid="audit-range-invalid">
@@ -179,6 +158,12 @@ pub fn AuditPage() -> impl IntoView {
                         <h2 id="audit-forbidden-title" class="card__title">{tr(|t| t.audit.forbidden_title)}</h2>
                         <p>{tr(|t| t.audit.forbidden_body)}</p>
                     </section>
+                }
+                .into_any(),
+                Listing::Failed(ApiError::Invalid { .. }) => view! {
+                    <p class="notice notice--error" role="alert" data-testid="audit-error">
+                        {tr(|t| t.audit.range_invalid)}
+                    </p>
                 }
                 .into_any(),
                 Listing::Failed(e) => view! {
@@ -224,6 +209,23 @@ pub fn AuditPage() -> impl IntoView {
     }
 }
 
+/// One end of the range: a labelled `<input type=date>` bound to `value`.
+fn day_input(label: Pick, testid: &'static str, value: RwSignal<String>, invalid: RwSignal<bool>) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span class="field__label">{tr(label)}</span>
+            <input
+                class="input"
+                type="date"
+                data-testid=testid
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+                aria-invalid=move || invalid.get().to_string()
+            />
+        </label>
+    }
+}
+
 /// One event of the log: what, which approval, by whom, when, its facts.
 fn audit_row(ctx: AppContext, e: Event) -> impl IntoView {
     let kind = e.kind;
@@ -241,7 +243,8 @@ fn audit_row(ctx: AppContext, e: Event) -> impl IntoView {
             </p>
             <p class="timeline__when">
                 <time datetime=e.at.clone()>{when}</time>
-                " · "
+            </p>
+            <p class="timeline__when">
                 <a class="link audit-log__approval" href=href>
                     <span class="visually-hidden">{tr(|t| t.audit.col_approval)}" "</span>
                     <code>{e.approval_id.clone()}</code>
