@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import d1
-from support.pages import Tab, axe_check, sub
+from support.pages import DESKTOP, Tab, axe_check, sub
 
 
 def field(r) -> str:
@@ -156,4 +156,9 @@ def test_the_page_is_read_only_for_the_requester(stack, api, workflows, browser)
         expect(mark).to_contain_text("Your own request")
         axe_check(page, "inbox with a marked own request")
         t.inbox.screenshot(ARTIFACTS / "spa-self-approval-inbox-mobile.png", full_page=False)
+    with Tab(browser, viewport=DESKTOP) as t:
+        t.open_signed_in(stack, f"/a/{approval_id}")
+        expect(t.approval.by("self-approval-notice")).to_be_visible()
+        assert t.approval.by("decision-form").count() == 0
+        t.approval.screenshot(ARTIFACTS / "spa-self-approval-desktop.png")
     assert workflows.status(arn) == "RUNNING"
