@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import d1
-from support.pages import Tab, axe_check, sub
+from support.pages import DESKTOP, Tab, axe_check, sub
 
 
 def addr(name: str) -> str:
@@ -260,6 +260,13 @@ def test_the_escalated_approval_page_shows_the_schedule_on_a_phone(stack, api, w
         expect(item.get_by_test_id("escalated-badge")).to_have_text("Escalated")
         axe_check(page, "inbox with an escalated approval (mobile)")
         t.inbox.screenshot(ARTIFACTS / "schedule-inbox-escalated-mobile.png")
+        # The same on a desktop.
+        with Tab(browser, viewport=DESKTOP, bypass_csp=True) as d:
+            d.open_signed_in(stack, f"/a/{approval_id}", user="bob")
+            expect(d.approval.by("escalated-notice")).to_be_visible()
+            expect(d.approval.by("schedule")).to_be_visible()
+            axe_check(d.page, "escalated approval (desktop)")
+            d.approval.screenshot(ARTIFACTS / "schedule-escalated-desktop.png")
         # bob decides the real paused execution from the page.
         page.goto(f"{stack.base_url}/a/{approval_id}")
         approval.decide("approve")
