@@ -5,6 +5,7 @@ mod busy_button;
 mod error_card;
 mod fact_row;
 mod json_tree;
+mod note_input;
 mod progress;
 mod skeleton;
 
@@ -13,5 +14,6 @@ pub use busy_button::BusyButton;
 pub use error_card::ErrorCard;
 pub use fact_row::FactRow;
 pub use json_tree::{object_view, rows_view};
+pub use note_input::NoteInput;
 pub use progress::ProgressDots;
 pub use skeleton::{Block, Skeleton};

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use ringi_core::delegation::OutOfOffice;
 use serde_json::json;
 
+use crate::components::NoteInput;
 use crate::context::{tr, use_app, use_title_tr};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
@@ -126,18 +127,7 @@ pub fn Settings() -> impl IntoView {
                     {field("ooo-delegate", |t| t.delegation.ooo_delegate_label, "email", delegate)}
                     {field("ooo-from", |t| t.delegation.ooo_from_label, "date", from)}
                     {field("ooo-until", |t| t.delegation.ooo_until_label, "date", until)}
-                    <div class="field">
-                        <label class="field__label" for="ooo-note">{tr(|t| t.delegation.ooo_note_label)}</label>
-                        <textarea
-                            id="ooo-note"
-                            class="input input--area"
-                            rows="2"
-                            maxlength="1000"
-                            data-testid="ooo-note"
-                            prop:value=move || note.get()
-                            on:input=move |ev| note.set(event_target_value(&ev))
-                        ></textarea>
-                    </div>
+                    <NoteInput id="ooo-note" label=|t| t.delegation.ooo_note_label value=note />
                     <div class="decide__buttons">
                         <button type="submit" class="button button--primary" data-testid="ooo-save">
                             {tr(|t| t.delegation.ooo_save)}

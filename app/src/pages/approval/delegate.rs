@@ -8,6 +8,7 @@ use ringi_core::delegation::{DelegationView, OutOfOffice};
 use ringi_core::principal::Principal;
 
 use super::state::{use_approval, ApprovalState};
+use crate::components::NoteInput;
 use crate::context::{focus_id, tr, use_app};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
@@ -171,20 +172,12 @@ pub fn DelegateDialog() -> impl IntoView {
                         {move || d.problem.get()}
                     </p>
                 </div>
-                <div class="field">
-                    <label class="field__label" for="delegate-note">{tr(|t| t.delegation.note_label)}</label>
-                    <textarea
-                        id="delegate-note"
-                        class="input input--area"
-                        rows="3"
-                        maxlength="1000"
-                        aria-describedby="delegate-note-help"
-                        prop:value=move || d.note.get()
-                        on:input=move |ev| d.note.set(event_target_value(&ev))
-                        data-testid="delegate-note"
-                    ></textarea>
-                    <p id="delegate-note-help" class="field__help">{tr(|t| t.delegation.note_help)}</p>
-                </div>
+                <NoteInput
+                    id="delegate-note"
+                    label=|t| t.delegation.note_label
+                    value=d.note
+                    help=|t| t.delegation.note_help
+                />
                 <div class="confirm__buttons">
                     <button type="button" class="button button--secondary" data-testid="delegate-cancel" on:click=move |_| d.close()>
                         {tr(|t| t.cancel)}
