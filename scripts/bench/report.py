@@ -98,7 +98,7 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
             "noisy: see §5")
     if lh := r.lighthouse:
         for page in lh.pages.values():
-            row(f"Lighthouse {page.path} signed in: performance / accessibility / best practices (median)",
+            row(f"Lighthouse {page.label} signed in: performance / accessibility / best practices (median)",
                 " / ".join(f"{s:.0f}" for s in page.scores.values()),
                 f"mobile, simulated throttling; LCP {page.metrics['largest-contentful-paint']:.0f} ms, "
                 f"TBT {page.metrics['total-blocking-time']:.0f} ms; §9")
@@ -142,7 +142,7 @@ def target_rows(r: Results) -> list[tuple[str, str, str, str, str]]:
         for page in lh.pages.values():
             scores = list(page.scores.values())
             ok = scores[0] >= 95 and all(x >= 100 for x in scores[1:])
-            rows.append((f"Lighthouse mobile {page.path}: performance / accessibility / best practices", "—",
+            rows.append((f"Lighthouse mobile, {page.label}: performance / accessibility / best practices", "—",
                          " / ".join(f"{x:.0f}" for x in scores), "≥ 95 / 100 / 100", verdict(ok)))
     return rows
 

@@ -167,7 +167,7 @@ def main() -> None:
             lh = r.lighthouse = lighthouse(stack, stack.base_url, inbox_ids[0], "bench-inbox", params.lighthouse_runs)
             lh.setup_seconds = lighthouse_setup_s
             for page in lh.pages.values():
-                log(f"Lighthouse {page.path}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()))
+                log(f"Lighthouse {page.label}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()))
     finally:
         stack.stop()
     r.duration_s = time.monotonic() - T0
@@ -189,11 +189,12 @@ def main() -> None:
         print(f"\nLighthouse {lh.version}, {lh.settings['formFactor']}, {lh.settings['throttlingMethod']} throttling; "
               f"median of {lh.runs} per page ({lh.seconds:.0f} s, + {lh.setup_seconds:.0f} s install check)")
         for page in lh.pages.values():
-            print(f"  {page.path}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()) + "; "
+            print(f"  {page.label}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()) + "; "
                   + ", ".join(f"{m} {v:.3f}" if m == "cumulative-layout-shift" else f"{m} {v:.0f} ms"
                               for m, v in page.metrics.items()))
             print("    runs: " + "; ".join(str(x["scores"]) for x in page.runs))
             print("    LCP element: " + " | ".join(page.lcp_elements))
+            print("    LCP phases per run: " + "; ".join(str(x.get("lcp_phases")) for x in page.runs))
             for a in page.failing:
                 print(f"    failing [{a['category']}] {a['id']} (weight {a['weight']}, {a['runs']}/{lh.runs} runs, "
                       f"score {a['scores']}) {a['display']}")

@@ -13,12 +13,16 @@ from pathlib import Path
 
 import chromium
 from harness import HERE
+from measure.spa import BROTLI_FIRST
 from results import Lighthouse, LighthousePage
 
 VERSION = "12.2.3"
 CATEGORIES = ["performance", "accessibility", "best-practices"]
-# (key, label, path): the pages measured, each signed in as the inbox user of measure/worker.py's request types.
-PAGES = [("approval", "approval page `/a/{id}`", "/a/{id}"), ("inbox", "inbox `/`", "/")]
+# (key, label, path, Accept-Encoding or None): the pages measured, each signed in as the inbox user of
+# measure/worker.py's request types; each as served locally (gzip) and as over HTTPS (brotli: see measure/spa.py).
+PAGES = [("approval", "approval page `/a/{id}`", "/a/{id}", None), ("inbox", "inbox `/`", "/", None),
+         ("approval_br", "approval page `/a/{id}`, brotli (as over HTTPS)", "/a/{id}", BROTLI_FIRST),
+         ("inbox_br", "inbox `/`, brotli (as over HTTPS)", "/", BROTLI_FIRST)]
 INSTALL_HINT = (f"`npm install --no-save --prefix ~/.cache/ringi/lighthouse lighthouse@{VERSION}` (the benchmark does it "
                 "itself when the npm registry is reachable)")
 
@@ -57,7 +61,8 @@ def lighthouse(stack, base_url: str, approval_id: str, signed_in_as: str, runs: 
                "obtainedAt": now_ms, "viaReauth": False}
     job = {"chromium": chromium.EXECUTABLE, "args": ["--headless=new", *chromium.ARGS], "runs": runs,
            "setup_url": base_url + "/healthz", "session": session, "categories": CATEGORIES,
-           "pages": [{"key": key, "url": base_url + path.replace("{id}", approval_id)} for key, _, path in PAGES]}
+           "pages": [{"key": key, "url": base_url + path.replace("{id}", approval_id),
+                      "headers": {"Accept-Encoding": encoding} if encoding else None} for key, _, path, encoding in PAGES]}
     t0 = time.monotonic()
     done = subprocess.run(["node", str(script), json.dumps(job)], cwd=lighthouse_dir(), capture_output=True, text=True,
                           timeout=300 * runs * len(PAGES))
@@ -68,7 +73,7 @@ def lighthouse(stack, base_url: str, approval_id: str, signed_in_as: str, runs: 
     if left:
         raise RuntimeError(f"signed in, yet Lighthouse ended elsewhere (the session was not taken?): {sorted(left)}")
     pages = {}
-    for key, label, path in PAGES:
+    for key, label, path, _ in PAGES:
         rs = out["pages"][key]
         failing: dict[str, dict] = {}
         for r in rs:
@@ -81,7 +86,7 @@ def lighthouse(stack, base_url: str, approval_id: str, signed_in_as: str, runs: 
             label=label, path=path, redirected_to=sorted({r["final_url"] for r in rs if r["final_url"] != url}),
             scores={c: statistics.median(r["scores"][c] for r in rs) for c in CATEGORIES},
             metrics={m: statistics.median(r["metrics"][m] for r in rs) for m in rs[0]["metrics"]},
-            runs=[{"scores": r["scores"], "metrics": r["metrics"]} for r in rs],
+            runs=[{"scores": r["scores"], "metrics": r["metrics"], "lcp_phases": r.get("lcp_phases", {})} for r in rs],
             failing=sorted(failing.values(), key=lambda a: (CATEGORIES.index(a["category"]), -a["weight"], a["id"])),
             warnings=sorted({w for r in rs for w in r["warnings"]}),
             lcp_elements=sorted({r["lcp_element"] for r in rs if r["lcp_element"]}))
