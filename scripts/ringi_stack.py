@@ -390,6 +390,11 @@ class Stack:
         the port whose sign-in callback the IdP accepts (one such worker at a time)."""
         self._extra = getattr(self, "_extra", {})
         port = self._extra.get(name) or (self.sign_in_port if signs_in else free_port())
+        # One worker at a time on the sign-in port: an earlier one there is stopped (its D1 stays on disk).
+        for other, used in list(self._extra.items()):
+            if used == port and other != name:
+                self.stop_component(f"worker-{other}")
+                del self._extra[other]
         self._extra[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides})

@@ -223,6 +223,19 @@ def test_routing_skips_a_stand_in_who_is_already_an_approver(stack, worker, make
     call(stack, worker, "DELETE", "/api/v1/me/out-of-office", "heidi")
 
 
+def test_routing_never_hands_a_request_to_its_requester(stack, worker, make):
+    body = {"delegate": {"sub": "judy"}, "until": later(1)}
+    assert call(stack, worker, "PUT", "/api/v1/me/out-of-office", "ken", body).status_code == 200
+    approval_id, _, _ = make([{"sub": "ken"}, {"sub": "leo"}], requestedBy=[{"sub": "judy"}])
+    assert view(stack, worker, approval_id, "ken").json()["mySeat"]["holds"] is True
+    assert events(stack, approval_id, "routed") == []
+    # With self-approval allowed, the same stand-in is routed to.
+    routed, _, _ = make([{"sub": "ken"}, {"sub": "leo"}], requestedBy=[{"sub": "judy"}], allowSelfApproval=True)
+    assert view(stack, worker, routed, "ken").json()["mySeat"]["delegatedTo"] == {"sub": "judy"}
+    assert len(events(stack, routed, "routed")) == 1
+    call(stack, worker, "DELETE", "/api/v1/me/out-of-office", "ken")
+
+
 # ---------------------------------------------------------------------------------------------- reassignment
 
 def test_operators_reassign_with_a_reason_and_others_get_403(stack, worker, workflows, make):

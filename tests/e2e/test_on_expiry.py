@@ -183,8 +183,8 @@ def test_the_page_and_the_inbox_say_it_was_decided_automatically(stack, api, wor
 
 
 def test_storage_faults_in_the_outcome_on_expiry(stack, workflows):
-    """D1 failing inside the step (calls of a run with one due approval: 1–6 the other steps, 7 on_expiry_due,
-    8 the claim, 9 and 10 the final write and its second go). A claim whose answer was lost is released and
+    """D1 failing inside the step (calls of a run with one due approval: 1–8 the other steps, 9 on_expiry_due,
+    10 the claim, 11 and 12 the final write and its second go). A claim whose answer was lost is released and
     the next run delivers once; a callback Step Functions took but ringi could not record stays claimed, and
     the run after the lease learns that the task is closed: ringi's verdict, decided on expiry, unconfirmed."""
     url = stack.extra_worker("expiryfaults", {"D1_FAULTS": "header"})
@@ -193,7 +193,7 @@ def test_storage_faults_in_the_outcome_on_expiry(stack, workflows):
     arn, token = workflows.start_paused()
     lost_claim = api.register(token, onExpiry="approve", timeoutSeconds=3600).json()["id"]
     into_the_lead(stack, lost_claim, persist=persist)
-    stack.run_cron(url, d1_fault="call=8,after")
+    stack.run_cron(url, d1_fault="call=10,after")
     assert row(stack, lost_claim, persist)["status"] == "pending" and workflows.status(arn) == "RUNNING"
     stack.run_cron(url)
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED" and callbacks(workflows, arn) == ["TaskSucceeded"]
@@ -202,7 +202,7 @@ def test_storage_faults_in_the_outcome_on_expiry(stack, workflows):
     arn, token = workflows.start_paused()
     unrecorded = api.register(token, onExpiry="approve", timeoutSeconds=3600).json()["id"]
     into_the_lead(stack, unrecorded, persist=persist)
-    stack.run_cron(url, d1_fault="from=9")
+    stack.run_cron(url, d1_fault="from=11")
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert row(stack, unrecorded, persist)["status"] == "claimed"
     time.sleep(13)  # the claim's lease (12 s in tests)

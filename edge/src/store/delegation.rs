@@ -41,9 +41,10 @@ fn detail(v: Value) -> Map<String, Value> {
 
 /// Out-of-office routing, for the statements of a registration (after its principal rows): each listed
 /// `{sub}` or `{email}` whose person is out of office at `now` (by their verified sub or email) hands its slot
-/// to their stand-in, unless the stand-in is already a principal of the approval; with a `routed` event per
-/// slot. Only for the approval this very request created (`created_at = now`, its token and request hashes):
-/// a redelivery changes nothing. Parameters: ?1 id, ?2 now, ?3 token fingerprint, ?4 request hash.
+/// to their stand-in, unless the stand-in is already a principal of the approval or one of its requesters while
+/// self-approval is off (the requester does not decide their own request); with a `routed` event per slot. Only
+/// for the approval this very request created (`created_at = now`, its token and request hashes): a redelivery
+/// changes nothing. Parameters: ?1 id, ?2 now, ?3 token fingerprint, ?4 request hash.
 pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, request_sha256: &str) -> Vec<Stmt> {
     let args = || vec![s(id.as_str()), n(now), s(token_sha256), s(request_sha256)];
     let fresh = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.token_sha256 = ?3
@@ -51,7 +52,9 @@ pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, reque
     let away = "FROM out_of_office o WHERE o.starts_at <= ?2 AND o.ends_at > ?2
          AND ((approval_principals.kind = 'sub' AND o.sub = approval_principals.value)
            OR (approval_principals.kind = 'email' AND o.email = approval_principals.value))
-         AND o.delegate NOT IN (SELECT x.pkey FROM approval_principals x WHERE x.approval_id = ?1)";
+         AND o.delegate NOT IN (SELECT x.pkey FROM approval_principals x WHERE x.approval_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM approvals r, json_each(r.requested_by_json) q
+           WHERE r.id = ?1 AND r.allow_self_approval = 0 AND q.value = o.delegate)";
     let stand_in = |col: &str| format!("substr(l.delegated_to, {col})");
     vec![
         Stmt::new(

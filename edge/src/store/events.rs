@@ -260,10 +260,10 @@ pub(crate) fn purged_stmt(where_sql: &str, mut args: Vec<JsValue>, now: i64) -> 
     )
 }
 
-/// [`event_stmt`] for a change whose statement in the same batch may change nothing (a race lost, or a retry
-/// of a batch that went through): written only when `cond` holds (SQL over ?1 = the approval id, e.g.
-/// `changes() = 1` right after that statement), and never twice for the same event (same approval, time,
-/// kind, actor and detail: a retried batch).
+/// [`event_stmt`] for a change whose statement in the same batch may change nothing (a race lost, a second cron
+/// run, a retry of a batch that went through): written only when `cond` holds — SQL over ?1 = the approval id,
+/// e.g. `changes() > 0` right after that statement. Its key is drawn once per statement, so a retried batch
+/// records it once.
 pub(crate) fn event_stmt_if(
     id: &ApprovalId,
     at: i64,
@@ -272,11 +272,9 @@ pub(crate) fn event_stmt_if(
     detail: &Map<String, Value>,
     cond: &str,
 ) -> Stmt {
-    let mut stmt = event_stmt(id, at, kind, actor, detail);
-    stmt.sql = format!(
-        "INSERT INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE ({cond}) AND NOT EXISTS (SELECT 1 FROM approval_events e
-           WHERE e.approval_id = ?1 AND e.at = ?2 AND e.kind = ?3 AND e.actor = ?4 AND e.detail_json = ?6)"
-    );
-    stmt
+    let key = format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()));
+    Stmt::new(
+        format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {cond}"),
+        args(id, at, kind, actor, detail, &key),
+    )
 }

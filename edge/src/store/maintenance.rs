@@ -7,6 +7,7 @@ use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 
 use super::event_stmt;
+use super::events::event_stmt_if;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
@@ -186,8 +187,7 @@ impl Store {
         );
         let mut detail = serde_json::Map::new();
         detail.insert("recipients".into(), recipients.into());
-        let event =
-            super::schedule::event_if_changed(event_stmt(id, now, EventKind::Reminded, &Actor::System, &detail));
+        let event = event_stmt_if(id, now, EventKind::Reminded, &Actor::System, &detail, "changes() > 0");
         self.batch(&[stmt, event], "mark_reminded").await.map(drop).map_err(Into::into)
     }
 }

@@ -16,7 +16,7 @@ use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::event_stmt;
+use super::events::event_stmt_if;
 use super::rows::{mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::{n, s, Stmt, Store};
 use crate::error::OrInternal;
@@ -31,19 +31,6 @@ pub const SCHEDULE_LEASE_MS: i64 = 10 * 60_000;
 
 /// The open approvals an entry may act on (`a` is the approval).
 const OPEN: &str = "a.status IN ('pending', 'claimed') AND a.expires_at > ?";
-
-/// An event, written only if the statement right before it in the batch changed a row: a retried batch (a
-/// lost answer) or a second cron run records nothing twice. `event_stmt` is one `VALUES (…)` row; the same
-/// values become a `SELECT … WHERE changes() > 0`.
-pub(super) fn event_if_changed(ev: Stmt) -> Stmt {
-    match ev.sql.rfind("VALUES (") {
-        Some(i) if ev.sql.trim_end().ends_with(')') => {
-            let values = ev.sql[i + "VALUES (".len()..].trim_end().trim_end_matches(')').to_owned();
-            Stmt { sql: format!("{} SELECT {values} WHERE changes() > 0", &ev.sql[..i]), args: ev.args }
-        }
-        _ => ev,
-    }
-}
 
 /// One due entry the cron took, with what it needs to act.
 pub struct DueEntry {
@@ -201,7 +188,7 @@ impl Store {
         );
         let mut stmts = vec![mark];
         if let Some((kind, detail)) = event {
-            stmts.push(event_if_changed(event_stmt(&e.job.id, now, kind, &Actor::System, &detail)));
+            stmts.push(event_stmt_if(&e.job.id, now, kind, &Actor::System, &detail, "changes() > 0"));
         }
         self.batch(&stmts, "schedule_done").await.map(drop).map_err(Into::into)
     }
@@ -239,7 +226,7 @@ impl Store {
         if let Some(note) = note {
             detail.insert("note".into(), note.into());
         }
-        let event = event_if_changed(event_stmt(id, now, EventKind::Escalated, &Actor::System, &detail));
+        let event = event_stmt_if(id, now, EventKind::Escalated, &Actor::System, &detail, "changes() > 0");
         let add = Stmt::new(
             format!(
                 "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
