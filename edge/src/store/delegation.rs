@@ -90,14 +90,13 @@ pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, reque
         ),
         Stmt::new(
             format!(
-                "INSERT INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json)
-                 SELECT ?1, ?2, '{kind}', '{actor}', NULL,
-                   json_object('from', json_object(l.kind, l.value), 'to', json_object(d.kind, d.value))
+                "{insert} SELECT ?1, ?2, '{kind}', '{actor}', NULL,
+                   json_object('from', json_object(l.kind, l.value), 'to', json_object(d.kind, d.value)),
+                   ?1 || ':routed:' || l.pkey
                  FROM approval_principals l JOIN approval_principals d
                    ON d.approval_id = l.approval_id AND d.slot = l.pkey AND d.routed = 1
-                 WHERE l.approval_id = ?1 AND l.depth = 0 AND {fresh}
-                   AND NOT EXISTS (SELECT 1 FROM approval_events e WHERE e.approval_id = ?1 AND e.kind = '{kind}'
-                     AND e.at = ?2)",
+                 WHERE l.approval_id = ?1 AND l.depth = 0 AND {fresh}",
+                insert = super::events::INSERT,
                 kind = EventKind::Routed.as_str(),
                 actor = Actor::System.key(),
             ),

@@ -24,7 +24,8 @@ pub(crate) const TIMELINE_MAX: i64 = 200;
 /// Old events one cron run deletes at most.
 const RETENTION_BATCH: i64 = 500;
 
-const INSERT: &str =
+/// Every event insert: `dedupe_key` is unique, so a statement run again (a retried batch) records nothing twice.
+pub(super) const INSERT: &str =
     "INSERT OR IGNORE INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, dedupe_key)";
 
 fn args(
@@ -46,6 +47,11 @@ fn args(
     ]
 }
 
+/// A key drawn once per statement (the same on each retry of it), for events that may happen more than once.
+fn random_key(id: &ApprovalId) -> String {
+    format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()))
+}
+
 /// The INSERT of one event, to put into the batch of the change it records.
 pub(crate) fn event_stmt(
     id: &ApprovalId,
@@ -54,8 +60,7 @@ pub(crate) fn event_stmt(
     actor: &Actor,
     detail: &Map<String, Value>,
 ) -> Stmt {
-    // Random per statement, the same on each retry of it.
-    let key = format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()));
+    let key = random_key(id);
     Stmt::new(format!("{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), args(id, at, kind, actor, detail, &key))
 }
 
@@ -272,7 +277,7 @@ pub(crate) fn event_stmt_if(
     detail: &Map<String, Value>,
     cond: &str,
 ) -> Stmt {
-    let key = format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()));
+    let key = random_key(id);
     Stmt::new(
         format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {cond}"),
         args(id, at, kind, actor, detail, &key),
