@@ -22,21 +22,23 @@ bootstrap:
 
 lint:
 	$(ENV) cargo fmt --all -- --check
-	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets -- -D warnings
+	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets --features ringi-app/admin -- -D warnings
 	@# The wasm crates too, where rustup's prebuilt wasm32 std exists (Debian's fallback toolchain has no clippy).
 	$(ENV) if [ "$$(cat "$$RINGI_HOME/wasm-std")" = rustup ]; then \
 	  cargo clippy -p ringi-edge -p ringi-app --target wasm32-unknown-unknown -- -D warnings; \
+	  cargo clippy -p ringi-app --target wasm32-unknown-unknown --features admin -- -D warnings; \
 	else echo "lint: clippy for the wasm crates skipped (build-std toolchain)"; fi
 
 ## unit: the core crate's tests and the SPA's (natively: its logic and state run without a browser)
 unit:
-	$(ENV) cargo test -p ringi-core -p ringi-app
+	$(ENV) cargo test -p ringi-core -p ringi-app --features ringi-app/admin
 
 build: spa worker
 
-## SPA: Trunk (release profile, std rebuilt for size: scripts/wasm-env.sh) into dist/ (no inline script: see Trunk.toml)
+## SPA: Trunk (release profile, std rebuilt for size: scripts/wasm-env.sh) into dist/ (no inline script: see Trunk.toml),
+## twice: index.html is the bundle an emailed link loads, admin.html adds the rare pages (scripts/spa.sh)
 spa:
-	$(ENV) scripts/wasm-env.sh --spa trunk build --release
+	$(ENV) scripts/spa.sh
 
 ## worker: worker-build (same release profile, same target dir) into edge/build/
 worker:

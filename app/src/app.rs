@@ -15,9 +15,11 @@ use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::auth;
 use crate::infra::config::{self, ConfigError, SpaConfig};
 use crate::pages::approval::ApprovalPage;
+#[cfg(feature = "admin")]
 use crate::pages::audit::AuditPage;
 use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
+#[cfg(feature = "admin")]
 use crate::pages::settings::Settings;
 use crate::pages::sign_in::{Callback, Reauthenticate, Welcome};
 
@@ -155,9 +157,8 @@ fn AppRoutes() -> impl IntoView {
         <Routes fallback=|| view! { <NotFound /> }>
             <Route path=path!("/") view=InboxRoute />
             <Route path=path!("/a/:id") view=ApprovalRoute />
-            <Route path=path!("/settings") view=SettingsRoute />
             <Route path=path!("/auth/callback") view=Callback />
-            <Route path=path!("/audit") view=AuditRoute />
+            <FullBundleRoutes />
         </Routes>
     }
 }
@@ -187,7 +188,24 @@ fn ApprovalRoute() -> impl IntoView {
     (move || view! { <ApprovalPage id=id.get() /> }).into_any()
 }
 
+/// The pages only the full bundle has (`admin.html`, ringi-core `assets::FULL_BUNDLE_PATHS`). The bundle an
+/// emailed link loads never gets these paths from the worker; its links to them are full-page loads.
+#[cfg(feature = "admin")]
+#[component(transparent)]
+fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
+    view! {
+        <Route path=path!("/settings") view=SettingsRoute />
+        <Route path=path!("/audit") view=AuditRoute />
+    }
+    .into_inner()
+}
+
+#[cfg(not(feature = "admin"))]
+#[component(transparent)]
+fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {}
+
 /// `/audit`: the operators' event log (signed in; the worker refuses everyone else with a 403).
+#[cfg(feature = "admin")]
 #[component]
 fn AuditRoute() -> impl IntoView {
     if auth::bearer().is_none() {
@@ -204,6 +222,7 @@ fn is_operator(ctx: AppContext) -> bool {
 }
 
 /// `/settings`: the user's own settings (out of office), signed in.
+#[cfg(feature = "admin")]
 #[component]
 fn SettingsRoute() -> impl IntoView {
     if auth::bearer().is_none() {
@@ -236,12 +255,13 @@ fn SiteHeader() -> impl IntoView {
                         <span lang=move || config::other_locale(ctx.locale.get()).as_str()>{tr(|t| t.other_language)}</span>
                     </button>
                     <Show when=move || is_operator(ctx)>
-                        <a class="chip chip--quiet" href="/audit" data-testid="audit-link">
+                        // rel=external: a full-page load, so that the worker answers with the bundle that has the page.
+                        <a class="chip chip--quiet" href="/audit" rel="external" data-testid="audit-link">
                             {tr(|t| t.audit.nav)}
                         </a>
                     </Show>
                     <Show when=move || ctx.user.with(Option::is_some)>
-                        <a class="chip chip--quiet" href="/settings" data-testid="settings-link">
+                        <a class="chip chip--quiet" href="/settings" rel="external" data-testid="settings-link">
                             {tr(|t| t.delegation.settings_link)}
                         </a>
                         <span class="user" title=move || ctx.user.get().unwrap_or_default()>

@@ -112,6 +112,21 @@ pub fn hashed_asset_type(path: &str) -> Option<&'static str> {
     hashed.then_some(content_type)
 }
 
+/// The SPA comes as two bundles of the same app: `index.html` (what an emailed link loads: sign-in, inbox,
+/// approval page) and `admin.html`, which adds the pages few people open. These app paths are answered with
+/// the full one; `public/sw.js` keeps the same list (it passes their navigations to the network).
+pub const FULL_BUNDLE_PATHS: [&str; 2] = ["/audit", "/settings"];
+
+/// The HTML file the asset store is asked for, for an app path: the asset store serves `admin.html` at
+/// `/admin` (its `.html` URLs redirect to the extensionless one), `index.html` for any other app path.
+pub const FULL_BUNDLE_PAGE: &str = "/admin";
+
+/// Whether an app path (query and fragment already removed) is one of the full bundle's pages.
+pub fn in_full_bundle(path: &str) -> bool {
+    let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
+    FULL_BUNDLE_PATHS.contains(&path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +180,16 @@ mod tests {
             "/boot-cd28c74441759699.wasm",
         ] {
             assert_eq!(hashed_asset_type(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_the_rare_pages_load_the_full_bundle() {
+        for full in ["/audit", "/settings", "/settings/", "/audit/"] {
+            assert!(in_full_bundle(full), "{full}");
+        }
+        for lean in ["/", "/a/abcdefghijklmnop1234", "/auth/callback", "/admin", "/audit/x", "/settingsx", "/a/audit", ""] {
+            assert!(!in_full_bundle(lean), "{lean}");
         }
     }
 }

@@ -3,7 +3,7 @@
 //! (`.br` / `.gz` beside each, written at build time by `scripts/precompress.mjs`) with an immutable
 //! year-long cache; everything else as stored.
 
-use ringi_core::assets::{accepted_encodings, embed_config, hashed_asset_type, IMMUTABLE};
+use ringi_core::assets::{accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, FULL_BUNDLE_PAGE, IMMUTABLE};
 use serde_json::json;
 use worker::{
     EncodeBody, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, ResponseBuilder, Result,
@@ -71,7 +71,12 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
     }
     let mut init = RequestInit::new();
     init.with_method(method.clone()).with_headers(headers).with_redirect(RequestRedirect::Manual);
-    let forwarded = Request::new_with_init(req.url()?.as_str(), &init)?;
+    // The rare pages come with the full bundle's HTML, every other app path with the emailed link's one.
+    let mut page_url = req.url()?;
+    if in_full_bundle(&path) {
+        page_url.set_path(FULL_BUNDLE_PAGE);
+    }
+    let forwarded = Request::new_with_init(page_url.as_str(), &init)?;
     let mut resp = assets.fetch_request(forwarded).await?;
     let html = resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html"));
     if !html || resp.status_code() != 200 {

@@ -5,6 +5,8 @@
 use ringi_core::audit::{Actor, EventKind};
 use serde_json::Value;
 
+// The full bundle's pages read the rest (`admin` feature); both bundles carry every text.
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
 pub struct AuditTexts {
     pub timeline_heading: &'static str,
     pub timeline_truncated: &'static str,

@@ -3,6 +3,8 @@
 
 use ringi_core::error::ErrorCode;
 
+// The full bundle's pages read the rest (`admin` feature); both bundles carry every text.
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
 pub struct DelegationTexts {
     pub delegate: &'static str,
     pub dialog_title: &'static str,

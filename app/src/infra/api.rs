@@ -4,6 +4,7 @@
 //! field paths of a 400) is read through core's types too.
 
 use gloo_net::http::{Request, RequestBuilder, Response};
+#[cfg(feature = "admin")]
 use ringi_core::audit_export::AuditPage;
 use ringi_core::decision::DecisionRequest;
 use ringi_core::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
@@ -163,11 +164,13 @@ pub async fn out_of_office() -> Result<Option<OutOfOffice>, ApiError> {
 }
 
 /// `PUT /api/v1/me/out-of-office`: `{delegate, from?, until, note?}`.
+#[cfg(feature = "admin")]
 pub async fn set_out_of_office(body: &serde_json::Value) -> Result<Option<OutOfOffice>, ApiError> {
     send_json::<OutOfOfficeAnswer, _>(Request::put(OUT_OF_OFFICE), body).await.map(|a| a.out_of_office)
 }
 
 /// `DELETE /api/v1/me/out-of-office`
+#[cfg(feature = "admin")]
 pub async fn clear_out_of_office() -> Result<(), ApiError> {
     let request =
         with_auth(Request::delete(OUT_OF_OFFICE))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
@@ -184,6 +187,7 @@ async fn send_json<T: DeserializeOwned, B: serde::Serialize + ?Sized>(
 }
 
 /// `/api/v1/audit?from=…&to=…[&cursor=…][&limit=…]`; `from`/`to` RFC 3339.
+#[cfg(feature = "admin")]
 fn audit_url(from: &str, to: &str, cursor: Option<&str>, limit: Option<usize>) -> String {
     let mut url = format!("/api/v1/audit?from={}&to={}", encode(from), encode(to));
     if let Some(c) = cursor {
@@ -197,6 +201,7 @@ fn audit_url(from: &str, to: &str, cursor: Option<&str>, limit: Option<usize>) -
 }
 
 /// `GET /api/v1/audit` (operators): one page of the event log.
+#[cfg(feature = "admin")]
 pub async fn audit(from: &str, to: &str, cursor: Option<&str>) -> Result<AuditPage, ApiError> {
     let request = with_auth(Request::get(&audit_url(from, to, cursor, None)))?
         .build()
@@ -205,10 +210,12 @@ pub async fn audit(from: &str, to: &str, cursor: Option<&str>) -> Result<AuditPa
 }
 
 /// Pages one CSV download follows at most (of [`ringi_core::audit_export::PAGE_MAX`] events each).
+#[cfg(feature = "admin")]
 const CSV_PAGES_MAX: usize = 20;
 
 /// The event log of a range as one CSV (`Accept: text/csv`): every page, following the next-cursor header,
 /// with the header row once.
+#[cfg(feature = "admin")]
 pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
     let token = auth::bearer().ok_or(ApiError::Unauthorized)?;
     let mut csv = String::new();

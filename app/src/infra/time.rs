@@ -120,6 +120,7 @@ pub fn absolute_str(rfc3339: &str, locale: Locale) -> String {
 
 /// A `<input type=date>` value (`YYYY-MM-DD`) at `hh:mm:ss` in the browser's time zone, as RFC 3339 UTC;
 /// `None` when it is not a date.
+#[cfg(feature = "admin")]
 pub fn local_date_to_rfc3339(date: &str, hh_mm_ss: &str) -> Option<String> {
     let d = js_sys::Date::new(&format!("{date}T{hh_mm_ss}").into());
     (!d.get_time().is_nan()).then(|| d.to_iso_string().into())

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_navigate;
 use leptos_router::NavigateOptions;
+use ringi_core::assets::in_full_bundle;
 
 use crate::components::{Block, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};
@@ -88,7 +89,12 @@ pub fn Callback() -> impl IntoView {
             match auth::complete(&cfg).await {
                 Ok(to) => {
                     ctx.user.set(auth::user_name());
-                    navigate(&to, replace);
+                    // The callback runs in the emailed link's bundle: a page of the full bundle is a full-page
+                    // load, which the worker answers with the bundle that has it.
+                    let path = to.split(['?', '#']).next().unwrap_or_default();
+                    if !(in_full_bundle(path) && window().location().replace(&to).is_ok()) {
+                        navigate(&to, replace);
+                    }
                 }
                 // A reload of the callback page of a sign-in that already completed: nothing to do.
                 Err(AuthError::NoPendingSignIn) if auth::bearer().is_some() => navigate("/", replace),

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The SPA into dist/, as two bundles of the same app (docs/design.md §8 "Two SPA bundles"): Trunk builds it
+# twice with the same release profile and std (scripts/wasm-env.sh --spa):
+#   dist/index.html  — what an emailed link loads: sign-in callback, inbox, approval page with its forms;
+#   dist/admin.html  — the same plus the pages few people open (`admin` feature: /audit, /settings).
+# The worker answers each app path with the HTML of the bundle that has it (ringi-core
+# `assets::in_full_bundle`). Both share the stylesheet and boot.js (same content, same hashed name); each
+# build minifies and precompresses its own files (Trunk's post_build hook, scripts/precompress.mjs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+full=target/spa-full-dist
+scripts/wasm-env.sh --spa trunk build --release
+scripts/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
+cp "$full/index.html" dist/admin.html
+for file in "$full"/*; do
+  name=$(basename "$file")
+  # Only the full bundle's own files (its wasm and glue, their .br/.gz); the shared ones are already there.
+  if [ -f "$file" ] && [ "$name" != index.html ] && [ ! -e "dist/$name" ]; then cp "$file" "dist/$name"; fi
+done
+echo "spa: dist/index.html (emailed link) and dist/admin.html (+ $(grep -o 'ringi-app-[0-9a-f]*_bg.wasm' dist/admin.html | head -1))"
