@@ -12,8 +12,6 @@ mod infra;
 mod pages;
 
 fn main() {
-    // Built as shipped (scripts/wasm-env.sh --spa), a panic traps before any hook could run: no hook to carry.
-    #[cfg(not(panic = "immediate-abort"))]
     console_error_panic_hook::set_once();
     // First of all: on /auth/callback, take code/state out of the address bar and the history entry.
     infra::auth::capture_callback();
