@@ -359,7 +359,9 @@ fn claim_at<'a>(claims: &'a Map<String, Value>, path: &str) -> Option<&'a Value>
     Some(here)
 }
 
-fn groups(claims: &Map<String, Value>, path: &str) -> Result<Vec<String>, JwtError> {
+/// The groups at `path` ([`ClaimMapping::groups_claim`]); none when the claim is absent. Also the SPA's
+/// display-only read of its own token.
+pub fn groups(claims: &Map<String, Value>, path: &str) -> Result<Vec<String>, JwtError> {
     match claim_at(claims, path) {
         None => Ok(vec![]),
         Some(Value::Array(items)) => items
