@@ -361,14 +361,16 @@ class Stack:
     def mint_machine(self, scope: str = REGISTER_SCOPE, client_id: str = MACHINE_CLIENT_ID, **overrides) -> str:
         """A client-credentials access token: `sub` is the app client, no user, the given scope (Cognito:
         `client_id` + `scope`; generic: `azp` + `scp`, `aud` ringi's client as the API)."""
-        if self.generic:
-            return self.mint(client_id, azp=client_id, scp=scope, preferred_username=None, **overrides)
-        return self.mint(client_id, client_id=client_id, scope=scope, username=None, auth_time=None, **overrides)
+        shape = ({"azp": client_id, "scp": scope, "preferred_username": None} if self.generic else
+                 {"client_id": client_id, "scope": scope, "username": None, "auth_time": None})
+        return self.mint(client_id, **{**shape, **overrides})
 
     # ------------------------------------------------------------------ worker
     def worker_vars(self) -> dict:
         self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
-        provider = ({"OIDC_ISSUER": self.issuer, "OIDC_CLIENT_ID": CLIENT_ID, **GENERIC_CLAIMS} if self.generic else
+        # Generic: the Cognito defaults of edge/wrangler.toml's [vars] blanked (empty counts as unset).
+        provider = ({"OIDC_ISSUER": self.issuer, "OIDC_CLIENT_ID": CLIENT_ID, **GENERIC_CLAIMS,
+                     "COGNITO_ISSUER": "", "COGNITO_CLIENT_ID": "", "COGNITO_DOMAIN": ""} if self.generic else
                     {"COGNITO_ISSUER": self.issuer, "COGNITO_CLIENT_ID": CLIENT_ID, "COGNITO_DOMAIN": self.idp_url})
         v = {
             "PUBLIC_BASE_URL": self.base_url,

@@ -30,8 +30,8 @@ def forge(header: dict, claims: dict, sign) -> str:
     return head + "." + b64(sign(head.encode()))
 
 
-def claims(profile_stack, **over):
-    return profile_stack.claims("alice", ttl=600, **over)
+def claims(profile_stack, sub="alice", **over):
+    return profile_stack.claims(sub, ttl=600, **over)
 
 
 def profile_specific(profile_stack):
