@@ -182,6 +182,9 @@ def derive(s: dict[str, str]) -> dict[str, str]:
     if not 1 <= int(s["AUDIT_RETENTION_DAYS"]) <= 3660:
         raise SettingsError("AUDIT_RETENTION_DAYS must be 1-3660")
     if s["OIDC_ISSUER"]:
+        if s["ENABLE_CLIENT_CREDENTIALS"] == "true":
+            raise SettingsError("ENABLE_CLIENT_CREDENTIALS=true makes Cognito machine tokens, which a worker signing in "
+                                "with OIDC_ISSUER does not accept: workflows register with the API key")
         if not s["OIDC_CLIENT_ID"]:
             raise SettingsError("OIDC_CLIENT_ID is required with OIDC_ISSUER (the client registered at the provider)")
         if s["TOKEN_USE"] == "id" and s["OIDC_AUDIENCE"] not in ("", s["OIDC_CLIENT_ID"]):

@@ -501,6 +501,8 @@ def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     (BASE + "EMAIL_VERIFIED=maybe\n", "EMAIL_VERIFIED"),
     (BASE + "OIDC_ISSUER=https://o.example.com\nOIDC_CLIENT_ID=c\nOIDC_AUDIENCE=api://default\n", "OIDC_AUDIENCE"),
     (BASE + 'SIGN_IN_SCOPES="email profile"\n', "SIGN_IN_SCOPES"),
+    (BASE + "OIDC_ISSUER=https://o.example.com\nOIDC_CLIENT_ID=c\nENABLE_CLIENT_CREDENTIALS=true\n",
+     "ENABLE_CLIENT_CREDENTIALS"),
 ])
 def test_invalid_settings_name_the_key(deploy_module, tmp_path, text, key):
     with pytest.raises(deploy_module.SettingsError, match=re.escape(key)):
