@@ -109,7 +109,9 @@ async function startSignIn(config, returnTo, lang, reauth) {
   const state = randomB64url(16);
   const verifier = randomB64url(32);
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-  const url = new URL(`${config.cognitoDomain.replace(/\/+$/, "")}/oauth2/authorize`);
+  // The worker's configuration names the endpoint (Cognito: below the Hosted UI domain; OIDC: from the
+  // issuer's discovery document), so no discovery request is made here.
+  const url = new URL(config.authorizationEndpoint);
   const params = {
     response_type: "code",
     client_id: config.clientId,
@@ -117,10 +119,11 @@ async function startSignIn(config, returnTo, lang, reauth) {
     code_challenge: b64url(new Uint8Array(digest)),
     code_challenge_method: "S256",
     redirect_uri: config.redirectUri,
-    scope: "openid email profile",
-    // Cognito's managed login picks its language from `lang`.
-    lang,
+    scope: config.scope || "openid email profile",
   };
+  // Cognito's managed login picks its language from `lang`; OpenID Connect providers from `ui_locales`.
+  if (config.provider === "oidc") params.ui_locales = lang;
+  else params.lang = lang;
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   sessionStorage.setItem("ringi.auth.pending", JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));
   sessionStorage.removeItem("ringi.signedOut");
@@ -142,7 +145,7 @@ function uiLanguage(config) {
 async function signInFirst() {
   if (!shortLinkId() || storedSession() !== null) return false;
   const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
-  if (!config?.cognitoDomain || !config.clientId || !config.redirectUri) return false;
+  if (!config?.authorizationEndpoint || !config.clientId || !config.redirectUri) return false;
   await startSignIn(config, location.pathname + location.search, uiLanguage(config), false);
   return true;
 }

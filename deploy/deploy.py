@@ -87,7 +87,23 @@ KEYS = (
     Key("DEFAULT_LOCALE", "en", r"en|ja", "en or ja"),
     Key("MAIL_ALLOWED_DOMAINS", "", rf"|{HOST}(,{HOST})*", "empty, or domains separated by ',' (no spaces)"),
     Key("TOKEN_USE", "id", r"id|access", "id (email approvers work) or access"),
+    # Sign-in with another OpenID Connect provider instead of the stack's user pool (docs/deploy.md).
+    Key("OIDC_ISSUER", "", r"|https://[^\s]+", "empty (the stack's Cognito user pool), or the provider's issuer URL, "
+        "https://…"),
+    Key("OIDC_CLIENT_ID", "", r"|[^\s,]+", "the client (application) id registered at the provider"),
+    Key("OIDC_AUDIENCE", "", r"|[^\s,]+", "empty (the client id), or what the access tokens' aud must contain"),
+    Key("GROUPS_CLAIM", "", r"|[^\s]+", "empty (cognito:groups, or groups with OIDC_ISSUER), or a claim name or "
+        "dotted path such as roles or https://example.com/groups"),
+    Key("SCOPE_CLAIM", "", r"|scope|scp", "empty (scope), scope or scp"),
+    Key("EMAIL_VERIFIED", "", r"|require|trust", "empty (require), require or trust"),
+    Key("SIGN_IN_SCOPES", "", r"|[^\n]*\bopenid\b[^\n]*", "empty (openid email profile), or space-separated "
+        "scopes including openid"),
+    Key("ADMIN_GROUP", "", rf"|{GROUP}", "empty (nobody is an operator), or the operators' group"),
+    Key("ON_EXPIRY_LEAD_SECONDS", "600", r"[1-9]\d{0,4}", "seconds, 1-86400"),
+    Key("AUDIT_RETENTION_DAYS", "400", r"[1-9]\d{0,3}", "days, 1-3660"),
 )
+# Only with OIDC_ISSUER: the worker refuses them for a Cognito user pool.
+OIDC_ONLY = ("OIDC_CLIENT_ID", "OIDC_AUDIENCE")
 LISTS = ("APPROVER_GROUPS", "IDENTITY_PROVIDERS")  # comma-separated: CommaDelimitedList parameters
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
                "CLOUDFLARE_API_TOKEN", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_KEY", "CLOUDFLARE_EMAIL")
@@ -161,6 +177,26 @@ def derive(s: dict[str, str]) -> dict[str, str]:
         raise SettingsError("API_DESTINATION_RATE_LIMIT must be 1-300")
     if bad := re.search("aws|amazon|cognito", s["COGNITO_DOMAIN_PREFIX"]):
         raise SettingsError(f"COGNITO_DOMAIN_PREFIX must not contain {bad[0]!r} (Cognito refuses it)")
+    if not 1 <= int(s["ON_EXPIRY_LEAD_SECONDS"]) <= 86_400:
+        raise SettingsError("ON_EXPIRY_LEAD_SECONDS must be 1-86400")
+    if not 1 <= int(s["AUDIT_RETENTION_DAYS"]) <= 3660:
+        raise SettingsError("AUDIT_RETENTION_DAYS must be 1-3660")
+    if s["OIDC_ISSUER"]:
+        if s["ENABLE_CLIENT_CREDENTIALS"] == "true":
+            raise SettingsError("ENABLE_CLIENT_CREDENTIALS=true makes Cognito machine tokens, which a worker signing in "
+                                "with OIDC_ISSUER does not accept: workflows register with the API key")
+        if not s["OIDC_CLIENT_ID"]:
+            raise SettingsError("OIDC_CLIENT_ID is required with OIDC_ISSUER (the client registered at the provider)")
+        if s["TOKEN_USE"] == "id" and s["OIDC_AUDIENCE"] not in ("", s["OIDC_CLIENT_ID"]):
+            raise SettingsError("OIDC_AUDIENCE must be empty with TOKEN_USE=id (an ID token's aud is the client)")
+    else:
+        for key in OIDC_ONLY:
+            if s[key]:
+                raise SettingsError(f"{key} is for OIDC_ISSUER; the stack's user pool has its own client")
+        if s["SCOPE_CLAIM"] == "scp":
+            raise SettingsError("SCOPE_CLAIM=scp is for OIDC_ISSUER: Cognito tokens carry scope")
+        if s["EMAIL_VERIFIED"] == "trust":
+            raise SettingsError("EMAIL_VERIFIED=trust is for OIDC_ISSUER: Cognito sends email_verified")
     identity, sender = s["MAIL_IDENTITY"], s["MAIL_FROM"]
     domain = sender.split("@", 1)[1]
     if identity != sender and not (domain == identity or domain.endswith("." + identity)):
@@ -490,13 +526,28 @@ def step_d1(d: Deploy) -> str | None:
 # 6 ─ wrangler config
 
 
+def sign_in_vars(d: Deploy) -> dict[str, str]:
+    """Who signs people in: the stack's Cognito user pool, or the OpenID Connect provider of OIDC_ISSUER (then the
+    Cognito variables are written empty, which the worker reads as unset)."""
+    o, s = d.outputs, d.s
+    mapping = {k: s[k] for k in ("GROUPS_CLAIM", "SCOPE_CLAIM", "EMAIL_VERIFIED", "SIGN_IN_SCOPES")}
+    if s["OIDC_ISSUER"]:
+        return {"OIDC_ISSUER": s["OIDC_ISSUER"], "OIDC_CLIENT_ID": s["OIDC_CLIENT_ID"],
+                "OIDC_AUDIENCE": s["OIDC_AUDIENCE"], "COGNITO_ISSUER": "", "COGNITO_CLIENT_ID": "",
+                "COGNITO_DOMAIN": "", **mapping}
+    domain = o["CognitoDomain"] if "://" in o["CognitoDomain"] else f"https://{o['CognitoDomain']}"
+    return {"COGNITO_ISSUER": o["CognitoIssuer"], "COGNITO_CLIENT_ID": o["SpaClientId"], "COGNITO_DOMAIN": domain,
+            **mapping}
+
+
 def worker_vars(d: Deploy) -> dict[str, str]:
     o = d.outputs
-    domain = o["CognitoDomain"] if "://" in o["CognitoDomain"] else f"https://{o['CognitoDomain']}"
-    return {"PUBLIC_BASE_URL": d.base_url, "COGNITO_ISSUER": o["CognitoIssuer"], "COGNITO_CLIENT_ID": o["SpaClientId"],
-            "COGNITO_DOMAIN": domain, "TOKEN_USE": d.s["TOKEN_USE"], "REGISTER_SCOPE": o["RegisterScope"],
-            "REGISTER_CLIENT_IDS": o["RegisterClientIds"], "AWS_REGION": o["AwsRegion"], "MAIL_FROM": o["MailFrom"],
-            "DEFAULT_LOCALE": d.s["DEFAULT_LOCALE"], "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"]}
+    return {"PUBLIC_BASE_URL": d.base_url, **sign_in_vars(d), "TOKEN_USE": d.s["TOKEN_USE"],
+            "REGISTER_SCOPE": o["RegisterScope"], "REGISTER_CLIENT_IDS": o["RegisterClientIds"],
+            "AWS_REGION": o["AwsRegion"], "MAIL_FROM": o["MailFrom"], "DEFAULT_LOCALE": d.s["DEFAULT_LOCALE"],
+            "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"], "ADMIN_GROUP": d.s["ADMIN_GROUP"],
+            "ON_EXPIRY_LEAD_SECONDS": d.s["ON_EXPIRY_LEAD_SECONDS"],
+            "AUDIT_RETENTION_DAYS": d.s["AUDIT_RETENTION_DAYS"]}
 
 
 def render_wrangler_config(d: Deploy) -> dict:
@@ -688,8 +739,9 @@ def health_problem(d: Deploy, base: str) -> str | None:
         return f"{base}: {e}"
     if not isinstance(config, dict):
         return f"/config.json answered {status}"
-    want = {"clientId": d.outputs.get("SpaClientId"), "issuer": d.outputs.get("CognitoIssuer"),
-            "redirectUri": f"{d.base_url}/auth/callback"}
+    oidc = d.s["OIDC_ISSUER"]
+    want = {"clientId": d.s["OIDC_CLIENT_ID"] if oidc else d.outputs.get("SpaClientId"),
+            "issuer": oidc or d.outputs.get("CognitoIssuer"), "redirectUri": f"{d.base_url}/auth/callback"}
     wrong = [f"{k}={config.get(k)!r} (expected {v!r})" for k, v in want.items() if config.get(k) != v]
     return f"/config.json: {', '.join(wrong)}" if wrong else None
 
@@ -727,8 +779,9 @@ def summary(d: Deploy) -> None:
         return
     o = d.outputs
     print(f"\nringi is live: {d.base_url}\n"
-          f"  approvers sign in at {o['CognitoDomain']} (user pool {o['UserPoolId']}; add users: docs/deploy.md)\n"
-          f"  workflows put ringi.approval.requested events on bus {o['EventBusName']} (docs/workflow/)\n"
+          + (f"  approvers sign in with {d.s['OIDC_ISSUER']} (client {d.s['OIDC_CLIENT_ID']})\n" if d.s["OIDC_ISSUER"] else
+             f"  approvers sign in at {o['CognitoDomain']} (user pool {o['UserPoolId']}; add users: docs/deploy.md)\n")
+          + f"  workflows put ringi.approval.requested events on bus {o['EventBusName']} (docs/workflow/)\n"
           f"  undeliverable registrations land in {o['DeadLetterQueueUrl']}"
           + (f"\n  example state machine: {o['StateMachineArn']}" if o.get("StateMachineArn") else ""))
 

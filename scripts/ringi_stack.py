@@ -2,7 +2,9 @@
 test (tests/e2e/conftest.py):
 
   moto      AWS stand-in (scripts/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
-  idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made
+  idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made;
+            with `Stack(..., profile="generic")` its Entra-like generic OpenID Connect profile, and the worker
+            configured with OIDC_ISSUER (discovery, `aud`/`azp`, groups in `roles`, scopes in `scp`)
   worker    the edge worker in workerd via `wrangler dev`, local D1 with migrations applied
 and, with `Stack(..., demo=True)`:
   relay     scripts/relay.py: stands in for "EventBridge rule → API destination". An EventBridge rule on the
@@ -52,6 +54,9 @@ DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
 # The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
 # `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
 DEMO_APPROVERS = [{"email": "alice@example.com"}, {"group": "finance"}]
+# The generic OpenID Connect profile's claim mapping, as the worker is configured for the Entra-like stand-in.
+GENERIC_CLAIMS = {"GROUPS_CLAIM": "roles", "SCOPE_CLAIM": "scp", "EMAIL_VERIFIED": "trust"}
+PROFILES = ("cognito", "generic")
 
 
 def demo_definition(approvers=None, timeout_seconds: int | None = None) -> dict:
@@ -133,6 +138,8 @@ class Stack:
     procs: list = field(default_factory=list)
     # A port for one extra worker that users can sign in to (its callback is registered at the IdP).
     sign_in_port: int = 0
+    # "cognito" (a user pool's shapes) or "generic" (any OpenID Connect provider; the stand-in's Entra profile).
+    profile: str = "cognito"
 
     # ------------------------------------------------------------------ derived settings
     @property
@@ -152,13 +159,19 @@ class Stack:
         return f"http://127.0.0.1:{self.ports.mailbox}"
 
     @property
+    def generic(self) -> bool:
+        return self.profile == "generic"
+
+    @property
     def issuer(self) -> str:
-        return f"{self.idp_url}/{POOL_ID}"
+        return f"{self.idp_url}/{POOL_ID}/v2.0" if self.generic else f"{self.idp_url}/{POOL_ID}"
 
     client_id = CLIENT_ID
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "Stack":
+        if self.profile not in PROFILES:
+            raise StackError(f"profile must be one of {PROFILES}, not {self.profile!r}")
         self.state.mkdir(parents=True, exist_ok=True)
         (self.state / "pids").mkdir(exist_ok=True)
         self._reap_stale()
@@ -311,39 +324,57 @@ class Stack:
         env = {"PORT": str(self.ports.idp), "POOL_ID": POOL_ID, "CLIENT_ID": CLIENT_ID,
                "REDIRECT_URIS": ",".join(f"{o}/auth/callback" for o in origins),
                "POST_LOGOUT_REDIRECT_URIS": ",".join(f"{o}/" for o in origins),
-               "KEYS_FILE": str(self.state / "idp-keys.json")}
+               "KEYS_FILE": str(self.state / "idp-keys.json"), "PROFILE": "entra" if self.generic else "cognito"}
         p = self._spawn("idp", ["node", str(ROOT / "scripts/oidc/cognito-oidc.mjs")], env=env)
-        self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/jwks.json"), 30)
+        self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/openid-configuration"), 30)
 
-    def mint(self, sub: str = "user-1", *, groups=(), email=None, kid=None, key=None, headers=None,
-             ttl: int = 3600, **overrides) -> str:
-        """A Cognito-shaped access token signed with the stack's IdP key (what the worker trusts)."""
-        import jwt
+    def claims(self, sub: str = "user-1", *, groups=(), email=None, ttl: int = 3600, **overrides) -> dict:
+        """The claims of an access token of this stack's profile: Cognito's (`token_use`, `client_id`,
+        `cognito:groups`, `scope`) or the generic profile's Entra-like ones (`aud`/`azp`, `roles`, `scp`, an
+        email without `email_verified`). `None` in `overrides` removes a claim."""
         now = int(time.time())
-        claims = {"sub": sub, "iss": self.issuer, "client_id": CLIENT_ID, "token_use": "access",
-                  "scope": "openid email profile", "username": sub, "iat": now, "auth_time": now,
-                  "exp": now + ttl, "jti": secrets.token_hex(8), "version": 2}
-        if groups:
-            claims["cognito:groups"] = list(groups)
-        if email:
-            claims.update(email=email, email_verified=True)
+        if self.generic:
+            claims = {"sub": sub, "iss": self.issuer, "aud": CLIENT_ID, "azp": CLIENT_ID, "scp": "openid email profile",
+                      "preferred_username": sub, "iat": now, "nbf": now, "exp": now + ttl, "ver": "2.0",
+                      "uti": secrets.token_hex(8)}
+            if groups:
+                claims["roles"] = list(groups)
+            if email:
+                claims["email"] = email
+        else:
+            claims = {"sub": sub, "iss": self.issuer, "client_id": CLIENT_ID, "token_use": "access",
+                      "scope": "openid email profile", "username": sub, "iat": now, "auth_time": now,
+                      "exp": now + ttl, "jti": secrets.token_hex(8), "version": 2}
+            if groups:
+                claims["cognito:groups"] = list(groups)
+            if email:
+                claims.update(email=email, email_verified=True)
         claims.update(overrides)
-        claims = {k: v for k, v in claims.items() if v is not None}
+        return {k: v for k, v in claims.items() if v is not None}
+
+    def mint(self, sub: str = "user-1", *, kid=None, key=None, headers=None, **claims) -> str:
+        """An access token of this stack's profile signed with the stack's IdP key (what the worker trusts)."""
+        import jwt
         hdr = {"kid": self.kid if kid is None else kid, **(headers or {})}
-        return jwt.encode(claims, key or self.private_key, algorithm="RS256", headers=hdr)
+        return jwt.encode(self.claims(sub, **claims), key or self.private_key, algorithm="RS256", headers=hdr)
 
     def mint_machine(self, scope: str = REGISTER_SCOPE, client_id: str = MACHINE_CLIENT_ID, **overrides) -> str:
-        """A Cognito client-credentials access token: `sub` is the app client, no user, the given scope."""
-        return self.mint(client_id, client_id=client_id, scope=scope, username=None, auth_time=None, **overrides)
+        """A client-credentials access token: `sub` is the app client, no user, the given scope (Cognito:
+        `client_id` + `scope`; generic: `azp` + `scp`, `aud` ringi's client as the API)."""
+        shape = ({"azp": client_id, "scp": scope, "preferred_username": None} if self.generic else
+                 {"client_id": client_id, "scope": scope, "username": None, "auth_time": None})
+        return self.mint(client_id, **{**shape, **overrides})
 
     # ------------------------------------------------------------------ worker
     def worker_vars(self) -> dict:
         self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
+        # Generic: the Cognito defaults of edge/wrangler.toml's [vars] blanked (empty counts as unset).
+        provider = ({"OIDC_ISSUER": self.issuer, "OIDC_CLIENT_ID": CLIENT_ID, **GENERIC_CLAIMS,
+                     "COGNITO_ISSUER": "", "COGNITO_CLIENT_ID": "", "COGNITO_DOMAIN": ""} if self.generic else
+                    {"COGNITO_ISSUER": self.issuer, "COGNITO_CLIENT_ID": CLIENT_ID, "COGNITO_DOMAIN": self.idp_url})
         v = {
             "PUBLIC_BASE_URL": self.base_url,
-            "COGNITO_ISSUER": self.issuer,
-            "COGNITO_CLIENT_ID": CLIENT_ID,
-            "COGNITO_DOMAIN": self.idp_url,
+            **provider,
             "TOKEN_USE": "access",
             "REGISTER_CLIENT_IDS": MACHINE_CLIENT_ID,
             "REGISTER_SCOPE": REGISTER_SCOPE,

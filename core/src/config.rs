@@ -2,11 +2,12 @@
 
 use std::net::Ipv4Addr;
 
-use crate::jwt::{JwtRules, TokenUse};
+use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
 use crate::storage::D1Faults;
+use crate::discovery::Discovery;
 use crate::wire::SpaConfig;
 
 /// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
@@ -30,10 +31,21 @@ pub enum ConfigError {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub public_base_url: String,
+    /// Cognito (`COGNITO_ISSUER`) or any OpenID Connect provider (`OIDC_ISSUER`).
+    pub profile: IdpProfile,
     pub issuer: String,
-    pub jwks_url: String,
+    /// `JWKS_URL`. Cognito: by default below the issuer. OIDC: by default `None`, the discovery document's
+    /// `jwks_uri` (the worker caches the document).
+    pub jwks_url: Option<String>,
+    /// The SPA's client (`COGNITO_CLIENT_ID` / `OIDC_CLIENT_ID`).
     pub client_id: String,
+    /// OIDC: what `aud` must contain (`OIDC_AUDIENCE`, default the client id). Cognito: the client id.
+    pub audience: String,
     pub token_use: TokenUse,
+    /// Where groups, scopes and the email are read (`GROUPS_CLAIM`, `SCOPE_CLAIM`, `EMAIL_VERIFIED`).
+    pub mapping: ClaimMapping,
+    /// `SIGN_IN_SCOPES`: what the SPA asks for at sign-in (space-separated, `openid` included).
+    pub sign_in_scopes: String,
     pub cognito_domain: String,
     pub register_scope: String,
     /// App clients whose client-credentials tokens may register. No default: empty means no token may
@@ -110,7 +122,7 @@ fn loopback(after_scheme: &str) -> bool {
 }
 
 /// An `https://` URL, or `http://` to a loopback host (the local stack and the tests).
-fn check_url(name: &'static str, v: &str) -> Result<(), ConfigError> {
+pub fn check_url(name: &'static str, v: &str) -> Result<(), ConfigError> {
     let ok = match (v.strip_prefix("https://"), v.strip_prefix("http://")) {
         (Some(rest), _) => !rest.is_empty(),
         (None, Some(rest)) => loopback(rest),
@@ -145,20 +157,92 @@ impl Config {
         let opt = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let req = |name: &'static str| opt(name).ok_or(ConfigError::Missing(name));
         let public_base_url = url("PUBLIC_BASE_URL", req("PUBLIC_BASE_URL")?)?;
-        let issuer = req("COGNITO_ISSUER")?;
-        // Exact `iss` comparison: the value is kept as given, only its scheme is checked.
-        check_url("COGNITO_ISSUER", &issuer)?;
-        let jwks_url = match opt("JWKS_URL") {
-            Some(u) => url("JWKS_URL", u)?,
-            None => format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')),
+        let (profile, issuer_var, issuer) = match (opt("COGNITO_ISSUER"), opt("OIDC_ISSUER")) {
+            (Some(i), None) => (IdpProfile::Cognito, "COGNITO_ISSUER", i),
+            (None, Some(i)) => (IdpProfile::Oidc, "OIDC_ISSUER", i),
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    "OIDC_ISSUER",
+                    "set COGNITO_ISSUER (a Cognito user pool) or OIDC_ISSUER (any OpenID Connect provider), not both"
+                        .into(),
+                ))
+            }
+            (None, None) => return Err(ConfigError::Missing("COGNITO_ISSUER (or OIDC_ISSUER)")),
         };
-        let client_id = req("COGNITO_CLIENT_ID")?;
+        // Exact `iss` comparison: the value is kept as given, only its scheme is checked.
+        check_url(issuer_var, &issuer)?;
+        let cognito = profile == IdpProfile::Cognito;
+        // A setting of the other profile is a mistake, not something to ignore silently.
+        let only_for = |name: &'static str, ok: bool, why: &str| -> Result<(), ConfigError> {
+            if !ok && opt(name).is_some() {
+                return Err(ConfigError::Invalid(name, why.into()));
+            }
+            Ok(())
+        };
+        only_for("COGNITO_CLIENT_ID", cognito, "is for a Cognito user pool: with OIDC_ISSUER set OIDC_CLIENT_ID")?;
+        only_for(
+            "COGNITO_DOMAIN",
+            cognito,
+            "is for a Cognito user pool: with OIDC_ISSUER the endpoints come from the issuer's discovery document",
+        )?;
+        only_for("OIDC_CLIENT_ID", !cognito, "is for OIDC_ISSUER: a Cognito user pool's client is COGNITO_CLIENT_ID")?;
+        only_for(
+            "OIDC_AUDIENCE",
+            !cognito,
+            "is for OIDC_ISSUER: Cognito tokens are checked on client_id and token_use",
+        )?;
+        let jwks_url = match opt("JWKS_URL") {
+            Some(u) => Some(url("JWKS_URL", u)?),
+            None if cognito => Some(format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'))),
+            None => None,
+        };
+        let client_id = req(if cognito { "COGNITO_CLIENT_ID" } else { "OIDC_CLIENT_ID" })?;
         let token_use = match opt("TOKEN_USE") {
             None => TokenUse::Access,
             Some(t) => {
                 TokenUse::parse(&t).ok_or_else(|| ConfigError::Invalid("TOKEN_USE", "must be id or access".into()))?
             }
         };
+        let audience = opt("OIDC_AUDIENCE").unwrap_or_else(|| client_id.clone());
+        if !cognito && token_use == TokenUse::Id && audience != client_id {
+            return Err(ConfigError::Invalid(
+                "OIDC_AUDIENCE",
+                "with TOKEN_USE=id the bearer is an ID token, whose aud is the client (OIDC_CLIENT_ID)".into(),
+            ));
+        }
+        let groups_claim =
+            opt("GROUPS_CLAIM").unwrap_or_else(|| if cognito { "cognito:groups" } else { "groups" }.to_owned());
+        if groups_claim.chars().any(char::is_whitespace) {
+            return Err(ConfigError::Invalid("GROUPS_CLAIM", "a claim name or dotted path, no spaces".into()));
+        }
+        let email = match opt("EMAIL_VERIFIED") {
+            None => EmailPolicy::RequireVerified,
+            Some(v) => EmailPolicy::parse(&v)
+                .ok_or_else(|| ConfigError::Invalid("EMAIL_VERIFIED", "must be require or trust".into()))?,
+        };
+        if cognito && email == EmailPolicy::Trust {
+            return Err(ConfigError::Invalid(
+                "EMAIL_VERIFIED",
+                "trust is for providers that send no email_verified; Cognito does, and an unverified Cognito \
+                 address may be anyone's"
+                    .into(),
+            ));
+        }
+        let scope_claim = match opt("SCOPE_CLAIM") {
+            None => ScopeClaim::Scope,
+            Some(v) => ScopeClaim::parse(&v)
+                .ok_or_else(|| ConfigError::Invalid("SCOPE_CLAIM", "must be scope or scp".into()))?,
+        };
+        if cognito && scope_claim == ScopeClaim::Scp {
+            return Err(ConfigError::Invalid("SCOPE_CLAIM", "Cognito tokens carry their scopes in scope".into()));
+        }
+        let sign_in_scopes = opt("SIGN_IN_SCOPES")
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| "openid email profile".into());
+        if !sign_in_scopes.split(' ').any(|s| s == "openid") {
+            return Err(ConfigError::Invalid("SIGN_IN_SCOPES", "must include openid".into()));
+        }
+        let mapping = ClaimMapping { groups_claim, email, scope_claim };
         let cognito_domain = opt("COGNITO_DOMAIN").map(|d| url("COGNITO_DOMAIN", d)).transpose()?.unwrap_or_default();
         // No fallback to COGNITO_CLIENT_ID: the SPA's client signs in people, and people do not register.
         let register_client_ids = list(opt("REGISTER_CLIENT_IDS"));
@@ -274,10 +358,14 @@ impl Config {
             d1_faults,
             inject_latency,
             public_base_url,
+            profile,
             issuer,
             jwks_url,
             client_id,
+            audience,
             token_use,
+            mapping,
+            sign_in_scopes,
             cognito_domain,
             register_scope: opt("REGISTER_SCOPE").unwrap_or_else(|| "ringi/approvals.write".into()),
             register_client_ids,
@@ -305,20 +393,45 @@ impl Config {
         self.admin_group.as_ref().is_some_and(|g| who.groups.iter().any(|mine| mine == g))
     }
 
-    pub fn user_rules(&self) -> JwtRules {
-        JwtRules { issuer: self.issuer.clone(), token_use: self.token_use, client_ids: vec![self.client_id.clone()] }
-    }
-
-    /// Machine registration uses client-credentials access tokens.
-    pub fn register_rules(&self) -> JwtRules {
-        JwtRules {
-            issuer: self.issuer.clone(),
-            token_use: TokenUse::Access,
-            client_ids: self.register_client_ids.clone(),
+    fn audience_rule(&self, token_use: TokenUse, client_required: bool) -> AudienceRule {
+        match self.profile {
+            IdpProfile::Cognito => AudienceRule::Cognito(token_use),
+            IdpProfile::Oidc => AudienceRule::Oidc { audience: self.audience.clone(), client_required },
         }
     }
 
-    pub fn spa_config(&self) -> SpaConfig {
+    pub fn user_rules(&self) -> JwtRules {
+        JwtRules {
+            issuer: self.issuer.clone(),
+            audience: self.audience_rule(self.token_use, false),
+            client_ids: vec![self.client_id.clone()],
+            mapping: self.mapping.clone(),
+        }
+    }
+
+    /// Machine registration uses client-credentials access tokens, which must name their client.
+    pub fn register_rules(&self) -> JwtRules {
+        JwtRules {
+            issuer: self.issuer.clone(),
+            audience: self.audience_rule(TokenUse::Access, true),
+            client_ids: self.register_client_ids.clone(),
+            mapping: self.mapping.clone(),
+        }
+    }
+
+    /// The SPA's configuration. The sign-in endpoints: below `COGNITO_DOMAIN` for Cognito; from the issuer's
+    /// discovery document (`discovered`, which the worker caches) for OIDC — without it they are empty.
+    pub fn spa_config(&self, discovered: Option<&Discovery>) -> SpaConfig {
+        let (authorization_endpoint, token_endpoint, end_session_endpoint) = match (self.profile, discovered) {
+            (IdpProfile::Cognito, _) => {
+                let d = &self.cognito_domain;
+                (format!("{d}/oauth2/authorize"), format!("{d}/oauth2/token"), Some(format!("{d}/logout")))
+            }
+            (IdpProfile::Oidc, Some(doc)) => {
+                (doc.authorization_endpoint.clone(), doc.token_endpoint.clone(), doc.end_session_endpoint.clone())
+            }
+            (IdpProfile::Oidc, None) => (String::new(), String::new(), None),
+        };
         SpaConfig {
             cognito_domain: self.cognito_domain.clone(),
             client_id: self.client_id.clone(),
@@ -328,6 +441,12 @@ impl Config {
             default_locale: self.default_locale.clone(),
             version: self.version.clone(),
             admin_group: self.admin_group.clone(),
+            provider: self.profile,
+            authorization_endpoint,
+            token_endpoint,
+            end_session_endpoint,
+            scope: self.sign_in_scopes.clone(),
+            groups_claim: self.mapping.groups_claim.clone(),
         }
     }
 
@@ -358,13 +477,17 @@ mod tests {
         let c = Config::from_lookup(lookup(BASE)).unwrap();
         assert_eq!(c.public_base_url, "http://127.0.0.1:8787");
         assert_eq!(
-            c.jwks_url,
-            "https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X/.well-known/jwks.json"
+            c.jwks_url.as_deref(),
+            Some("https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X/.well-known/jwks.json")
         );
+        assert_eq!(c.profile, IdpProfile::Cognito);
+        assert_eq!(c.mapping, ClaimMapping::default());
+        assert_eq!(c.user_rules().audience, AudienceRule::Cognito(TokenUse::Access));
+        assert_eq!(c.sign_in_scopes, "openid email profile");
         assert_eq!(c.token_use, TokenUse::Access);
         assert!(c.register_client_ids.is_empty(), "no fallback to COGNITO_CLIENT_ID: no token may register");
         assert_eq!(c.sfn_endpoint, "https://states.us-east-1.amazonaws.com");
-        assert_eq!(c.spa_config().redirect_uri, "http://127.0.0.1:8787/auth/callback");
+        assert_eq!(c.spa_config(None).redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
         assert_eq!(c.on_expiry_lead_ms, 600_000);
@@ -452,6 +575,103 @@ mod tests {
         let mut all = BASE.to_vec();
         all.extend_from_slice(extra);
         Config::from_lookup(lookup(&all))
+    }
+
+    const OIDC: &[(&str, &str)] = &[
+        ("PUBLIC_BASE_URL", "https://ringi.example.com"),
+        ("OIDC_ISSUER", "https://login.microsoftonline.com/tid/v2.0"),
+        ("OIDC_CLIENT_ID", "app-guid"),
+    ];
+
+    fn oidc(extra: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
+        let mut all = OIDC.to_vec();
+        all.extend_from_slice(extra);
+        Config::from_lookup(lookup(&all))
+    }
+
+    #[test]
+    fn oidc_profile_and_its_claim_mapping() {
+        let c = oidc(&[]).unwrap();
+        assert_eq!(c.profile, IdpProfile::Oidc);
+        assert_eq!(c.jwks_url, None, "from the discovery document");
+        assert_eq!(c.mapping.groups_claim, "groups");
+        assert_eq!((c.mapping.email, c.mapping.scope_claim), (EmailPolicy::RequireVerified, ScopeClaim::Scope));
+        let aud = |client_required| AudienceRule::Oidc { audience: "app-guid".into(), client_required };
+        assert_eq!(c.user_rules().audience, aud(false));
+        assert_eq!(c.register_rules().audience, aud(true), "a machine's token must name its client");
+        let c = oidc(&[
+            ("GROUPS_CLAIM", "https://example.com/groups"),
+            ("EMAIL_VERIFIED", "trust"),
+            ("SCOPE_CLAIM", "scp"),
+            ("OIDC_AUDIENCE", "api://default"),
+            ("JWKS_URL", "https://login.example.com/keys"),
+            ("SIGN_IN_SCOPES", " openid  email api://ringi/approvals "),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.mapping,
+            ClaimMapping {
+                groups_claim: "https://example.com/groups".into(),
+                email: EmailPolicy::Trust,
+                scope_claim: ScopeClaim::Scp
+            }
+        );
+        assert_eq!(c.user_rules().audience, AudienceRule::Oidc { audience: "api://default".into(), client_required: false });
+        assert_eq!(c.jwks_url.as_deref(), Some("https://login.example.com/keys"));
+        assert_eq!(c.sign_in_scopes, "openid email api://ringi/approvals");
+        let spa = c.spa_config(None);
+        assert_eq!((spa.provider, spa.authorization_endpoint.as_str(), spa.scope.as_str()),
+                   (IdpProfile::Oidc, "", "openid email api://ringi/approvals"));
+        let doc = Discovery {
+            issuer: c.issuer.clone(),
+            jwks_uri: "https://k".into(),
+            authorization_endpoint: "https://a/authorize".into(),
+            token_endpoint: "https://a/token".into(),
+            end_session_endpoint: Some("https://a/logout".into()),
+        };
+        let spa = c.spa_config(Some(&doc));
+        assert_eq!(spa.authorization_endpoint, "https://a/authorize");
+        assert_eq!(spa.token_endpoint, "https://a/token");
+        assert_eq!(spa.end_session_endpoint.as_deref(), Some("https://a/logout"));
+        assert_eq!(spa.groups_claim, "https://example.com/groups");
+        // Cognito's endpoints are below the Hosted UI domain, the discovery document is not needed.
+        let cog = with(&[("COGNITO_DOMAIN", "https://auth.example.com")]).unwrap().spa_config(None);
+        assert_eq!(cog.authorization_endpoint, "https://auth.example.com/oauth2/authorize");
+        assert_eq!(cog.token_endpoint, "https://auth.example.com/oauth2/token");
+        assert_eq!(cog.end_session_endpoint.as_deref(), Some("https://auth.example.com/logout"));
+        assert_eq!(cog.groups_claim, "cognito:groups");
+    }
+
+    #[test]
+    fn invalid_provider_combinations_are_config_errors() {
+        let invalid = |r: Result<Config, ConfigError>, name: &str| {
+            assert!(matches!(&r, Err(ConfigError::Invalid(n, _)) if *n == name), "{name}: {:?}", r.map(|_| ()));
+        };
+        invalid(with(&[("OIDC_ISSUER", "https://login.example.com")]), "OIDC_ISSUER");
+        assert_eq!(
+            Config::from_lookup(lookup(&[("PUBLIC_BASE_URL", "https://r.example.com")])).unwrap_err(),
+            ConfigError::Missing("COGNITO_ISSUER (or OIDC_ISSUER)")
+        );
+        invalid(oidc(&[("COGNITO_CLIENT_ID", "x")]), "COGNITO_CLIENT_ID");
+        invalid(oidc(&[("COGNITO_DOMAIN", "https://auth.example.com")]), "COGNITO_DOMAIN");
+        invalid(with(&[("OIDC_CLIENT_ID", "x")]), "OIDC_CLIENT_ID");
+        invalid(with(&[("OIDC_AUDIENCE", "x")]), "OIDC_AUDIENCE");
+        invalid(with(&[("EMAIL_VERIFIED", "trust")]), "EMAIL_VERIFIED");
+        invalid(with(&[("SCOPE_CLAIM", "scp")]), "SCOPE_CLAIM");
+        invalid(oidc(&[("EMAIL_VERIFIED", "maybe")]), "EMAIL_VERIFIED");
+        invalid(oidc(&[("SCOPE_CLAIM", "scopes")]), "SCOPE_CLAIM");
+        invalid(oidc(&[("GROUPS_CLAIM", "my groups")]), "GROUPS_CLAIM");
+        invalid(oidc(&[("SIGN_IN_SCOPES", "email profile")]), "SIGN_IN_SCOPES");
+        invalid(oidc(&[("TOKEN_USE", "id"), ("OIDC_AUDIENCE", "api://default")]), "OIDC_AUDIENCE");
+        invalid(oidc(&[("OIDC_ISSUER", "http://login.example.com")]), "OIDC_ISSUER");
+        assert!(matches!(
+            Config::from_lookup(lookup(&OIDC[..2])).unwrap_err(),
+            ConfigError::Missing("OIDC_CLIENT_ID")
+        ));
+        // Allowed: the OIDC audience with access tokens, a custom groups claim with Cognito.
+        assert!(oidc(&[("TOKEN_USE", "id")]).is_ok());
+        assert!(oidc(&[("OIDC_AUDIENCE", "api://default")]).is_ok());
+        assert_eq!(with(&[("GROUPS_CLAIM", "custom:teams")]).unwrap().mapping.groups_claim, "custom:teams");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! Cognito JWT rules, following aws-jwt-verify: everything except the RSA signature check itself, which
-//! the platform does (WebCrypto in the worker) over [`ParsedJwt::signing_input`].
+//! JWT rules for Cognito and for any OpenID Connect provider, following aws-jwt-verify: everything except the
+//! RSA signature check itself, which the platform does (WebCrypto in the worker) over
+//! [`ParsedJwt::signing_input`]. What differs between providers (the audience/client check, where groups,
+//! scopes and the email are read) is a [`ClaimMapping`] and an [`AudienceRule`] from the configuration.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -63,13 +65,103 @@ impl TokenUse {
     }
 }
 
+/// `EMAIL_VERIFIED`: when the `email` claim is taken as the caller's address (`{email}` approvers match it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EmailPolicy {
+    /// `require` (the default): only with `email_verified: true` (a boolean) in the same token.
+    #[default]
+    RequireVerified,
+    /// `trust`: as the provider sends it, for providers that send no `email_verified` but only put addresses
+    /// they manage there (an Entra ID tenant's `email`). Refused with the Cognito profile.
+    Trust,
+}
+
+impl EmailPolicy {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "require" => Some(Self::RequireVerified),
+            "trust" => Some(Self::Trust),
+            _ => None,
+        }
+    }
+}
+
+/// `SCOPE_CLAIM`: where the granted scopes are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ScopeClaim {
+    /// `scope`: one space-separated string (Cognito, RFC 9068).
+    #[default]
+    Scope,
+    /// `scp`: an array of strings (Okta) or a space-separated string (Entra ID).
+    Scp,
+}
+
+impl ScopeClaim {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "scope" => Some(Self::Scope),
+            "scp" => Some(Self::Scp),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scope => "scope",
+            Self::Scp => "scp",
+        }
+    }
+}
+
+/// Where a token's groups, scopes and email are read (the configuration's claim mapping).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimMapping {
+    /// `GROUPS_CLAIM`: a top-level claim name (`cognito:groups`, `groups`, `roles`,
+    /// `https://example.com/groups`); failing that, a dotted path into nested objects (`realm_access.roles`).
+    /// Its value must be an array of strings.
+    pub groups_claim: String,
+    pub email: EmailPolicy,
+    pub scope_claim: ScopeClaim,
+}
+
+impl Default for ClaimMapping {
+    fn default() -> Self {
+        Self { groups_claim: "cognito:groups".into(), email: EmailPolicy::RequireVerified, scope_claim: ScopeClaim::Scope }
+    }
+}
+
+/// How a token shows it was issued for ringi.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AudienceRule {
+    /// Cognito: `token_use` must be this one; `client_id` (access tokens) or `aud` (ID tokens) must be one of
+    /// the rules' client ids.
+    Cognito(TokenUse),
+    /// OpenID Connect: `aud` (a string or an array) must contain `audience`. The client the token was issued
+    /// to (`azp`, else `client_id` (RFC 9068), else `cid` (Okta)) must be one of the rules' client ids; when
+    /// the token names none, it is accepted only if `client_required` is false (an ID token with a single
+    /// audience carries no `azp`).
+    Oidc { audience: String, client_required: bool },
+}
+
+/// Which kind of identity provider signs people in (the configuration's provider profile).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdpProfile {
+    /// A Cognito user pool (`COGNITO_ISSUER`): endpoints below `COGNITO_DOMAIN`, Cognito's `/logout`,
+    /// `token_use` + `client_id` claims.
+    #[default]
+    Cognito,
+    /// Any OpenID Connect provider (`OIDC_ISSUER`): endpoints from its discovery document, `aud`/`azp`.
+    Oidc,
+}
+
 /// What a token must satisfy for one purpose (user calls or machine registration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JwtRules {
     pub issuer: String,
-    pub token_use: TokenUse,
-    /// `client_id` (access tokens) or `aud` (id tokens) must be one of these.
+    pub audience: AudienceRule,
     pub client_ids: Vec<String>,
+    pub mapping: ClaimMapping,
 }
 
 /// A structurally valid RS256 JWT whose signature is not yet verified.
@@ -174,17 +266,7 @@ pub fn validate_claims(claims: &Map<String, Value>, rules: &JwtRules, now: i64) 
     if string(claims, "iss")? != Some(rules.issuer.as_str()) {
         return Err(JwtError::Claim("iss", "not the configured issuer"));
     }
-    if string(claims, "token_use")? != Some(rules.token_use.as_str()) {
-        return Err(JwtError::Claim("token_use", "wrong token use"));
-    }
-    let client_claim = match rules.token_use {
-        TokenUse::Access => "client_id",
-        TokenUse::Id => "aud",
-    };
-    let client_id = string(claims, client_claim)?.ok_or(JwtError::Claim("client_id/aud", "missing"))?;
-    if !rules.client_ids.iter().any(|c| c == client_id) {
-        return Err(JwtError::Claim("client_id/aud", "not an accepted client"));
-    }
+    let client_id = client_of(claims, rules)?;
     let exp = num(claims, "exp")?.ok_or(JwtError::Claim("exp", "missing"))?;
     if exp + leeway <= now {
         return Err(JwtError::Claim("exp", "expired"));
@@ -196,20 +278,111 @@ pub fn validate_claims(claims: &Map<String, Value>, rules: &JwtRules, now: i64) 
         return Err(JwtError::Claim("iat", "issued in the future"));
     }
     let sub = string(claims, "sub")?.filter(|s| !s.is_empty()).ok_or(JwtError::Claim("sub", "missing"))?;
-    let email_verified = matches!(claims.get("email_verified"), Some(Value::Bool(true)));
-    let email = string(claims, "email")?.filter(|_| email_verified).map(str::to_owned);
-    let groups = match claims.get("cognito:groups") {
-        None => vec![],
+    let email = match rules.mapping.email {
+        EmailPolicy::RequireVerified => {
+            string(claims, "email")?.filter(|_| matches!(claims.get("email_verified"), Some(Value::Bool(true))))
+        }
+        EmailPolicy::Trust => string(claims, "email")?,
+    }
+    .filter(|e| !e.is_empty())
+    .map(str::to_owned);
+    let groups = groups(claims, &rules.mapping.groups_claim)?;
+    let scopes = scopes(claims, rules.mapping.scope_claim)?;
+    // Cognito's names first; `preferred_username` for OpenID Connect providers. A machine's token has none.
+    let username = string(claims, "cognito:username")?
+        .or(string(claims, "username")?)
+        .or(string(claims, "preferred_username")?)
+        .map(str::to_owned);
+    Ok(Identity { sub: sub.to_owned(), email, groups, username, scopes, client_id: client_id.to_owned() })
+}
+
+/// The client a token was issued to, checked against the rules' audience rule and client ids.
+fn client_of(claims: &Map<String, Value>, rules: &JwtRules) -> Result<String, JwtError> {
+    let accepted = |c: &str| rules.client_ids.iter().any(|id| id == c);
+    match &rules.audience {
+        AudienceRule::Cognito(token_use) => {
+            if string(claims, "token_use")? != Some(token_use.as_str()) {
+                return Err(JwtError::Claim("token_use", "wrong token use"));
+            }
+            let client_claim = match token_use {
+                TokenUse::Access => "client_id",
+                TokenUse::Id => "aud",
+            };
+            let client_id = string(claims, client_claim)?.ok_or(JwtError::Claim("client_id/aud", "missing"))?;
+            if !accepted(client_id) {
+                return Err(JwtError::Claim("client_id/aud", "not an accepted client"));
+            }
+            Ok(client_id.to_owned())
+        }
+        AudienceRule::Oidc { audience, client_required } => {
+            let ok = match claims.get("aud") {
+                Some(Value::String(a)) => a == audience,
+                Some(Value::Array(items)) => {
+                    if !items.iter().all(Value::is_string) {
+                        return Err(JwtError::Claim("aud", "not strings"));
+                    }
+                    items.iter().any(|a| a.as_str() == Some(audience))
+                }
+                None => return Err(JwtError::Claim("aud", "missing")),
+                Some(_) => return Err(JwtError::Claim("aud", "not a string or array")),
+            };
+            if !ok {
+                return Err(JwtError::Claim("aud", "not the configured audience"));
+            }
+            let mut named = None;
+            for name in ["azp", "client_id", "cid"] {
+                if let Some(c) = string(claims, name)? {
+                    named = Some(c);
+                    break;
+                }
+            }
+            match named {
+                Some(c) if accepted(c) => Ok(c.to_owned()),
+                Some(_) => Err(JwtError::Claim("azp/client_id", "not an accepted client")),
+                None if *client_required => Err(JwtError::Claim("azp/client_id", "missing")),
+                None => Ok(audience.clone()),
+            }
+        }
+    }
+}
+
+/// The claim at `path`: the top-level member of that name, else the dotted path through nested objects.
+fn claim_at<'a>(claims: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    if let Some(v) = claims.get(path) {
+        return Some(v);
+    }
+    let mut parts = path.split('.');
+    let mut here = claims.get(parts.next()?)?;
+    for part in parts {
+        here = here.as_object()?.get(part)?;
+    }
+    Some(here)
+}
+
+/// The groups at `path` ([`ClaimMapping::groups_claim`]); none when the claim is absent. Also the SPA's
+/// display-only read of its own token.
+pub fn groups(claims: &Map<String, Value>, path: &str) -> Result<Vec<String>, JwtError> {
+    match claim_at(claims, path) {
+        None => Ok(vec![]),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|g| g.as_str().map(str::to_owned).ok_or(JwtError::Claim("cognito:groups", "not strings")))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(JwtError::Claim("cognito:groups", "not an array")),
-    };
-    let scopes =
-        string(claims, "scope")?.map(|s| s.split_whitespace().map(str::to_owned).collect()).unwrap_or_default();
-    let username = string(claims, "cognito:username")?.or(string(claims, "username")?).map(str::to_owned);
-    Ok(Identity { sub: sub.to_owned(), email, groups, username, scopes, client_id: client_id.to_owned() })
+            .map(|g| g.as_str().map(str::to_owned).ok_or(JwtError::Claim("groups", "not strings")))
+            .collect(),
+        Some(_) => Err(JwtError::Claim("groups", "not an array")),
+    }
+}
+
+fn scopes(claims: &Map<String, Value>, claim: ScopeClaim) -> Result<Vec<String>, JwtError> {
+    let split = |s: &str| s.split_whitespace().map(str::to_owned).collect();
+    match (claim, claims.get(claim.name())) {
+        (_, None) => Ok(vec![]),
+        (_, Some(Value::String(s))) => Ok(split(s)),
+        (ScopeClaim::Scp, Some(Value::Array(items))) => items
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned).ok_or(JwtError::Claim("scp", "not strings")))
+            .collect(),
+        (_, Some(_)) => Err(JwtError::Claim("scope", "not a string")),
+    }
 }
 
 /// One key of a JWKS document; unknown members are ignored.
@@ -234,15 +407,17 @@ pub struct Jwks {
 }
 
 impl Jwks {
-    /// The RSA signing key with this `kid`, which must itself say RS256 (aws-jwt-verify: jwk.alg == alg).
+    /// The RSA signing key with this `kid` for a token whose header says RS256 ([`parse`] refuses every other
+    /// `alg`). A key that names its `alg` must say RS256 (aws-jwt-verify: jwk.alg == alg), with `use` absent or
+    /// `sig`. A key without `alg` (Entra ID publishes them so) is taken only when it says `use: sig`: a key
+    /// that names neither could be meant for encryption, and is refused.
     pub fn find(&self, kid: &str) -> Option<&Jwk> {
         self.keys.iter().find(|k| {
-            k.kid.as_deref() == Some(kid)
-                && k.kty == "RSA"
-                && k.alg.as_deref() == Some("RS256")
-                && k.use_.as_deref().is_none_or(|u| u == "sig")
-                && k.n.is_some()
-                && k.e.is_some()
+            let purpose_ok = match k.alg.as_deref() {
+                Some(alg) => alg == "RS256" && k.use_.as_deref().is_none_or(|u| u == "sig"),
+                None => k.use_.as_deref() == Some("sig"),
+            };
+            k.kid.as_deref() == Some(kid) && k.kty == "RSA" && purpose_ok && k.n.is_some() && k.e.is_some()
         })
     }
 }
@@ -344,7 +519,128 @@ mod tests {
     }
 
     fn rules(token_use: TokenUse) -> JwtRules {
-        JwtRules { issuer: "https://issuer/pool".into(), token_use, client_ids: vec!["client1".into()] }
+        JwtRules {
+            issuer: "https://issuer/pool".into(),
+            audience: AudienceRule::Cognito(token_use),
+            client_ids: vec!["client1".into()],
+            mapping: ClaimMapping::default(),
+        }
+    }
+
+    /// Entra-like rules: `aud` is the client, groups in `roles`, scopes in `scp`, email trusted as sent.
+    fn oidc_rules(client_required: bool) -> JwtRules {
+        JwtRules {
+            issuer: "https://login.example.com/tenant/v2.0".into(),
+            audience: AudienceRule::Oidc { audience: "client1".into(), client_required },
+            client_ids: vec!["client1".into()],
+            mapping: ClaimMapping { groups_claim: "roles".into(), email: EmailPolicy::Trust, scope_claim: ScopeClaim::Scp },
+        }
+    }
+
+    fn entra_claims() -> Map<String, Value> {
+        json!({"iss": "https://login.example.com/tenant/v2.0", "aud": "client1", "azp": "client1", "sub": "u1",
+               "exp": 2_000, "iat": 1_000, "nbf": 1_000, "roles": ["finance"], "scp": "approvals.read openid",
+               "email": "a@example.com", "preferred_username": "a@example.com", "ver": "2.0"})
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    fn edit(mut c: Map<String, Value>, k: &str, v: Option<Value>) -> Map<String, Value> {
+        match v {
+            Some(v) => c.insert(k.into(), v),
+            None => c.remove(k),
+        };
+        c
+    }
+
+    #[test]
+    fn oidc_tokens_are_checked_on_aud_and_azp() {
+        let r = oidc_rules(false);
+        let id = validate_claims(&entra_claims(), &r, 1_500).unwrap();
+        assert_eq!(id.client_id, "client1");
+        // No token_use / client_id needed; aud may be an array that contains the audience.
+        let arr = edit(entra_claims(), "aud", Some(json!(["other", "client1"])));
+        assert!(validate_claims(&arr, &r, 1_500).is_ok());
+        for (name, bad) in [
+            ("aud other", edit(entra_claims(), "aud", Some(json!("other")))),
+            ("aud array without us", edit(entra_claims(), "aud", Some(json!(["other"])))),
+            ("aud missing", edit(entra_claims(), "aud", None)),
+            ("aud not strings", edit(entra_claims(), "aud", Some(json!([1, "client1"])))),
+            ("aud a number", edit(entra_claims(), "aud", Some(json!(7)))),
+            ("azp another client", edit(entra_claims(), "azp", Some(json!("machine")))),
+            ("iss", edit(entra_claims(), "iss", Some(json!("https://login.example.com/other/v2.0")))),
+        ] {
+            assert!(validate_claims(&bad, &r, 1_500).is_err(), "{name} must be refused");
+        }
+        // An ID token with a single audience names no azp: fine for people, not for machines.
+        let no_azp = edit(entra_claims(), "azp", None);
+        assert_eq!(validate_claims(&no_azp, &r, 1_500).unwrap().client_id, "client1");
+        assert!(validate_claims(&no_azp, &oidc_rules(true), 1_500).is_err());
+        // RFC 9068's client_id and Okta's cid name the client too.
+        let okta = edit(edit(no_azp.clone(), "cid", Some(json!("client1"))), "aud", Some(json!("client1")));
+        assert!(validate_claims(&okta, &oidc_rules(true), 1_500).is_ok());
+        let other_cid = edit(no_azp, "client_id", Some(json!("machine")));
+        assert!(validate_claims(&other_cid, &r, 1_500).is_err());
+        // A Cognito-shaped rule refuses the OIDC token (no token_use), and the other way round.
+        assert!(validate_claims(&entra_claims(), &rules(TokenUse::Access), 1_500).is_err());
+        let mut cognito_as_oidc = oidc_rules(false);
+        cognito_as_oidc.issuer = "https://issuer/pool".into();
+        assert!(validate_claims(&access_claims(), &cognito_as_oidc, 1_500).is_err(), "no aud");
+    }
+
+    #[test]
+    fn groups_claim_is_configurable() {
+        let mut r = oidc_rules(false);
+        assert_eq!(validate_claims(&entra_claims(), &r, 1_500).unwrap().groups, vec!["finance"]);
+        r.mapping.groups_claim = "groups".into();
+        assert!(validate_claims(&entra_claims(), &r, 1_500).unwrap().groups.is_empty(), "roles not read");
+        let c = edit(entra_claims(), "groups", Some(json!(["ops", "finance"])));
+        assert_eq!(validate_claims(&c, &r, 1_500).unwrap().groups, vec!["ops", "finance"]);
+        // A namespaced custom claim (Auth0/Okta style) is one top-level name, dots and slashes included.
+        r.mapping.groups_claim = "https://example.com/groups".into();
+        let c = edit(entra_claims(), "https://example.com/groups", Some(json!(["approvers"])));
+        assert_eq!(validate_claims(&c, &r, 1_500).unwrap().groups, vec!["approvers"]);
+        // A nested path (Keycloak's realm_access.roles).
+        r.mapping.groups_claim = "realm_access.roles".into();
+        let c = edit(entra_claims(), "realm_access", Some(json!({"roles": ["finance", "ops"]})));
+        assert_eq!(validate_claims(&c, &r, 1_500).unwrap().groups, vec!["finance", "ops"]);
+        let c = edit(entra_claims(), "realm_access", Some(json!({"roles": "finance"})));
+        assert!(validate_claims(&c, &r, 1_500).is_err(), "a string is not a list of groups");
+        let c = edit(entra_claims(), "realm_access", Some(json!(["finance"])));
+        assert!(validate_claims(&c, &r, 1_500).unwrap().groups.is_empty(), "no such path: no groups");
+        r.mapping.groups_claim = "roles".into();
+        let c = edit(entra_claims(), "roles", Some(json!(["finance", 3])));
+        assert!(validate_claims(&c, &r, 1_500).is_err());
+        // Cognito's default is cognito:groups.
+        assert_eq!(ClaimMapping::default().groups_claim, "cognito:groups");
+    }
+
+    #[test]
+    fn email_policy_and_scope_claim() {
+        let mut r = oidc_rules(false);
+        assert_eq!(validate_claims(&entra_claims(), &r, 1_500).unwrap().email.as_deref(), Some("a@example.com"));
+        r.mapping.email = EmailPolicy::RequireVerified;
+        assert_eq!(validate_claims(&entra_claims(), &r, 1_500).unwrap().email, None, "no email_verified");
+        let verified = edit(entra_claims(), "email_verified", Some(json!(true)));
+        assert_eq!(validate_claims(&verified, &r, 1_500).unwrap().email.as_deref(), Some("a@example.com"));
+        let stringly = edit(entra_claims(), "email_verified", Some(json!("true")));
+        assert_eq!(validate_claims(&stringly, &r, 1_500).unwrap().email, None, "only the boolean counts");
+        // scp: a space-separated string (Entra) or an array (Okta).
+        assert_eq!(validate_claims(&entra_claims(), &r, 1_500).unwrap().scopes, vec!["approvals.read", "openid"]);
+        let okta = edit(entra_claims(), "scp", Some(json!(["openid", "ringi/approvals.write"])));
+        assert_eq!(validate_claims(&okta, &r, 1_500).unwrap().scopes, vec!["openid", "ringi/approvals.write"]);
+        assert!(validate_claims(&edit(entra_claims(), "scp", Some(json!([1]))), &r, 1_500).is_err());
+        assert!(validate_claims(&edit(entra_claims(), "scp", Some(json!(1))), &r, 1_500).is_err());
+        // With SCOPE_CLAIM=scope the scp claim is not read, and an array in scope is refused.
+        r.mapping.scope_claim = ScopeClaim::Scope;
+        assert!(validate_claims(&entra_claims(), &r, 1_500).unwrap().scopes.is_empty());
+        let arr = edit(entra_claims(), "scope", Some(json!(["openid"])));
+        assert!(validate_claims(&arr, &r, 1_500).is_err());
+        assert_eq!(EmailPolicy::parse("trust"), Some(EmailPolicy::Trust));
+        assert_eq!(EmailPolicy::parse("yes"), None);
+        assert_eq!(ScopeClaim::parse("scp"), Some(ScopeClaim::Scp));
+        assert_eq!(ScopeClaim::parse("scopes"), None);
     }
 
     fn access_claims() -> Map<String, Value> {
@@ -460,7 +756,12 @@ mod tests {
             {"kty": "RSA", "kid": "a", "alg": "RS256", "use": "sig", "n": "AQAB", "e": "AQAB"},
             {"kty": "RSA", "kid": "noalg", "n": "AQAB", "e": "AQAB"},
             {"kty": "RSA", "kid": "enc", "alg": "RS256", "use": "enc", "n": "AQAB", "e": "AQAB"},
-            {"kty": "EC", "kid": "ec", "alg": "ES256", "crv": "P-256", "x": "x", "y": "y"}
+            {"kty": "EC", "kid": "ec", "alg": "ES256", "crv": "P-256", "x": "x", "y": "y"},
+            {"kty": "RSA", "kid": "entra", "use": "sig", "n": "AQAB", "e": "AQAB", "x5t": "t", "issuer": "i"},
+            {"kty": "RSA", "kid": "noalg-enc", "use": "enc", "n": "AQAB", "e": "AQAB"},
+            {"kty": "RSA", "kid": "ps256", "alg": "PS256", "use": "sig", "n": "AQAB", "e": "AQAB"},
+            {"kty": "EC", "kid": "ec-noalg", "use": "sig", "crv": "P-256", "x": "x", "y": "y"},
+            {"kty": "RSA", "kid": "noalg-no-n", "use": "sig", "e": "AQAB"}
         ]}))
         .unwrap()
     }
@@ -469,7 +770,12 @@ mod tests {
     fn jwks_key_selection() {
         let j = jwks();
         assert!(j.find("a").is_some());
-        assert!(j.find("noalg").is_none(), "the JWK must say RS256");
+        assert!(j.find("noalg").is_none(), "a key naming neither alg nor use is refused");
+        assert!(j.find("entra").is_some(), "no alg, but RSA with use sig: taken for an RS256 token");
+        assert!(j.find("noalg-enc").is_none(), "no alg and an encryption key");
+        assert!(j.find("ps256").is_none(), "a key that names another alg");
+        assert!(j.find("ec-noalg").is_none(), "no alg but not RSA");
+        assert!(j.find("noalg-no-n").is_none(), "no modulus");
         assert!(j.find("enc").is_none());
         assert!(j.find("ec").is_none());
         assert!(j.find("zzz").is_none());

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::approval::{ApprovalStatus, Quorum, Verdict};
 use crate::error::ErrorCode;
 use crate::form::FormField;
-use crate::jwt::TokenUse;
+use crate::jwt::{IdpProfile, TokenUse};
 use crate::on_expiry::OnExpiry;
 use crate::principal::Principal;
 
@@ -14,7 +14,7 @@ use crate::principal::Principal;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SpaConfig {
-    /// Hosted UI base URL (`/oauth2/authorize`, `/oauth2/token`, `/logout` below it).
+    /// Hosted UI base URL (Cognito profile; empty otherwise). The SPA uses the endpoints below.
     pub cognito_domain: String,
     pub client_id: String,
     pub redirect_uri: String,
@@ -27,6 +27,24 @@ pub struct SpaConfig {
     /// `ADMIN_GROUP`: the SPA offers the audit page to members (the worker checks again on every request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_group: Option<String>,
+    /// `cognito` or `oidc`: which sign-out the SPA uses (Cognito's `/logout` or RP-initiated logout).
+    #[serde(default)]
+    pub provider: IdpProfile,
+    /// Where sign-in starts (the worker's copy of the discovery document for OIDC, so the SPA never fetches it).
+    #[serde(default)]
+    pub authorization_endpoint: String,
+    /// Where the SPA exchanges the code.
+    #[serde(default)]
+    pub token_endpoint: String,
+    /// Where sign-out ends the provider's session; absent: only the tab's session ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_session_endpoint: Option<String>,
+    /// The scopes the SPA asks for (`SIGN_IN_SCOPES`).
+    #[serde(default)]
+    pub scope: String,
+    /// `GROUPS_CLAIM`, for display only (the audit link for operators).
+    #[serde(default)]
+    pub groups_claim: String,
 }
 
 /// `201`/`200` answer to a registration.

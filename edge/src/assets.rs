@@ -77,7 +77,17 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
         page_url.set_path(FULL_BUNDLE_PAGE);
     }
     let forwarded = Request::new_with_init(page_url.as_str(), &init)?;
-    let mut resp = assets.fetch_request(forwarded).await?;
+    // The SPA's configuration alongside the file: for an OIDC issuer on a cold isolate it needs the discovery
+    // document, whose fetch then overlaps the asset read instead of following it.
+    let cfg = config::load(env).ok();
+    let spa = async {
+        match &cfg {
+            Some(c) => crate::discovery::spa_config(c).await,
+            None => None,
+        }
+    };
+    let (resp, spa) = futures_util::future::join(assets.fetch_request(forwarded), spa).await;
+    let mut resp = resp?;
     let html = resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html"));
     if !html || resp.status_code() != 200 {
         return Ok(resp);
@@ -88,8 +98,8 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
     }
     let page = resp.text().await?;
     // Without a valid configuration the page goes out as built and the SPA asks /config.json (which explains).
-    let page = match config::load(env).map(|cfg| serde_json::to_string(&cfg.spa_config())) {
-        Ok(Ok(cfg_json)) => embed_config(&page, &cfg_json).unwrap_or_else(|| {
+    let page = match spa.map(|c| serde_json::to_string(&c)) {
+        Some(Ok(cfg_json)) => embed_config(&page, &cfg_json).unwrap_or_else(|| {
             log("warn", "config_not_embedded", json!({"reason": "no </head> in the HTML"}));
             page.clone()
         }),

@@ -1,4 +1,4 @@
-//! Caller authentication: Cognito JWTs (RS256 verified with WebCrypto, keys only from the configured
+//! Caller authentication: JWTs of the configured issuer (Cognito or OpenID Connect) (RS256 verified with WebCrypto, keys only from the configured
 //! JWKS) and registration API keys. Reasons for refusals are logged, never returned.
 
 use std::cell::RefCell;
@@ -42,7 +42,9 @@ pub async fn authenticate(req: &Request, cfg: &Config, rules: &JwtRules) -> Resu
 
 pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identity, JwtError> {
     let parsed = jwt::parse(raw)?;
-    let jwk = crate::jwks::key_for(&parsed.kid, &cfg.jwks_url).await?;
+    // OIDC: the JWKS URL is in the discovery document, cached like the keys (no round trip once warm).
+    let jwks_url = crate::discovery::jwks_url(cfg).await?;
+    let jwk = crate::jwks::key_for(&parsed.kid, &jwks_url).await?;
     let key = crypto_key(&jwk).await?;
     let algo = rsa_algorithm();
     let promise = subtle()

@@ -17,7 +17,7 @@ use ringi_core::jwt::{Jwk, Jwks, JwksCache, JwtError, KeyLookup, JWKS_IN_FLIGHT_
 use serde_json::json;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
-use worker::{AbortController, Delay, Fetch};
+use worker::Delay;
 
 use crate::platform::{log, now_ms};
 
@@ -126,21 +126,6 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
 
 /// GETs the JWKS, giving up (and aborting the fetch) after [`JWKS_FETCH_TIMEOUT`].
 async fn fetch_jwks(url: &str) -> Result<Jwks, String> {
-    let url = url.parse().map_err(|e| format!("bad JWKS_URL: {e}"))?;
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let exchange = async move {
-        let mut resp = Fetch::Url(url).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
-        if resp.status_code() != 200 {
-            return Err(format!("HTTP {}", resp.status_code()));
-        }
-        resp.json::<Jwks>().await.map_err(|e| e.to_string())
-    };
-    match select(Box::pin(exchange), Box::pin(Delay::from(JWKS_FETCH_TIMEOUT))).await {
-        Either::Left((outcome, _)) => outcome,
-        Either::Right(_) => {
-            controller.abort();
-            Err(format!("no answer within {}s", JWKS_FETCH_TIMEOUT.as_secs()))
-        }
-    }
+    let body = crate::platform::get_text(url, JWKS_FETCH_TIMEOUT).await?;
+    serde_json::from_str(&body).map_err(|e| e.to_string())
 }

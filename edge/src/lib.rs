@@ -5,6 +5,7 @@ mod auth;
 mod aws;
 mod config;
 mod cron;
+mod discovery;
 mod error;
 mod jwks;
 mod mailer;
@@ -15,7 +16,6 @@ mod routes;
 mod sfn_client;
 mod store;
 
-use std::cell::OnceCell;
 
 use ringi_core::config::Config;
 use ringi_core::latency::Delays;
@@ -66,40 +66,36 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
-thread_local! {
-    // Built once per isolate from the configuration (like the configuration itself).
-    static CSP: OnceCell<String> = const { OnceCell::new() };
-}
-
 /// The Content-Security-Policy. `connect-src` is the worker itself plus the origins the SPA talks to: the
-/// Hosted UI domain (`/oauth2/token`) and the issuer. Without a valid configuration, only `'self'`.
-fn csp(env: &Env) -> String {
-    CSP.with(|c| {
-        c.get_or_init(|| {
-            let mut connect = vec!["'self'".to_owned()];
-            if let Ok(cfg) = config::load(env) {
-                for url in [&cfg.cognito_domain, &cfg.issuer] {
-                    if let Some(origin) = ringi_core::config::origin_of(url).filter(|o| !connect.contains(o)) {
-                        connect.push(origin);
-                    }
-                }
+/// Hosted UI domain (`/oauth2/token`) and the issuer, and for an OIDC issuer the discovered token endpoint
+/// (known once the document is cached, which serving the HTML page makes sure of). Without a valid
+/// configuration, only `'self'`.
+fn csp(cfg: Option<&ringi_core::config::Config>) -> String {
+    let mut connect = vec!["'self'".to_owned()];
+    if let Some(cfg) = cfg {
+        let token_endpoint = match cfg.profile {
+            ringi_core::jwt::IdpProfile::Oidc => discovery::cached().map(|d| d.token_endpoint),
+            ringi_core::jwt::IdpProfile::Cognito => None,
+        };
+        for url in [Some(cfg.cognito_domain.clone()), Some(cfg.issuer.clone()), token_endpoint].into_iter().flatten() {
+            if let Some(origin) = ringi_core::config::origin_of(&url).filter(|o| !connect.contains(o)) {
+                connect.push(origin);
             }
-            format!(
-                "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
-                 connect-src {}; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
-                 frame-ancestors 'none'",
-                connect.join(" ")
-            )
-        })
-        .clone()
-    })
+        }
+    }
+    format!(
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
+         connect-src {}; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'",
+        connect.join(" ")
+    )
 }
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
-    let csp = csp(&env);
     let path = req.path();
+    let loaded = config::load(&env).ok();
     let resp = if routes::is_api(&path) {
         let mut probe = None;
         let outcome = match config::load(&env) {
@@ -131,7 +127,8 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     } else {
         assets::serve(req, &env).await?
     };
-    with_security_headers(resp, &csp)
+    // After the response: a page response has just made sure the discovery document is known.
+    with_security_headers(resp, &csp(loaded.as_deref()))
 }
 
 fn with_security_headers(resp: Response, csp: &str) -> Result<Response> {

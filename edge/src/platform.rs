@@ -37,3 +37,28 @@ pub fn log(level: &str, event: &str, mut fields: Value) {
     }
     worker::console_log!("{fields}");
 }
+
+/// GETs `url` and returns its body when the answer is a 200, giving up (and aborting the fetch) after
+/// `timeout`: the issuer's JWKS and discovery document.
+pub async fn get_text(url: &str, timeout: std::time::Duration) -> Result<String, String> {
+    use futures_util::future::{select, Either};
+    use worker::{AbortController, Delay, Fetch};
+
+    let url = url.parse().map_err(|e| format!("bad URL: {e}"))?;
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let exchange = async move {
+        let mut resp = Fetch::Url(url).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
+        if resp.status_code() != 200 {
+            return Err(format!("HTTP {}", resp.status_code()));
+        }
+        resp.text().await.map_err(|e| e.to_string())
+    };
+    match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
+        Either::Left((outcome, _)) => outcome,
+        Either::Right(_) => {
+            controller.abort();
+            Err(format!("no answer within {}s", timeout.as_secs()))
+        }
+    }
+}

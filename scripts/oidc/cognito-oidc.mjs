@@ -23,6 +23,8 @@
 //   ID_TTL                     ID-token lifetime in seconds (default: ACCESS_TTL)
 //   SESSION_TTL                Hosted-UI session cookie lifetime in seconds (default 3600, as Cognito)
 //   REFRESH_TTL                refresh-token lifetime in seconds (default 2592000 = 30 days, as Cognito)
+//   PROFILE                    cognito (default) or entra: an Entra-ID-like generic OpenID Connect provider
+//                              (see "Entra profile" below)
 //
 // Hosted-UI endpoints ("COGNITO_DOMAIN" = http://127.0.0.1:$PORT):
 //   GET  /oauth2/authorize    code flow; PKCE required, S256 only; scopes openid email profile; no consent screen
@@ -46,6 +48,18 @@
 //   access token: sub, cognito:groups (omitted if none), iss, version:2, client_id, origin_jti, event_id,
 //                 token_use:"access", scope, auth_time, exp, iat, jti, username; no aud
 // Known differences from Cognito: see the bottom of this file.
+//
+// Entra profile (PROFILE=entra), a generic OpenID Connect provider shaped like Microsoft Entra ID v2.0:
+//   issuer    = http://127.0.0.1:$PORT/$POOL_ID/v2.0, discovery = $ISSUER/.well-known/openid-configuration with
+//               authorization_endpoint, token_endpoint, end_session_endpoint and jwks_uri
+//   JWKS      = http://127.0.0.1:$PORT/$POOL_ID/discovery/v2.0/keys (not below the issuer: only discovery finds
+//               it); keys without alg ({kty, use: "sig", kid, x5t, n, e})
+//   tokens    : no token_use / client_id / cognito:*; aud = CLIENT_ID, azp = CLIENT_ID, roles (the user's groups,
+//               omitted if none), scp (space-separated), preferred_username, name, oid, tid, ver "2.0"; email only
+//               for users whose address is verified, and never email_verified; header {typ, alg, kid}
+//   GET /oauth2/v2.0/logout  RP-initiated logout: post_logout_redirect_uri (registered), client_id, id_token_hint
+//               (both optional, checked when present): ends the session, 302 to post_logout_redirect_uri
+//   Cognito's /logout does not exist in this profile.
 
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -78,8 +92,16 @@ const HOST = '127.0.0.1';
 const PORT = intEnv('PORT', 9000);
 const POOL_ID = env.POOL_ID || 'local_RingiPool1';
 if (!/^[\w-]+$/.test(POOL_ID)) throw new Error(`POOL_ID must match [A-Za-z0-9_-]+, got ${POOL_ID}`);
+const PROFILE = env.PROFILE || 'cognito';
+if (!['cognito', 'entra'].includes(PROFILE)) throw new Error(`PROFILE must be cognito or entra, got ${PROFILE}`);
+const ENTRA = PROFILE === 'entra';
 const BASE = `http://${HOST}:${PORT}`;
-const ISSUER = `${BASE}/${POOL_ID}`;
+const ISSUER_PATH = ENTRA ? `/${POOL_ID}/v2.0` : `/${POOL_ID}`;
+const ISSUER = `${BASE}${ISSUER_PATH}`;
+// Entra publishes its keys beside the issuer, not below it.
+const ENTRA_JWKS_PATH = `/${POOL_ID}/discovery/v2.0/keys`;
+const ENTRA_LOGOUT_PATH = '/oauth2/v2.0/logout';
+const TENANT_ID = uuidFor('tenant', POOL_ID);
 const CLIENT_ID = env.CLIENT_ID || 'ringi-local-client';
 const REDIRECT_URIS = listEnv('REDIRECT_URIS', 'http://127.0.0.1:8787/callback');
 const POST_LOGOUT_REDIRECT_URIS = listEnv('POST_LOGOUT_REDIRECT_URIS', 'http://127.0.0.1:8787/');
@@ -161,7 +183,10 @@ const KEY_OBJECTS = new Map(PRIVATE_JWKS.map((k) => [k.kid, {
   public: crypto.createPublicKey({ key: { kty: k.kty, n: k.n, e: k.e }, format: 'jwk' }),
 }]));
 const PUBLIC_JWKS = {
-  keys: PRIVATE_JWKS.map((k) => ({ alg: 'RS256', e: k.e, kid: k.kid, kty: 'RSA', n: k.n, use: 'sig' })),
+  keys: PRIVATE_JWKS.map((k) => (ENTRA
+    // Entra ID's shape: no alg member.
+    ? { kty: 'RSA', use: 'sig', kid: k.kid, x5t: k.kid, n: k.n, e: k.e }
+    : { alg: 'RS256', e: k.e, kid: k.kid, kty: 'RSA', n: k.n, use: 'sig' })),
 };
 
 // ------------------------------------------------------------------ small helpers
@@ -175,7 +200,7 @@ function signJwt(header, payload, keyObject) {
 }
 
 // Verifies one of our own RS256 JWTs; returns the payload or throws.
-function verifyOwnJwt(token) {
+function verifyOwnJwt(token, { allowExpired = false } = {}) {
   const parts = String(token).split('.');
   if (parts.length !== 3) throw new Error('malformed token');
   const header = b64json(parts[0]);
@@ -186,7 +211,7 @@ function verifyOwnJwt(token) {
   if (!ok) throw new Error('bad signature');
   const payload = b64json(parts[1]);
   if (payload.iss !== ISSUER) throw new Error('wrong issuer');
-  if (typeof payload.exp !== 'number' || payload.exp <= Math.floor(Date.now() / 1000)) throw new Error('Access Token has expired');
+  if (!allowExpired && (typeof payload.exp !== 'number' || payload.exp <= Math.floor(Date.now() / 1000))) throw new Error('Access Token has expired');
   return payload;
 }
 
@@ -329,6 +354,7 @@ async function findAccount(ctx, sub, token) {
     accountId: sub,
     // Only the ID token uses these (userinfo is served by this script, not by oidc-provider).
     async claims() {
+      if (ENTRA) return { sub: user.sub, ...entraClaims(user) };
       const grantId = token?.grantId;
       return {
         sub: user.sub,
@@ -358,10 +384,40 @@ async function loadExistingGrant(ctx) {
   return grant;
 }
 
-// Reshape oidc-provider's JWT access token into Cognito's: claim set, no aud, no typ header.
+// The user claims of the Entra profile's tokens (ID and access): no email_verified, the address only when verified.
+function entraClaims(user) {
+  return {
+    ...(user.groups.length ? { roles: user.groups } : {}),
+    ...(user.email_verified ? { email: user.email } : {}),
+    preferred_username: user.username,
+    name: user.username,
+    oid: user.sub,
+    tid: TENANT_ID,
+    ver: '2.0',
+  };
+}
+
+// Reshape oidc-provider's JWT access token into Cognito's (claim set, no aud, no typ header) or Entra's.
 async function customizeAccessToken(ctx, token, jwt) {
   const p = jwt.payload;
   const user = USERS.bySub.get(token.accountId);
+  if (ENTRA) {
+    jwt.payload = {
+      aud: CLIENT_ID,
+      iss: p.iss,
+      iat: p.iat,
+      nbf: p.iat,
+      exp: p.exp,
+      azp: CLIENT_ID,
+      azpacr: '0',
+      scp: p.scope,
+      sub: p.sub,
+      uti: uuidFor('jti', p.jti),
+      ...(user ? entraClaims(user) : {}),
+    };
+    jwt.header = { typ: 'JWT' };
+    return;
+  }
   const source = ctx?.oidc?.entities?.AuthorizationCode || ctx?.oidc?.entities?.RefreshToken;
   jwt.payload = {
     sub: p.sub,
@@ -397,12 +453,14 @@ const configuration = {
   jwks: { keys: PRIVATE_JWKS },
   responseTypes: ['code'],
   scopes: SCOPES,
-  claims: {
-    openid: ['sub', 'cognito:groups', 'email_verified', 'cognito:username', 'origin_jti', 'event_id',
-      'token_use', 'auth_time', 'jti', 'email'],
-    email: ['email', 'email_verified'],
-    profile: [],
-  },
+  claims: ENTRA
+    ? { openid: ['sub', 'roles', 'email', 'preferred_username', 'name', 'oid', 'tid', 'ver'], email: ['email'], profile: [] }
+    : {
+      openid: ['sub', 'cognito:groups', 'email_verified', 'cognito:username', 'origin_jti', 'event_id',
+        'token_use', 'auth_time', 'jti', 'email'],
+      email: ['email', 'email_verified'],
+      profile: [],
+    },
   conformIdTokenClaims: false,
   allowOmittingSingleRegisteredRedirectUri: false,
   pkce: { required: () => true },
@@ -468,6 +526,24 @@ provider.on('server_error', (ctx, err) => { console.error('server_error', ctx.me
 // ------------------------------------------------------------------ Cognito-specific endpoints
 
 function discovery() {
+  if (ENTRA) {
+    return {
+      authorization_endpoint: `${BASE}/oauth2/authorize`,
+      claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'nbf', 'roles', 'email', 'preferred_username', 'name',
+        'oid', 'tid', 'ver'],
+      code_challenge_methods_supported: ['S256'],
+      end_session_endpoint: `${BASE}${ENTRA_LOGOUT_PATH}`,
+      id_token_signing_alg_values_supported: ['RS256'],
+      issuer: ISSUER,
+      jwks_uri: `${BASE}${ENTRA_JWKS_PATH}`,
+      response_modes_supported: ['query'],
+      response_types_supported: ['code'],
+      scopes_supported: SCOPES,
+      subject_types_supported: ['pairwise'],
+      token_endpoint: `${BASE}/oauth2/token`,
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'private_key_jwt', 'client_secret_basic'],
+    };
+  }
   return {
     authorization_endpoint: `${BASE}/oauth2/authorize`,
     code_challenge_methods_supported: ['S256'],
@@ -550,6 +626,34 @@ async function logout(ctx) {
   return undefined;
 }
 
+// Entra's end-session endpoint (OpenID Connect RP-initiated logout): the optional client_id and id_token_hint are
+// checked when present, post_logout_redirect_uri must be registered; no confirmation page.
+async function endSession(ctx) {
+  const q = ctx.query;
+  if (q.client_id !== undefined && q.client_id !== CLIENT_ID) return errorPage(ctx, 400, 'invalid_request', 'Invalid client_id');
+  if (q.id_token_hint !== undefined) {
+    let hint;
+    try {
+      hint = verifyOwnJwt(q.id_token_hint, { allowExpired: true });
+    } catch (e) {
+      return errorPage(ctx, 400, 'invalid_request', `id_token_hint: ${e.message}`);
+    }
+    if (hint.aud !== CLIENT_ID) return errorPage(ctx, 400, 'invalid_request', 'id_token_hint was not issued to this client');
+  }
+  const target = q.post_logout_redirect_uri;
+  if (target !== undefined && !POST_LOGOUT_REDIRECT_URIS.includes(target)) {
+    return errorPage(ctx, 400, 'invalid_request', 'post_logout_redirect_uri is not a registered sign-out URL');
+  }
+  const session = await provider.Session.get(ctx);
+  if (!session.new) await session.destroy();
+  ctx.cookies.set(provider.cookieName('session'), null, { path: '/', httpOnly: true, sameSite: 'lax' });
+  ctx.set('Cache-Control', 'no-store');
+  if (target === undefined) return page(ctx, 200, 'Signed out', '<h1>You signed out of your account.</h1>');
+  ctx.status = 302;
+  ctx.redirect(target);
+  return undefined;
+}
+
 async function userInfo(ctx) {
   const origin = ctx.get('origin');
   if (origin && CORS_ORIGINS.has(origin)) {
@@ -618,7 +722,7 @@ provider.use(async (ctx, next) => {
   const mounted = Boolean(ctx.req.originalUrl); // request came in under /$POOL_ID
 
   if (mounted) {
-    if (p === '/.well-known/openid-configuration' || p === '/.well-known/jwks.json') {
+    if (p === '/.well-known/openid-configuration' || (!ENTRA && p === '/.well-known/jwks.json')) {
       if (ctx.method !== 'GET' && ctx.method !== 'HEAD') { ctx.status = 405; return; }
       ctx.set('Access-Control-Allow-Origin', '*');
       ctx.set('Cache-Control', 'public, max-age=60');
@@ -632,7 +736,19 @@ provider.use(async (ctx, next) => {
 
   const im = /^\/interaction\/([\w-]+)$/.exec(p);
   if (im) { await interaction(ctx, im[1]); return; }
-  if (p === '/logout') {
+  if (ENTRA && p === ENTRA_JWKS_PATH) {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') { ctx.status = 405; return; }
+    ctx.set('Access-Control-Allow-Origin', '*');
+    ctx.set('Cache-Control', 'public, max-age=60');
+    ctx.body = PUBLIC_JWKS;
+    return;
+  }
+  if (ENTRA && p === ENTRA_LOGOUT_PATH) {
+    if (ctx.method !== 'GET') { ctx.status = 405; return; }
+    await endSession(ctx);
+    return;
+  }
+  if (!ENTRA && p === '/logout') {
     if (ctx.method !== 'GET') { ctx.status = 405; return; }
     await logout(ctx);
     return;
@@ -667,7 +783,7 @@ provider.use(async (ctx, next) => {
 // ------------------------------------------------------------------ HTTP server
 
 const callback = provider.callback();
-const POOL_PREFIX = `/${POOL_ID}`;
+const POOL_PREFIX = ISSUER_PATH;
 
 const server = http.createServer((req, res) => {
   const qi = req.url.indexOf('?');

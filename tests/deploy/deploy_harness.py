@@ -79,8 +79,9 @@ class FakeWorker:
             return 200, {"status": "ok"}
         workers = json.loads(self.state_path.read_text())["cloudflare"]["workers"]
         v = next(w["deployed"] for w in workers.values() if w["deployed"])["vars"]
-        return 200, {"cognitoDomain": v["COGNITO_DOMAIN"], "issuer": v["COGNITO_ISSUER"],
-                     "clientId": "stale-client" if self.mode == "stale" else v["COGNITO_CLIENT_ID"],
+        return 200, {"cognitoDomain": v["COGNITO_DOMAIN"], "issuer": v.get("OIDC_ISSUER") or v["COGNITO_ISSUER"],
+                     "clientId": "stale-client" if self.mode == "stale" else
+                     v.get("OIDC_CLIENT_ID") or v["COGNITO_CLIENT_ID"],
                      "redirectUri": f"{v['PUBLIC_BASE_URL']}/auth/callback", "defaultLocale": v["DEFAULT_LOCALE"],
                      "version": "0.1.0"}
 

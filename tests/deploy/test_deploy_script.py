@@ -92,6 +92,47 @@ def test_first_deploy_creates_everything_in_order(deployer):
     assert config["env"]["production"]["vars"]["PUBLIC_BASE_URL"] == "https://approvals.example.com"
 
 
+def deployed_vars(d) -> dict:
+    return d.state()["cloudflare"]["workers"]["ringi"]["deployed"]["vars"]
+
+
+def test_operator_expiry_and_audit_settings_reach_the_worker(deployer):
+    """ADMIN_GROUP (nobody is an operator without it), ON_EXPIRY_LEAD_SECONDS and AUDIT_RETENTION_DAYS go into the
+    worker's vars; left out, the worker's defaults are written."""
+    assert deployer.run().returncode == 0
+    v = deployed_vars(deployer)
+    assert (v["ADMIN_GROUP"], v["ON_EXPIRY_LEAD_SECONDS"], v["AUDIT_RETENTION_DAYS"]) == ("", "600", "400")
+    deployer.settings.update(ADMIN_GROUP="ringi-operators", ON_EXPIRY_LEAD_SECONDS="900", AUDIT_RETENTION_DAYS="30")
+    assert deployer.run().returncode == 0
+    v = deployed_vars(deployer)
+    assert (v["ADMIN_GROUP"], v["ON_EXPIRY_LEAD_SECONDS"], v["AUDIT_RETENTION_DAYS"]) == ("ringi-operators", "900", "30")
+    config = json.loads((deployer.root / "edge" / "wrangler.production.json").read_text())
+    assert config["env"]["production"]["vars"]["ADMIN_GROUP"] == "ringi-operators"
+
+
+def test_an_oidc_provider_replaces_the_user_pool_in_the_worker(deployer):
+    """With OIDC_ISSUER the worker signs people in with that provider: its issuer, client and claim mapping, the
+    Cognito variables empty (the worker refuses both at once), and the health check expects that issuer."""
+    deployer.settings.update(OIDC_ISSUER="https://login.microsoftonline.com/tid/v2.0", OIDC_CLIENT_ID="app-guid",
+                             GROUPS_CLAIM="roles", SCOPE_CLAIM="scp", EMAIL_VERIFIED="trust", TOKEN_USE="access",
+                             SIGN_IN_SCOPES='"openid profile email api://app-guid/approvals"')
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    v = deployed_vars(deployer)
+    assert v["OIDC_ISSUER"] == "https://login.microsoftonline.com/tid/v2.0" and v["OIDC_CLIENT_ID"] == "app-guid"
+    assert (v["GROUPS_CLAIM"], v["SCOPE_CLAIM"], v["EMAIL_VERIFIED"]) == ("roles", "scp", "trust")
+    assert v["SIGN_IN_SCOPES"] == "openid profile email api://app-guid/approvals"
+    assert v["COGNITO_ISSUER"] == v["COGNITO_CLIENT_ID"] == v["COGNITO_DOMAIN"] == ""
+    assert "sign in with https://login.microsoftonline.com/tid/v2.0" in proc.stdout
+    # Back to the user pool: the Cognito variables return, the OIDC ones are gone or empty.
+    for key in ("OIDC_ISSUER", "OIDC_CLIENT_ID", "SCOPE_CLAIM", "EMAIL_VERIFIED"):
+        deployer.settings.pop(key)
+    assert deployer.run().returncode == 0
+    v = deployed_vars(deployer)
+    assert v["COGNITO_ISSUER"] and v["COGNITO_CLIENT_ID"] and not v.get("OIDC_ISSUER")
+    assert_converged(deployer)
+
+
 def test_d1_is_created_where_the_settings_say(deployer):
     """D1_LOCATION is the location hint of the database's primary (where the approvers are); empty: D1's own choice,
     near whoever deploys."""
@@ -423,6 +464,12 @@ def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     assert s["IDENTITY_PROVIDERS"] == "COGNITO,Corp"
     assert s["MAIL_IDENTITY"] == "mail.example.com" and s["WORKER_NAME"] == s["D1_DATABASE_NAME"] == "ringi"
     assert s["TOKEN_USE"] == "id" and s["STATE_MACHINE_NAME_PREFIX"] == "ringi-"
+    assert (s["ON_EXPIRY_LEAD_SECONDS"], s["AUDIT_RETENTION_DAYS"], s["ADMIN_GROUP"], s["OIDC_ISSUER"]) == \
+        ("600", "400", "", "")
+    okta = deploy_module.load_settings(settings_file(tmp_path, BASE + "OIDC_ISSUER=https://acme.okta.com/oauth2/default\n"
+                                                     "OIDC_CLIENT_ID=0oa1\nOIDC_AUDIENCE=api://default\n"
+                                                     "TOKEN_USE=access\nSCOPE_CLAIM=scp\n"))
+    assert okta["OIDC_AUDIENCE"] == "api://default" and okta["SCOPE_CLAIM"] == "scp"
 
 
 @pytest.mark.parametrize("text,key", [
@@ -441,6 +488,21 @@ def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     (BASE + "PUBLIC_HOTS=x\n", "PUBLIC_HOTS"),
     (BASE + "DEFAULT_LOCALE=en\nDEFAULT_LOCALE=ja\n", "DEFAULT_LOCALE"),
     (BASE + "RINGI_NAME='ringi\n", "line 5"),
+    (BASE + "ON_EXPIRY_LEAD_SECONDS=86401\n", "ON_EXPIRY_LEAD_SECONDS"),
+    (BASE + "ON_EXPIRY_LEAD_SECONDS=0\n", "ON_EXPIRY_LEAD_SECONDS"),
+    (BASE + "AUDIT_RETENTION_DAYS=3661\n", "AUDIT_RETENTION_DAYS"),
+    (BASE + "ADMIN_GROUP=two groups\n", "ADMIN_GROUP"),
+    (BASE + "OIDC_ISSUER=http://login.example.com\nOIDC_CLIENT_ID=c\n", "OIDC_ISSUER"),
+    (BASE + "OIDC_ISSUER=https://login.example.com\n", "OIDC_CLIENT_ID"),
+    (BASE + "OIDC_CLIENT_ID=c\n", "OIDC_CLIENT_ID"),
+    (BASE + "OIDC_AUDIENCE=api://default\n", "OIDC_AUDIENCE"),
+    (BASE + "SCOPE_CLAIM=scp\n", "SCOPE_CLAIM"),
+    (BASE + "EMAIL_VERIFIED=trust\n", "EMAIL_VERIFIED"),
+    (BASE + "EMAIL_VERIFIED=maybe\n", "EMAIL_VERIFIED"),
+    (BASE + "OIDC_ISSUER=https://o.example.com\nOIDC_CLIENT_ID=c\nOIDC_AUDIENCE=api://default\n", "OIDC_AUDIENCE"),
+    (BASE + 'SIGN_IN_SCOPES="email profile"\n', "SIGN_IN_SCOPES"),
+    (BASE + "OIDC_ISSUER=https://o.example.com\nOIDC_CLIENT_ID=c\nENABLE_CLIENT_CREDENTIALS=true\n",
+     "ENABLE_CLIENT_CREDENTIALS"),
 ])
 def test_invalid_settings_name_the_key(deploy_module, tmp_path, text, key):
     with pytest.raises(deploy_module.SettingsError, match=re.escape(key)):

@@ -14,7 +14,7 @@ from support.api import Api, Workflows, paused_factory
 from support.pages import Tab
 
 import chromium  # noqa: E402  (scripts/, on sys.path through support)
-from ringi_stack import MIN_CLAIM_LEASE_SECONDS, Ports, Stack, fresh_state  # noqa: E402
+from ringi_stack import MIN_CLAIM_LEASE_SECONDS, Ports, Stack, free_port, fresh_state  # noqa: E402
 
 STARTED: list[Stack] = []
 
@@ -45,6 +45,29 @@ def stack():
     STARTED.append(s)
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def generic_stack():
+    """A second stack, started only by the tests that ask for it: the IdP stand-in's Entra-like generic
+    OpenID Connect profile and a worker configured with OIDC_ISSUER (discovery, `aud`/`azp`, `roles`, `scp`).
+    Its own state dir beside the main one, free ports (its callbacks are registered at its own IdP), no demo
+    components."""
+    main = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
+    ports = Ports(worker=free_port(), moto=free_port(), idp=free_port(), mailbox=free_port())
+    s = Stack(state=fresh_state(main.with_name(main.name + "-generic")), ports=ports,
+              claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, profile="generic")
+    s.start()
+    leaks.recording_mints(s)
+    STARTED.append(s)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module", params=["cognito", "generic"])
+def profile_stack(request):
+    """The Cognito stack, then the generic OpenID Connect one: for the tests that must hold for both."""
+    return request.getfixturevalue("stack" if request.param == "cognito" else "generic_stack")
 
 
 @pytest.fixture(scope="session")

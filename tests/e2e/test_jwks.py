@@ -1,7 +1,10 @@
 """JWKS liveness: an issuer whose JWKS endpoint stalls, or resets the connection, costs a verifying request a few
 seconds at most and is answered with the generic 401 (the reason goes to the worker's log only); a fetch whose
 request was cancelled mid-fetch does not block later ones; and once the real JWKS is back (after the 10 s
-refetch limit) tokens verify again. Runs its own worker whose JWKS_URL points at a small server here."""
+refetch limit) tokens verify again. Runs its own worker whose JWKS_URL points at a small server here, for both
+provider profiles (the generic one served keys without `alg`, as Entra ID publishes them). For the generic profile
+the same holds for the issuer's discovery document, which is fetched once and then costs no round trip."""
+import json
 import socket
 import struct
 import threading
@@ -17,10 +20,12 @@ BOUND_S = 9  # the longest a request may take while the JWKS is stalled: 5 s in-
 
 class JwksServer:
     """Answers GET /jwks.json per `mode`: "stall" (reads the request, never answers until stopped), "reset"
-    (TCP RST) or "ok" (the stack's real JWKS). Records when each request arrived."""
+    (TCP RST) or "ok" (the stack's real JWKS; at `/.well-known/openid-configuration` a discovery document naming
+it). Records when each request arrived, in which mode, for which path."""
 
     def __init__(self, jwks: bytes):
         self.jwks = jwks
+        self.paths: list[str] = []
         self.mode = "stall"
         self.hits: list[tuple[float, str]] = []
         self.stop = threading.Event()
@@ -51,14 +56,26 @@ class JwksServer:
             except OSError:
                 return
             mode = self.mode
+            path = data.split(b" ", 2)[1].decode()
+            self.paths.append(path)
             self.hits.append((time.monotonic(), mode))
             if mode == "stall":
                 self.stop.wait(120)
             elif mode == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             else:
+                body = self.discovery() if path.endswith("/openid-configuration") else self.jwks
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (len(self.jwks), self.jwks))
+                             b"content-length: %d\r\n\r\n%s" % (len(body), body))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def discovery(self) -> bytes:
+        """This server as an issuer: its discovery document names the JWKS here."""
+        return json.dumps({"issuer": self.url, "jwks_uri": f"{self.url}/keys", "token_endpoint": f"{self.url}/token",
+                           "authorization_endpoint": f"{self.url}/authorize"}).encode()
 
     def wait_past_refetch_limit(self):
         """Sleeps until the worker may fetch again (10 s after its last attempt)."""
@@ -71,10 +88,17 @@ class JwksServer:
 
 
 @pytest.fixture(scope="module")
-def jwks_server(stack):
-    s = JwksServer((stack.state / "idp-keys.json").read_bytes())
+def jwks_server(profile_stack):
+    s = JwksServer(public_jwks(profile_stack))
     yield s
     s.close()
+
+
+def public_jwks(stack) -> bytes:
+    """The stack's keys as its IdP publishes them: Cognito's with `alg`, the generic profile's without."""
+    keys = json.loads((stack.state / "idp-keys.json").read_text())["keys"]
+    drop = {"d", "p", "q", "dp", "dq", "qi"} | ({"alg"} if stack.generic else set())
+    return json.dumps({"keys": [{k: v for k, v in key.items() if k not in drop} for key in keys]}).encode()
 
 
 def inbox(url, token, timeout=30):
@@ -83,9 +107,9 @@ def inbox(url, token, timeout=30):
     return r, time.monotonic() - t0
 
 
-def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(stack, jwks_server):
-    url = stack.extra_worker("jwks", {"JWKS_URL": f"http://127.0.0.1:{jwks_server.port}/jwks.json"})
-    token = stack.mint("alice")
+def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_stack, jwks_server):
+    url = profile_stack.extra_worker("jwks", {"JWKS_URL": f"http://127.0.0.1:{jwks_server.port}/jwks.json"})
+    token = profile_stack.mint("alice")
 
     # 1. Stalled endpoint, and the request that started the fetch goes away mid-fetch (client timeout).
     with pytest.raises(requests.exceptions.ReadTimeout):
@@ -113,7 +137,37 @@ def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(stack, jwk
     assert r.status_code == 200, r.text
     assert took < BOUND_S
     assert jwks_server.hits[-1][1] == "ok"
-    assert inbox(url, stack.mint("bob"))[0].status_code == 200
-    log = (stack.state / "worker-jwks.log").read_text(errors="replace")
+    assert inbox(url, profile_stack.mint("bob"))[0].status_code == 200
+    log = (profile_stack.state / "worker-jwks.log").read_text(errors="replace")
     assert "jwks_fetch_failed" in log
-    stack.stop_component("worker-jwks")
+    profile_stack.stop_component("worker-jwks")
+
+
+def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack):
+    """An OIDC issuer (this server) whose discovery document stalls: the generic 401 within the bound. Once it
+    answers, the worker takes the JWKS from its jwks_uri, and later requests (other users, the SPA's
+    configuration) ask the issuer nothing more: discovery and keys are cached."""
+    server = JwksServer(public_jwks(generic_stack))
+    try:
+        url = generic_stack.extra_worker("discovery", {"OIDC_ISSUER": server.url})
+        token = generic_stack.mint("alice", iss=server.url)
+        r, took = inbox(url, token)
+        assert r.status_code == 401 and took < BOUND_S, (r.status_code, took)
+        assert server.paths == ["/.well-known/openid-configuration"], server.paths
+        server.mode = "ok"
+        server.wait_past_refetch_limit()
+        r, took = inbox(url, token)
+        assert r.status_code == 200, r.text
+        assert server.paths[1:] == ["/.well-known/openid-configuration", "/keys"], server.paths
+        for user in ("bob", "carol", "alice"):
+            assert inbox(url, generic_stack.mint(user, iss=server.url))[0].status_code == 200
+        config = requests.get(f"{url}/config.json", timeout=10).json()
+        assert config["tokenEndpoint"] == f"{server.url}/token" and config["provider"] == "oidc"
+        assert len(server.paths) == 3, f"cached: no more requests to the issuer, got {server.paths}"
+        # A token of the stack's own issuer is not this worker's.
+        assert inbox(url, generic_stack.mint("alice"))[0].status_code == 401
+        log = (generic_stack.state / "worker-discovery.log").read_text(errors="replace")
+        assert "discovery_fetch_failed" in log
+    finally:
+        generic_stack.stop_component("worker-discovery")
+        server.close()

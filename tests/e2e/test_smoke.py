@@ -30,6 +30,13 @@ def test_config_json_comes_from_wrangler_vars(stack):
         "tokenUse": "access",
         "defaultLocale": "en",
         "version": "0.1.0",
+        # Cognito's endpoints, below the Hosted UI domain (no discovery for a user pool).
+        "provider": "cognito",
+        "authorizationEndpoint": f"{stack.idp_url}/oauth2/authorize",
+        "tokenEndpoint": f"{stack.idp_url}/oauth2/token",
+        "endSessionEndpoint": f"{stack.idp_url}/logout",
+        "scope": "openid email profile",
+        "groupsClaim": "cognito:groups",
     }
     assert r.headers["cache-control"] == "no-store"
 

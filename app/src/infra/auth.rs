@@ -8,7 +8,7 @@
 //!   record ([`Pending`], written by boot.js `startSignIn`), so only this tab's own sign-in can complete, and
 //!   it lands where the user was going.
 //! * The callback (`/auth/callback?code&state`) is read and removed from the address bar and history in
-//!   `main` before anything else runs; the code is exchanged at `{cognitoDomain}/oauth2/token`.
+//!   `main` before anything else runs; the code is exchanged at the configuration's `tokenEndpoint`.
 //! * Tokens live in memory and sessionStorage only, never localStorage. Only the API bearer is kept: the
 //!   access token, or the ID token when the worker's `TOKEN_USE` is `id` (`/config.json` says which); its
 //!   payload is decoded for display only — the worker verifies it.
@@ -27,7 +27,7 @@ use oauth2::{
     AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, PkceCodeVerifier,
     RedirectUrl, RequestTokenError, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
 };
-use ringi_core::jwt::TokenUse;
+use ringi_core::jwt::{IdpProfile, TokenUse};
 use ringi_core::wire::SpaConfig;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
@@ -83,6 +83,9 @@ struct Session {
     /// Obtained by [`reauthenticate`]: if the API refuses this one too, stop instead of looping.
     #[serde(default)]
     via_reauth: bool,
+    /// OIDC only: the ID token, sent back to the provider's end-session endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id_token_hint: Option<String>,
 }
 
 /// One sign-in in flight, keyed by its `state`: the record app/boot.js `startSignIn` writes.
@@ -144,10 +147,11 @@ fn now() -> f64 {
 }
 
 fn client(cfg: &SpaConfig) -> Result<OauthClient, AuthError> {
-    let domain = cfg.cognito_domain.trim_end_matches('/');
     let bad = |e: oauth2::url::ParseError| AuthError::Config(e.to_string());
+    // The worker's configuration names the endpoint: below the Hosted UI domain (Cognito) or from the
+    // issuer's discovery document (OIDC), so the SPA never fetches that document itself.
     Ok(<CognitoClient>::new(ClientId::new(cfg.client_id.clone()))
-        .set_token_uri(TokenUrl::new(format!("{domain}/oauth2/token")).map_err(bad)?)
+        .set_token_uri(TokenUrl::new(cfg.token_endpoint.clone()).map_err(bad)?)
         .set_redirect_uri(RedirectUrl::new(cfg.redirect_uri.clone()).map_err(bad)?))
 }
 
@@ -295,14 +299,19 @@ pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
     // matter; the worker checks `exp` itself and a 401 signs in again anyway.
     let ttl_ms = [
         token.expires_in().map(|d| d.as_millis() as f64),
-        claims(&bearer).and_then(|c| Some((c.exp? - c.iat?) * 1000.0)),
+        claims(&bearer).and_then(|c| Some((c.get("exp")?.as_f64()? - c.get("iat")?.as_f64()?) * 1000.0)),
     ]
     .into_iter()
     .flatten()
     .fold(None, |min: Option<f64>, t| Some(min.map_or(t, |m| m.min(t))))
     .unwrap_or(3_600_000.0);
     let expires_at = obtained_at + ttl_ms;
-    let session = Session { bearer, expires_at, obtained_at, via_reauth: pending.reauth };
+    // The ID token is kept as the sign-out's `id_token_hint` (some providers, Okta among them, require it).
+    let id_token_hint = match cfg.provider {
+        IdpProfile::Oidc => token.extra_fields().id_token.clone(),
+        IdpProfile::Cognito => None,
+    };
+    let session = Session { bearer, expires_at, obtained_at, via_reauth: pending.reauth, id_token_hint };
     storage::session_set_json(SESSION_KEY, &session);
     SESSION.with(|s| *s.borrow_mut() = Some(session));
     Ok(safe_return(&pending.return_to))
@@ -342,18 +351,33 @@ pub fn forget() {
     storage::session_remove(SESSION_KEY);
 }
 
-/// Clears everything of this tab's session and ends the Hosted UI session too.
+/// Clears everything of this tab's session and ends the provider's session too: Cognito's `/logout`
+/// (`client_id`, `logout_uri`) or OpenID Connect RP-initiated logout (`client_id`, `post_logout_redirect_uri`,
+/// `id_token_hint`). A provider without an end-session endpoint: back to the landing page.
 pub fn sign_out(cfg: &SpaConfig) {
+    let hint = session().and_then(|s| s.id_token_hint);
     forget();
     storage::session_clear_ringi();
     storage::session_set(SIGNED_OUT_KEY, "1");
     let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-    let logout = format!("{}/logout", cfg.cognito_domain.trim_end_matches('/'));
-    let logout_uri = format!("{origin}/");
-    match Url::parse_with_params(&logout, [("client_id", cfg.client_id.as_str()), ("logout_uri", &logout_uri)]) {
-        Ok(url) => navigate_away(url.as_str()),
-        Err(_) => navigate_away("/"),
+    match sign_out_url(cfg, &format!("{origin}/"), hint.as_deref()) {
+        Some(url) => navigate_away(&url),
+        None => navigate_away("/"),
     }
+}
+
+fn sign_out_url(cfg: &SpaConfig, back_to: &str, id_token_hint: Option<&str>) -> Option<String> {
+    let endpoint = cfg.end_session_endpoint.as_deref().filter(|e| !e.is_empty())?;
+    let client = ("client_id", cfg.client_id.as_str());
+    let url = match cfg.provider {
+        IdpProfile::Cognito => Url::parse_with_params(endpoint, [client, ("logout_uri", back_to)]),
+        IdpProfile::Oidc => {
+            let mut params = vec![client, ("post_logout_redirect_uri", back_to)];
+            params.extend(id_token_hint.map(|h| ("id_token_hint", h)));
+            Url::parse_with_params(endpoint, params)
+        }
+    };
+    url.ok().map(|u| u.to_string())
 }
 
 fn navigate_away(url: &str) {
@@ -362,36 +386,30 @@ fn navigate_away(url: &str) {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-struct Claims {
-    username: Option<String>,
-    #[serde(rename = "cognito:username")]
-    cognito_username: Option<String>,
-    email: Option<String>,
-    exp: Option<f64>,
-    iat: Option<f64>,
-    #[serde(rename = "cognito:groups", default)]
-    groups: Vec<String>,
-}
-
 /// Reads a JWT payload without verifying it: for display only.
-fn claims(token: &str) -> Option<Claims> {
+fn claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     let payload = token.split('.').nth(1)?;
     let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
-/// The signed-in user's name for the header (`username` / `cognito:username` claim of the bearer).
+/// The signed-in user's name for the header: the bearer's `username` / `cognito:username` (Cognito),
+/// `preferred_username` / `name` (OIDC), else its `email`.
 pub fn user_name() -> Option<String> {
-    let token = bearer()?;
-    let c = claims(&token)?;
-    c.username.or(c.cognito_username).or(c.email)
+    let c = claims(&bearer()?)?;
+    ["username", "cognito:username", "preferred_username", "name", "email"]
+        .into_iter()
+        .find_map(|k| c.get(k).and_then(|v| v.as_str()).map(str::to_owned))
 }
 
-/// Whether the bearer's `cognito:groups` claim names `group` (display only: the worker checks the verified
-/// token on every request).
-pub fn in_group(group: &str) -> bool {
-    bearer().and_then(|t| claims(&t)).is_some_and(|c| c.groups.iter().any(|g| g == group))
+/// Whether the bearer's groups claim (`GROUPS_CLAIM`) names `group` (display only: the worker checks the
+/// verified token on every request).
+pub fn in_group(cfg: &SpaConfig, group: &str) -> bool {
+    let path = if cfg.groups_claim.is_empty() { "cognito:groups" } else { cfg.groups_claim.as_str() };
+    bearer()
+        .and_then(|t| claims(&t))
+        .and_then(|c| ringi_core::jwt::groups(&c, path).ok())
+        .is_some_and(|gs| gs.iter().any(|g| g == group))
 }
 
 #[cfg(test)]
@@ -406,6 +424,41 @@ mod tests {
         assert_eq!(safe_return("https://evil.example/"), "/");
         assert_eq!(safe_return("/\\evil.example"), "/");
         assert_eq!(safe_return("/auth/callback?code=x"), "/");
+    }
+
+    fn cfg(provider: IdpProfile, end_session: Option<&str>) -> SpaConfig {
+        SpaConfig {
+            cognito_domain: String::new(),
+            client_id: "c1".into(),
+            redirect_uri: "https://r.example.com/auth/callback".into(),
+            issuer: "https://i.example.com".into(),
+            token_use: TokenUse::Access,
+            default_locale: "en".into(),
+            version: "v".into(),
+            admin_group: None,
+            provider,
+            authorization_endpoint: "https://i.example.com/authorize".into(),
+            token_endpoint: "https://i.example.com/token".into(),
+            end_session_endpoint: end_session.map(str::to_owned),
+            scope: "openid".into(),
+            groups_claim: "groups".into(),
+        }
+    }
+
+    #[test]
+    fn sign_out_follows_the_provider() {
+        let back = "https://r.example.com/";
+        let cognito = sign_out_url(&cfg(IdpProfile::Cognito, Some("https://auth.example.com/logout")), back, None);
+        assert_eq!(
+            cognito.as_deref(),
+            Some("https://auth.example.com/logout?client_id=c1&logout_uri=https%3A%2F%2Fr.example.com%2F")
+        );
+        let oidc = sign_out_url(&cfg(IdpProfile::Oidc, Some("https://i.example.com/logout")), back, Some("h.i.t"));
+        assert_eq!(
+            oidc.as_deref(),
+            Some("https://i.example.com/logout?client_id=c1&post_logout_redirect_uri=https%3A%2F%2Fr.example.com%2F&id_token_hint=h.i.t")
+        );
+        assert_eq!(sign_out_url(&cfg(IdpProfile::Oidc, None), back, None), None, "no end-session endpoint");
     }
 
     /// The record exactly as app/boot.js `startSignIn` writes it (the browser test drives the writer).

@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn decodes_the_documented_shape() {
-        let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","tokenUse":"access","defaultLocale":"ja","version":"0.1.0"}"#;
+        let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","tokenUse":"access","defaultLocale":"ja","version":"0.1.0","provider":"cognito","authorizationEndpoint":"https://auth.example.com/oauth2/authorize","tokenEndpoint":"https://auth.example.com/oauth2/token","endSessionEndpoint":"https://auth.example.com/logout","scope":"openid email profile","groupsClaim":"cognito:groups"}"#;
         let cfg: SpaConfig = serde_json::from_str(json).unwrap();
         assert_eq!(default_locale(&cfg), Locale::Ja);
         assert_eq!(cfg.client_id, "abc");

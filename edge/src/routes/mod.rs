@@ -74,7 +74,7 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
     let who = caller(&req, ctx, route.auth()).await?;
     match (route, who) {
         (Route::Health, _) => health::get(),
-        (Route::SpaConfig, _) => spa_config::get(ctx),
+        (Route::SpaConfig, _) => spa_config::get(ctx).await,
         (Route::Register, Caller::Registrant(label)) => {
             approvals_post::post(&mut req, ctx, &ctx.store()?, &label).await
         }

@@ -1,12 +1,19 @@
-//! `GET /config.json`: the SPA's runtime configuration from wrangler vars.
+//! `GET /config.json`: the SPA's runtime configuration from wrangler vars (and, for an OIDC issuer, the
+//! endpoints of its discovery document, which the worker caches).
 
 use ringi_core::ApiError;
+use serde_json::json;
 use worker::Response;
 
 use super::Ctx;
+use crate::platform::log;
 
-pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
-    let mut resp = super::json(200, &ctx.cfg.spa_config())?;
+pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    let Some(cfg) = crate::discovery::spa_config(&ctx.cfg).await else {
+        log("error", "config_incomplete", json!({"reason": "the issuer's discovery document is unavailable"}));
+        return Err(ApiError::Internal);
+    };
+    let mut resp = super::json(200, &cfg)?;
     let _ = resp.headers_mut().set("cache-control", "no-store");
     Ok(resp)
 }

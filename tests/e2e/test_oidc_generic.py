@@ -1,0 +1,135 @@
+"""Sign-in beyond a Cognito user pool: the stack with the IdP stand-in's generic, Entra-like OpenID Connect profile
+(issuer `…/v2.0`, endpoints and JWKS only through its discovery document, keys without `alg`, `aud`/`azp`, groups in
+`roles`, scopes in `scp`, an email without `email_verified`) and the worker configured with OIDC_ISSUER,
+GROUPS_CLAIM=roles, SCOPE_CLAIM=scp, EMAIL_VERIFIED=trust. The SPA gets the discovered endpoints from the
+worker's configuration; a person signs in through the stand-in in Chromium and approves; sign-out uses the
+provider's end_session_endpoint."""
+from __future__ import annotations
+
+import jwt
+import requests
+from playwright.sync_api import expect
+
+from support import ARTIFACTS
+from support.api import Api, Workflows
+from support.leaks import SEEN
+from support.pages import HostedUi
+from ringi_stack import CLIENT_ID, MACHINE_CLIENT_ID, REGISTER_SCOPE
+
+
+def discovery(stack) -> dict:
+    return requests.get(f"{stack.issuer}/.well-known/openid-configuration", timeout=10).json()
+
+
+def register(stack, approvers, **fields):
+    arn, token = Workflows(stack).start_paused()
+    r = Api(stack).register(token, approvers=approvers, **fields)
+    assert r.status_code == 201, r.text
+    return r.json()["id"], arn
+
+
+def signed(stack, claims: dict) -> str:
+    """A token of exactly these claims, signed with the stack's IdP key (remembered by the leak check)."""
+    token = jwt.encode(claims, stack.private_key, algorithm="RS256", headers={"kid": stack.kid})
+    SEEN.jwts.add(token)
+    return token
+
+
+def view(stack, approval_id, token):
+    return requests.get(f"{stack.base_url}/api/v1/approvals/{approval_id}",
+                        headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+
+def test_the_spa_configuration_carries_the_discovered_endpoints(generic_stack):
+    doc = discovery(generic_stack)
+    # The stand-in publishes its keys beside the issuer (as Entra does), without alg: only discovery finds them.
+    assert not doc["jwks_uri"].startswith(generic_stack.issuer)
+    keys = requests.get(doc["jwks_uri"], timeout=10).json()["keys"]
+    assert keys and all("alg" not in k and k["use"] == "sig" for k in keys)
+    r = requests.get(f"{generic_stack.base_url}/config.json", timeout=10)
+    assert r.status_code == 200
+    cfg = r.json()
+    assert cfg["provider"] == "oidc" and cfg["issuer"] == generic_stack.issuer and cfg["clientId"] == CLIENT_ID
+    assert cfg["authorizationEndpoint"] == doc["authorization_endpoint"]
+    assert cfg["tokenEndpoint"] == doc["token_endpoint"]
+    assert cfg["endSessionEndpoint"] == doc["end_session_endpoint"]
+    assert cfg["cognitoDomain"] == "" and cfg["groupsClaim"] == "roles"
+    # The HTML carries the same configuration, and its CSP lets the SPA reach the token endpoint.
+    page = requests.get(f"{generic_stack.base_url}/", timeout=10)
+    assert doc["authorization_endpoint"] in page.text
+    connect = next(d for d in page.headers["content-security-policy"].split(";") if "connect-src" in d).split()
+    assert generic_stack.idp_url in connect, connect
+
+
+def test_groups_email_and_clients_follow_the_claim_mapping(generic_stack):
+    s = generic_stack
+    by_group, _ = register(s, [{"group": "finance"}])
+    by_email, _ = register(s, [{"email": "alice@example.com"}])
+    # GROUPS_CLAIM=roles: the group is read from roles, not from groups.
+    assert view(s, by_group, s.mint("carol", groups=["finance"])).status_code == 200
+    assert view(s, by_group, signed(s, {**s.claims("carol"), "groups": ["finance"]})).status_code == 404
+    # EMAIL_VERIFIED=trust: the email counts without email_verified (the provider sends none).
+    assert view(s, by_email, s.mint("x-1", email="alice@example.com")).status_code == 200
+    assert view(s, by_email, s.mint("x-2", email="bob@example.com")).status_code == 404
+    # aud/azp: a token of another client of the same issuer is refused.
+    assert view(s, by_group, s.mint("carol", groups=["finance"], azp="other-client")).status_code == 401
+    assert view(s, by_group, s.mint("carol", groups=["finance"], aud="api://other")).status_code == 401
+
+
+def test_machine_tokens_register_with_azp_and_scp(generic_stack):
+    s = generic_stack
+    arn, task_token = Workflows(s).start_paused()
+    body = {"taskToken": task_token, "approvers": [{"group": "finance"}], "title": "Rotate keys", "timeoutSeconds": 600}
+
+    def post(token):
+        return requests.post(f"{s.base_url}/api/v1/approvals", json=body,
+                             headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+    # A person's token (ringi's own client) is not a registering client; the machine's needs scp.
+    assert post(s.mint("alice")).status_code == 401
+    assert post(s.mint_machine(scope="openid")).status_code == 403
+    # A token of the machine client that names a user is a person's.
+    assert post(s.mint_machine(preferred_username="alice")).status_code == 403
+    r = post(s.mint_machine())
+    assert r.status_code == 201, r.text
+    assert r.json()["id"]
+    # scp may also be an array (Okta).
+    arn2, token2 = Workflows(s).start_paused()
+    r = requests.post(f"{s.base_url}/api/v1/approvals", json={**body, "taskToken": token2},
+                      headers={"authorization": f"Bearer {s.mint_machine(scp=[REGISTER_SCOPE])}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    assert MACHINE_CLIENT_ID in s.worker_vars()["REGISTER_CLIENT_IDS"]
+
+
+def test_sign_in_through_the_generic_provider_and_approve(generic_stack, tab):
+    s = generic_stack
+    workflows = Workflows(s)
+    arn, task_token = workflows.start_paused()
+    r = Api(s).register(task_token, approvers=[{"group": "finance"}], title="Deploy ledger v3 to production")
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    page, approval = tab.page, tab.approval
+    page.goto(f"{s.base_url}/a/{approval_id}")
+    HostedUi(page, s).wait()
+    doc = discovery(s)
+    authorize = next(u for u in tab.navigations if u.startswith(doc["authorization_endpoint"]))
+    assert "code_challenge_method=S256" in authorize and "ui_locales=" in authorize and "lang=" not in authorize
+    HostedUi(page, s).sign_in("alice")
+    page.wait_for_url(f"{s.base_url}/a/{approval_id}", timeout=30_000)
+    expect(approval.title).to_have_text("Deploy ledger v3 to production")
+    expect(approval.by("user-name")).to_have_text("alice")
+    approval.screenshot(ARTIFACTS / "oidc-generic-approval-mobile.png")
+    approval.decide("approve")
+    approval.expect_result("approved")
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    assert not tab.csp_problems(), tab.csp_problems()
+
+    # Sign-out ends the provider's session through its end_session_endpoint and comes back to ringi.
+    page.goto(f"{s.base_url}/")
+    tab.inbox.by("sign-out").click()
+    page.wait_for_url(f"{s.base_url}/", timeout=30_000)
+    logout = next(u for u in tab.navigations if u.startswith(doc["end_session_endpoint"]))
+    assert "post_logout_redirect_uri=" in logout and "id_token_hint=" in logout
+    # The provider's session is gone: the next sign-in asks for the password again.
+    page.goto(f"{s.base_url}/a/{approval_id}")
+    expect(HostedUi(page, s).wait().password).to_be_visible()
