@@ -11,6 +11,7 @@ pub mod context;
 pub mod decision;
 pub mod delegation;
 pub mod devswitch;
+pub mod dynamo;
 pub mod error;
 pub mod form;
 pub mod ids;

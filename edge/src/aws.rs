@@ -20,6 +20,7 @@ pub const MAIL_TIMEOUT: Duration = Duration::from_secs(20);
 pub enum AwsService {
     StepFunctions,
     Ses,
+    DynamoDb,
 }
 
 impl AwsService {
@@ -28,6 +29,7 @@ impl AwsService {
         match self {
             Self::StepFunctions => "states",
             Self::Ses => "ses",
+            Self::DynamoDb => "dynamodb",
         }
     }
 
@@ -35,6 +37,7 @@ impl AwsService {
         match self {
             Self::StepFunctions => Remote::StepFunctions,
             Self::Ses => Remote::Ses,
+            Self::DynamoDb => Remote::DynamoDb,
         }
     }
 }
