@@ -235,7 +235,10 @@ impl Config {
                 }
                 Storage::DynamoDb(DynamoDbConfig {
                     table: dynamodb_name("DYNAMODB_TABLE", req("DYNAMODB_TABLE")?)?,
-                    index: dynamodb_name("DYNAMODB_INDEX", opt("DYNAMODB_INDEX").unwrap_or_else(|| "byApprover".into()))?,
+                    index: dynamodb_name(
+                        "DYNAMODB_INDEX",
+                        opt("DYNAMODB_INDEX").unwrap_or_else(|| "byApprover".into()),
+                    )?,
                     endpoint: match opt("DYNAMODB_ENDPOINT") {
                         Some(u) => url("DYNAMODB_ENDPOINT", u)?,
                         None => format!("https://dynamodb.{region}.amazonaws.com"),
@@ -435,17 +438,25 @@ mod tests {
         let ddb = [BASE, creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "approval-tokens")]].concat();
         let Storage::DynamoDb(d) = Config::from_lookup(lookup(&ddb)).unwrap().storage else { panic!("dynamodb") };
         assert_eq!((d.table.as_str(), d.index.as_str()), ("approval-tokens", "byApprover"));
-        assert_eq!((d.region.as_str(), d.endpoint.as_str()), ("ap-northeast-1", "https://dynamodb.ap-northeast-1.amazonaws.com"));
+        assert_eq!(
+            (d.region.as_str(), d.endpoint.as_str()),
+            ("ap-northeast-1", "https://dynamodb.ap-northeast-1.amazonaws.com")
+        );
         let local = [&ddb[..], &[("DYNAMODB_ENDPOINT", "http://127.0.0.1:5000"), ("DYNAMODB_INDEX", "inbox")]].concat();
         let Storage::DynamoDb(d) = Config::from_lookup(lookup(&local)).unwrap().storage else { panic!("dynamodb") };
         assert_eq!((d.endpoint.as_str(), d.index.as_str()), ("http://127.0.0.1:5000", "inbox"));
         let err = |pairs: &[(&str, &str)]| Config::from_lookup(lookup(&[BASE, pairs].concat())).unwrap_err();
         assert!(matches!(err(&[("STORAGE", "s3")]), ConfigError::Invalid("STORAGE", _)));
         assert_eq!(err(&[creds, &[("STORAGE", "dynamodb")]].concat()), ConfigError::Missing("DYNAMODB_TABLE"));
-        assert!(matches!(err(&[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1")]), ConfigError::Invalid("STORAGE", _)));
+        assert!(matches!(
+            err(&[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1")]),
+            ConfigError::Invalid("STORAGE", _)
+        ));
         let bad_name = [creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "a b")]].concat();
         assert!(matches!(err(&bad_name), ConfigError::Invalid("DYNAMODB_TABLE", _)));
-        let remote_http = [creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1"), ("DYNAMODB_ENDPOINT", "http://example.com")]].concat();
+        let remote_http =
+            [creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1"), ("DYNAMODB_ENDPOINT", "http://example.com")]]
+                .concat();
         assert!(matches!(err(&remote_http), ConfigError::Invalid("DYNAMODB_ENDPOINT", _)));
     }
 

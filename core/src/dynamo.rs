@@ -101,7 +101,9 @@ pub fn rate_key(credential: &str, window_start: i64) -> String {
 /// The expiry of an item in milliseconds: ringi's `expiresAtMs`, else the seed's `expiresAt` (epoch seconds,
 /// the table's TTL attribute).
 pub fn expires_at_ms(item: &Map<String, Value>) -> Option<i64> {
-    item.get("expiresAtMs").and_then(Value::as_i64).or_else(|| item.get("expiresAt").and_then(Value::as_i64).map(|s| s * 1000))
+    item.get("expiresAtMs")
+        .and_then(Value::as_i64)
+        .or_else(|| item.get("expiresAt").and_then(Value::as_i64).map(|s| s * 1000))
 }
 
 fn str_or<'a>(item: &'a Map<String, Value>, k: &str, default: &'a str) -> &'a str {
@@ -243,7 +245,9 @@ pub fn classify(status: u16, body: &str) -> DdbOutcome {
         | "InternalServerError"
         | "ServiceUnavailable"
         | "TransactionConflictException" => DdbOutcome::Transient(ty),
-        _ if status >= 500 || status == 0 => DdbOutcome::Transient(if ty.is_empty() { format!("HTTP {status}") } else { ty }),
+        _ if status >= 500 || status == 0 => {
+            DdbOutcome::Transient(if ty.is_empty() { format!("HTTP {status}") } else { ty })
+        }
         _ => DdbOutcome::Permanent(if ty.is_empty() { format!("HTTP {status}") } else { ty }),
     }
 }
