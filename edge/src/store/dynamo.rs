@@ -146,6 +146,7 @@ impl DynamoStore {
         if let Some(o) = body.as_object_mut() {
             o.insert("TableName".into(), Value::from(self.ddb.table.as_str()));
         }
+        one_line_expressions(&mut body);
         let body = body.to_string();
         let url = format!("{}/", self.ddb.endpoint.trim_end_matches('/'));
         let target = format!("{TARGET_PREFIX}{op}");
@@ -344,6 +345,23 @@ impl DynamoStore {
         cols["approvals"] = Value::from(approved.len());
         cols["escalated_at"] = Value::Null;
         Ok((columns(&id, "inbox", cols)?, id))
+    }
+}
+
+/// Expressions are written across lines here for reading; sent on one line (DynamoDB takes either, moto's
+/// parser only one).
+fn one_line_expressions(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                match v {
+                    Value::String(s) if k.ends_with("Expression") => *s = s.split_whitespace().collect::<Vec<_>>().join(" "),
+                    other => one_line_expressions(other),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(one_line_expressions),
+        _ => {}
     }
 }
 
