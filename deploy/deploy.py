@@ -39,7 +39,8 @@ AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
            "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
-OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn")  # absent when their resource is not created: ""
+# Absent when their resource is not created: "".
+OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn")
 STABLE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}  # outputs readable, updates allowed
 NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 
@@ -78,6 +79,7 @@ KEYS = (
     Key("API_DESTINATION_RATE_LIMIT", "10", r"[1-9]\d{0,2}", "registrations per second, 1-300"),
     Key("ENABLE_CLIENT_CREDENTIALS", "false", r"true|false", "true or false"),
     Key("CREATE_EXAMPLE_STATE_MACHINE", "true", r"true|false", "true or false"),
+    Key("STORAGE", "d1", r"d1|dynamodb", "d1 or dynamodb (the approvals table the stack creates)"),
     Key("D1_DATABASE_NAME", "", r"|[a-z0-9][a-z0-9-]{0,63}", "lower-case letters, digits and '-'; default: "
         "RINGI_NAME"),
     Key("WORKER_NAME", "", r"|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "lower-case letters, digits and '-'; "
@@ -380,7 +382,7 @@ def stack_parameters(d: Deploy) -> dict[str, str]:
             "StateMachineNamePrefix": s["STATE_MACHINE_NAME_PREFIX"], "EventBusName": s["EVENT_BUS_NAME"],
             "ApiDestinationRateLimit": s["API_DESTINATION_RATE_LIMIT"],
             "EnableClientCredentials": s["ENABLE_CLIENT_CREDENTIALS"],
-            "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"]}
+            "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"], "ApprovalsStorage": s["STORAGE"]}
 
 
 def stack_differences(d: Deploy) -> list[str]:
@@ -547,7 +549,10 @@ def worker_vars(d: Deploy) -> dict[str, str]:
             "AWS_REGION": o["AwsRegion"], "MAIL_FROM": o["MailFrom"], "DEFAULT_LOCALE": d.s["DEFAULT_LOCALE"],
             "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"], "ADMIN_GROUP": d.s["ADMIN_GROUP"],
             "ON_EXPIRY_LEAD_SECONDS": d.s["ON_EXPIRY_LEAD_SECONDS"],
-            "AUDIT_RETENTION_DAYS": d.s["AUDIT_RETENTION_DAYS"]}
+            "AUDIT_RETENTION_DAYS": d.s["AUDIT_RETENTION_DAYS"],
+            # STORAGE=dynamodb: the stack's table (the worker's policy names it and its index only).
+            **({"STORAGE": "dynamodb", "DYNAMODB_TABLE": o["ApprovalsTableName"], "DYNAMODB_INDEX": "byApprover"}
+               if d.s.get("STORAGE") == "dynamodb" else {})}
 
 
 def render_wrangler_config(d: Deploy) -> dict:

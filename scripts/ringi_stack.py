@@ -53,6 +53,17 @@ RELAY_RULE = "ringi-approvals"
 DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
 # The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
 # `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
+# STORAGE=dynamodb: the seed design's token table (hash key approvalId) and its approver index.
+DDB_TABLE = "ringi-approvals"
+DDB_INDEX = "byApprover"
+# What the worker may do on the table (deploy/aws/ringi.yaml grants the same, on the table and its index ARNs):
+# item reads and writes, the inbox's Query and BatchGetItem, the cron's expiry Scan — no table management. moto
+# authorizes a transaction as `dynamodb:TransactWriteItems` (AWS checks each item's PutItem/UpdateItem instead),
+# and every non-S3 action against the resource "*" (so the policy here cannot name the table; tests/deploy
+# checks the template's scoping).
+DDB_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+               "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"]
+DDB_MOTO_ONLY_ACTIONS = ["dynamodb:TransactWriteItems"]
 DEMO_APPROVERS = [{"email": "alice@example.com"}, {"group": "finance"}]
 # The generic OpenID Connect profile's claim mapping, as the worker is configured for the Entra-like stand-in.
 GENERIC_CLAIMS = {"GROUPS_CLAIM": "roles", "SCOPE_CLAIM": "scp", "EMAIL_VERIFIED": "trust"}
@@ -134,6 +145,7 @@ class Stack:
     extra_vars: dict = field(default_factory=dict)
     say: callable = print
     demo: bool = False  # + relay, mailbox, the EventBridge rule and the demo state machine
+    storage: str = "d1"  # or "dynamodb": the worker keeps approvals in DDB_TABLE in moto
     demo_state_machine_arn: str | None = None
     procs: list = field(default_factory=list)
     # A port for one extra worker that users can sign in to (its callback is registered at the IdP).
@@ -284,8 +296,50 @@ class Stack:
         key = iam.create_access_key(UserName="ringi-edge")["AccessKey"]
         self.edge_key = (key["AccessKeyId"], key["SecretAccessKey"])
         self.aws("sesv2").create_email_identity(EmailIdentity="ringi@example.com")
+        if self.storage == "dynamodb":
+            self.dynamodb_vars()
         if self.demo:
             self._setup_events()
+
+    # ------------------------------------------------------------------ DynamoDB (STORAGE=dynamodb)
+    def create_approval_table(self, table: str = DDB_TABLE) -> str:
+        """The approvals table as deploy/aws/ringi.yaml makes it (hash key `approvalId`, the approver index on
+        `approverUserId`, keys only, TTL on `expiresAt`); made once per moto. Returns its ARN."""
+        ddb = self.aws("dynamodb")
+        try:
+            return ddb.describe_table(TableName=table)["Table"]["TableArn"]
+        except ddb.exceptions.ResourceNotFoundException:
+            pass
+        arn = ddb.create_table(
+            TableName=table, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "approvalId", "AttributeType": "S"},
+                                  {"AttributeName": "approverUserId", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "approvalId", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[{"IndexName": DDB_INDEX, "KeySchema": [{"AttributeName": "approverUserId", "KeyType": "HASH"}],
+                                     "Projection": {"ProjectionType": "KEYS_ONLY"}}],
+        )["TableDescription"]["TableArn"]
+        ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"})
+        return arn
+
+    def dynamodb_vars(self, table: str = DDB_TABLE) -> dict:
+        """Worker settings for STORAGE=dynamodb on `table` (made if missing), with an IAM user of its own allowed
+        the table's item actions (and the callbacks and mail), nothing else of DynamoDB."""
+        self._ddb_users = getattr(self, "_ddb_users", {})
+        if table not in self._ddb_users:
+            self.create_approval_table(table)
+            iam, user = self.aws("iam"), f"ringi-edge-{table}"
+            iam.create_user(UserName=user)
+            iam.put_user_policy(UserName=user, PolicyName="ringi-edge", PolicyDocument=json.dumps({
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": ["states:SendTaskSuccess", "states:SendTaskFailure", "ses:SendEmail"],
+                     "Resource": "*"},
+                    {"Effect": "Allow", "Action": DDB_ACTIONS + DDB_MOTO_ONLY_ACTIONS, "Resource": "*"}]}))
+            key = iam.create_access_key(UserName=user)["AccessKey"]
+            self._ddb_users[table] = (key["AccessKeyId"], key["SecretAccessKey"])
+        key_id, secret = self._ddb_users[table]
+        return {"STORAGE": "dynamodb", "DYNAMODB_TABLE": table, "DYNAMODB_INDEX": DDB_INDEX,
+                "DYNAMODB_ENDPOINT": self.moto_url, "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": secret}
 
     # ------------------------------------------------------------------ EventBridge → relay → worker (demo)
     def _setup_events(self) -> None:
@@ -387,6 +441,8 @@ class Stack:
             "MAIL_FROM": "ringi@example.com",
             "CLAIM_LEASE_SECONDS": str(self.claim_lease_seconds),
         }
+        if self.storage == "dynamodb":
+            v.update(self.dynamodb_vars())
         v.update(self.extra_vars)
         return v
 

@@ -28,8 +28,38 @@ pub enum ConfigError {
     Invalid(&'static str, String),
 }
 
+/// Where approvals are kept (`STORAGE`): D1 (the default, every feature), or a DynamoDB table shaped like the
+/// seed design's token table (the decision path; design.md §8 "Storage backends").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    D1,
+    DynamoDb(DynamoDbConfig),
+}
+
+/// `STORAGE=dynamodb`: the table (`DYNAMODB_TABLE`, hash key `approvalId`), its approver index
+/// (`DYNAMODB_INDEX`, hash key `approverUserId`), and where to reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamoDbConfig {
+    pub table: String,
+    pub index: String,
+    pub region: String,
+    pub endpoint: String,
+}
+
+/// DynamoDB table and index names: 3-255 characters of `[A-Za-z0-9_.-]`.
+fn dynamodb_name(name: &'static str, v: String) -> Result<String, ConfigError> {
+    let ok = (3..=255).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if ok {
+        Ok(v)
+    } else {
+        Err(ConfigError::Invalid(name, "must be 3-255 characters of A-Z a-z 0-9 _ . -".into()))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// `STORAGE`: the approvals' backend.
+    pub storage: Storage,
     pub public_base_url: String,
     /// Cognito (`COGNITO_ISSUER`) or any OpenID Connect provider (`OIDC_ISSUER`).
     pub profile: IdpProfile,
@@ -277,6 +307,31 @@ impl Config {
             Some(u) => url("SES_ENDPOINT", u)?,
             None => format!("https://email.{aws_region}.amazonaws.com"),
         };
+        let storage = match opt("STORAGE").as_deref() {
+            None | Some("d1") => Storage::D1,
+            Some("dynamodb") => {
+                let region = opt("DYNAMODB_REGION").unwrap_or_else(|| aws_region.clone());
+                if aws_credentials.is_none() {
+                    return Err(ConfigError::Invalid(
+                        "STORAGE",
+                        "dynamodb needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".into(),
+                    ));
+                }
+                Storage::DynamoDb(DynamoDbConfig {
+                    table: dynamodb_name("DYNAMODB_TABLE", req("DYNAMODB_TABLE")?)?,
+                    index: dynamodb_name(
+                        "DYNAMODB_INDEX",
+                        opt("DYNAMODB_INDEX").unwrap_or_else(|| "byApprover".into()),
+                    )?,
+                    endpoint: match opt("DYNAMODB_ENDPOINT") {
+                        Some(u) => url("DYNAMODB_ENDPOINT", u)?,
+                        None => format!("https://dynamodb.{region}.amazonaws.com"),
+                    },
+                    region,
+                })
+            }
+            Some(_) => return Err(ConfigError::Invalid("STORAGE", "must be d1 or dynamodb".into())),
+        };
         let secs = |name: &'static str, default: i64, max: i64| -> Result<i64, ConfigError> {
             match opt(name) {
                 None => Ok(default * 1000),
@@ -355,6 +410,7 @@ impl Config {
             }
         }
         Ok(Self {
+            storage,
             d1_faults,
             inject_latency,
             public_base_url,
@@ -495,6 +551,36 @@ mod tests {
         assert_eq!(Config::from_lookup(lookup(&lead)).unwrap().on_expiry_lead_ms, 900_000);
         let bad = [BASE, &[("ON_EXPIRY_LEAD_SECONDS", "0")]].concat();
         assert!(Config::from_lookup(lookup(&bad)).is_err());
+    }
+
+    #[test]
+    fn storage_backends() {
+        assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().storage, Storage::D1);
+        let creds: &[(&str, &str)] =
+            &[("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "x"), ("AWS_REGION", "ap-northeast-1")];
+        let ddb = [BASE, creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "approval-tokens")]].concat();
+        let Storage::DynamoDb(d) = Config::from_lookup(lookup(&ddb)).unwrap().storage else { panic!("dynamodb") };
+        assert_eq!((d.table.as_str(), d.index.as_str()), ("approval-tokens", "byApprover"));
+        assert_eq!(
+            (d.region.as_str(), d.endpoint.as_str()),
+            ("ap-northeast-1", "https://dynamodb.ap-northeast-1.amazonaws.com")
+        );
+        let local = [&ddb[..], &[("DYNAMODB_ENDPOINT", "http://127.0.0.1:5000"), ("DYNAMODB_INDEX", "inbox")]].concat();
+        let Storage::DynamoDb(d) = Config::from_lookup(lookup(&local)).unwrap().storage else { panic!("dynamodb") };
+        assert_eq!((d.endpoint.as_str(), d.index.as_str()), ("http://127.0.0.1:5000", "inbox"));
+        let err = |pairs: &[(&str, &str)]| Config::from_lookup(lookup(&[BASE, pairs].concat())).unwrap_err();
+        assert!(matches!(err(&[("STORAGE", "s3")]), ConfigError::Invalid("STORAGE", _)));
+        assert_eq!(err(&[creds, &[("STORAGE", "dynamodb")]].concat()), ConfigError::Missing("DYNAMODB_TABLE"));
+        assert!(matches!(
+            err(&[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1")]),
+            ConfigError::Invalid("STORAGE", _)
+        ));
+        let bad_name = [creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "a b")]].concat();
+        assert!(matches!(err(&bad_name), ConfigError::Invalid("DYNAMODB_TABLE", _)));
+        let remote_http =
+            [creds, &[("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "t-1"), ("DYNAMODB_ENDPOINT", "http://example.com")]]
+                .concat();
+        assert!(matches!(err(&remote_http), ConfigError::Invalid("DYNAMODB_ENDPOINT", _)));
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub enum ErrorCode {
     DelegationTooDeep,
     DelegateIsApprover,
     DelegateIsRequester,
+    NotSupportedByBackend,
 }
 
 impl ErrorCode {
@@ -66,10 +67,11 @@ impl ErrorCode {
             Self::DelegationTooDeep => "delegation_too_deep",
             Self::DelegateIsApprover => "delegate_is_approver",
             Self::DelegateIsRequester => "delegate_is_requester",
+            Self::NotSupportedByBackend => "not_supported_by_backend",
         }
     }
 
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 26] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -95,6 +97,7 @@ impl ErrorCode {
         Self::DelegationTooDeep,
         Self::DelegateIsApprover,
         Self::DelegateIsRequester,
+        Self::NotSupportedByBackend,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -190,6 +193,9 @@ pub enum ApiError {
     /// Separation of duty: the requester does not decide their own request.
     #[error("the requester of this approval cannot be its delegate")]
     DelegateIsRequester,
+    /// The configured storage backend (`STORAGE`) does not implement this feature; it names the feature.
+    #[error("{0} is not supported by the configured storage backend (STORAGE=dynamodb); use STORAGE=d1")]
+    NotSupportedByBackend(&'static str),
 }
 
 impl ApiError {
@@ -219,6 +225,7 @@ impl ApiError {
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
             Self::Unavailable | Self::StorageUnavailable => 503,
+            Self::NotSupportedByBackend(_) => 501,
         }
     }
 
@@ -250,6 +257,7 @@ impl ApiError {
             Self::DelegationTooDeep => ErrorCode::DelegationTooDeep,
             Self::DelegateIsApprover => ErrorCode::DelegateIsApprover,
             Self::DelegateIsRequester => ErrorCode::DelegateIsRequester,
+            Self::NotSupportedByBackend(_) => ErrorCode::NotSupportedByBackend,
         }
     }
 
@@ -317,6 +325,9 @@ mod tests {
         assert_eq!(ApiError::StorageUnavailable.status(), 503);
         assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
         assert_eq!((ApiError::SelfApproval.status(), ApiError::SelfApproval.code()), (403, "self_approval"));
+        let unsupported = ApiError::NotSupportedByBackend("delegation");
+        assert_eq!((unsupported.status(), unsupported.code()), (501, "not_supported_by_backend"));
+        assert!(unsupported.to_string().starts_with("delegation "));
     }
 
     #[test]

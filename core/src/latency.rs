@@ -14,12 +14,19 @@ pub struct RoundTrips {
     pub d1: u32,
     pub sfn: u32,
     pub ses: u32,
+    /// DynamoDB calls (`STORAGE=dynamodb`; each try, one after the other).
+    pub ddb: u32,
 }
 
 impl fmt::Display for RoundTrips {
     /// The form of the dev-only `x-ringi-round-trips` header: `d1=2;sfn=1;ses=0`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "d1={};sfn={};ses={}", self.d1, self.sfn, self.ses)
+        write!(f, "d1={};sfn={};ses={}", self.d1, self.sfn, self.ses)?;
+        // Only with the DynamoDB backend: the D1 backend's header stays as it was.
+        if self.ddb > 0 {
+            write!(f, ";ddb={}", self.ddb)?;
+        }
+        Ok(())
     }
 }
 
@@ -29,6 +36,7 @@ pub enum Remote {
     D1,
     StepFunctions,
     Ses,
+    DynamoDb,
 }
 
 /// Delays injected before each round trip, in milliseconds: D1's, and AWS's (Step Functions and SES).
@@ -65,7 +73,7 @@ impl Delays {
     pub fn before(&self, remote: Remote) -> u32 {
         match remote {
             Remote::D1 => self.d1_ms,
-            Remote::StepFunctions | Remote::Ses => self.aws_ms,
+            Remote::StepFunctions | Remote::Ses | Remote::DynamoDb => self.aws_ms,
         }
     }
 }
@@ -99,6 +107,7 @@ mod tests {
 
     #[test]
     fn round_trips_header_form() {
-        assert_eq!(RoundTrips { d1: 2, sfn: 1, ses: 0 }.to_string(), "d1=2;sfn=1;ses=0");
+        assert_eq!(RoundTrips { d1: 2, sfn: 1, ses: 0, ddb: 0 }.to_string(), "d1=2;sfn=1;ses=0");
+        assert_eq!(RoundTrips { d1: 0, sfn: 1, ses: 0, ddb: 3 }.to_string(), "d1=0;sfn=1;ses=0;ddb=3");
     }
 }

@@ -12,6 +12,7 @@ pub mod decision;
 pub mod delegation;
 pub mod devswitch;
 pub mod discovery;
+pub mod dynamo;
 pub mod error;
 pub mod form;
 pub mod ids;

@@ -1,4 +1,4 @@
-//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES) through the Workers fetch API.
+//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API.
 
 use ringi_core::config::Config;
 use ringi_core::latency::Remote;
@@ -20,6 +20,7 @@ pub const MAIL_TIMEOUT: Duration = Duration::from_secs(20);
 pub enum AwsService {
     StepFunctions,
     Ses,
+    DynamoDb,
 }
 
 impl AwsService {
@@ -28,6 +29,7 @@ impl AwsService {
         match self {
             Self::StepFunctions => "states",
             Self::Ses => "ses",
+            Self::DynamoDb => "dynamodb",
         }
     }
 
@@ -35,6 +37,7 @@ impl AwsService {
         match self {
             Self::StepFunctions => Remote::StepFunctions,
             Self::Ses => Remote::Ses,
+            Self::DynamoDb => Remote::DynamoDb,
         }
     }
 }
@@ -51,13 +54,18 @@ pub async fn signed_post(
     timeout: Duration,
 ) -> Result<(u16, String), String> {
     let creds = cfg.aws_credentials.as_ref().ok_or("AWS credentials are not configured")?;
+    // The table may live in another region than the workflows (`DYNAMODB_REGION`).
+    let region = match (service, &cfg.storage) {
+        (AwsService::DynamoDb, ringi_core::config::Storage::DynamoDb(d)) => d.region.as_str(),
+        _ => cfg.aws_region.as_str(),
+    };
     let signed = sign_headers(
         &SignRequest {
             method: "POST",
             url,
             headers,
             body: body.as_bytes(),
-            region: &cfg.aws_region,
+            region,
             service: service.signing_name(),
             time: unix_ms_to_system_time(now_ms()),
         },

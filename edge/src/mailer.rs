@@ -17,7 +17,7 @@ use worker::Env;
 use crate::aws::{signed_post, AwsService, MAIL_TIMEOUT};
 use crate::platform::log;
 use crate::probe::Probe;
-use crate::store::{MailJob, Store};
+use crate::store::{ApprovalStore, MailJob, Store};
 
 /// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
 pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {

@@ -16,6 +16,7 @@ pub struct Probe {
     d1_tries: Cell<u32>,
     sfn: Cell<u32>,
     ses: Cell<u32>,
+    ddb: Cell<u32>,
     faults: Option<FaultSpec>,
     rng: RefCell<FaultRng>,
     delays: Delays,
@@ -40,6 +41,7 @@ impl Probe {
             d1_tries: Cell::new(0),
             sfn: Cell::new(0),
             ses: Cell::new(0),
+            ddb: Cell::new(0),
             faults,
             rng: RefCell::new(FaultRng::new(seed)),
             delays,
@@ -48,7 +50,7 @@ impl Probe {
 
     /// The round trips so far; `d1` counts calls (a call's retries keep its number, as fault specs do).
     pub fn round_trips(&self) -> RoundTrips {
-        RoundTrips { d1: self.d1_calls.get(), sfn: self.sfn.get(), ses: self.ses.get() }
+        RoundTrips { d1: self.d1_calls.get(), sfn: self.sfn.get(), ses: self.ses.get(), ddb: self.ddb.get() }
     }
 
     pub fn d1_tries(&self) -> u32 {
@@ -67,6 +69,7 @@ impl Probe {
             Remote::D1 => &self.d1_tries,
             Remote::StepFunctions => &self.sfn,
             Remote::Ses => &self.ses,
+            Remote::DynamoDb => &self.ddb,
         };
         counter.set(counter.get() + 1);
         let ms = self.delays.before(remote);

@@ -24,7 +24,9 @@ from ringi_stack import REGION, Ports, Stack, http_ok  # noqa: E402
 
 from common import CpuMeter, WorkerProcs  # noqa: E402
 
-PORTS = Ports(worker=8887, moto=5410, idp=9410, mailbox=8045)
+# RINGI_BENCH_PORTS=worker,moto,idp,mailbox moves the bench stack (a second checkout measuring alongside).
+PORTS = Ports(*map(int, os.environ["RINGI_BENCH_PORTS"].split(","))) if os.environ.get("RINGI_BENCH_PORTS") \
+    else Ports(worker=8887, moto=5410, idp=9410, mailbox=8045)
 SEED_PORT = 8890
 STATE = ROOT / ".ringi" / "bench"
 DOC = ROOT / "docs" / "benchmarks.md"

@@ -16,6 +16,9 @@ TWIGGY_BEGIN = "<!-- twiggy:begin (kept across runs without BENCH_TWIGGY=1) -->"
 TWIGGY_END = "<!-- twiggy:end -->"
 LIGHTHOUSE_BEGIN = "<!-- lighthouse:begin (kept across runs where Lighthouse could not be installed) -->"
 LIGHTHOUSE_END = "<!-- lighthouse:end -->"
+STORAGE_BEGIN = "<!-- storage:begin (kept across runs that did not measure it) -->"
+STORAGE_END = "<!-- storage:end -->"
+STORAGE_PLACEHOLDER = "## 10. Storage backends: D1 vs DynamoDB\n\nNot measured yet: run `python scripts/bench/run.py --only storage`.\n"
 OPT_PLACEHOLDER = "## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n"
 TWIGGY_PLACEHOLDER = ("## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
                       "(needs `cargo install twiggy --locked --root ~/.cache/ringi/cargo`).\n")
@@ -173,6 +176,16 @@ def placement_text(doc: str) -> str:
     return PLACEMENT_HEADING + doc.split(PLACEMENT_HEADING, 1)[1] if PLACEMENT_HEADING in doc else ""
 
 
+def storage_text(r: Results) -> str | None:
+    """The D1 vs DynamoDB section of this run, if it measured one."""
+    if not r.storage:
+        return None
+    from measure.storage import markdown
+    m = r.machine
+    machine = f"{m.get('nproc', '?')} CPUs, {m.get('cpu', 'this machine')}" if isinstance(m, dict) else str(m)
+    return markdown(r.storage, r.params.storage_rounds, r.params.warmup, r.date, machine, r.command)
+
+
 def report(r: Results) -> tuple[str, str]:
     """(summary table for the terminal, the markdown document)."""
     rows, targets = summary_rows(r), target_rows(r)
@@ -180,7 +193,9 @@ def report(r: Results) -> tuple[str, str]:
                           opt=(OPT_BEGIN, r.previous_opt_section or OPT_PLACEHOLDER, OPT_END),
                           twiggy=(TWIGGY_BEGIN, r.previous_twiggy_section or TWIGGY_PLACEHOLDER, TWIGGY_END),
                           lighthouse=(LIGHTHOUSE_BEGIN, r.previous_lighthouse_section or LIGHTHOUSE_PLACEHOLDER,
-                                      LIGHTHOUSE_END))
+                                      LIGHTHOUSE_END),
+                          storage=(STORAGE_BEGIN, storage_text(r) or r.previous_storage_section or STORAGE_PLACEHOLDER,
+                                   STORAGE_END))
     term = terminal(rows)
     if targets:
         term = terminal([(a, c, f"{e}; target {d}; issue baseline {b}") for a, b, c, d, e in targets]) + "\n\n" + term

@@ -38,6 +38,7 @@ class Params:
     inbox_sizes: list[int] = field(default_factory=lambda: [1000, 10000, 100000])  # pending approvals of one user
     decisions: int = 200
     warmup: int = 10
+    storage_rounds: int = 50  # D1 vs DynamoDB: register → view → approve rounds per backend
     requests: int = 200
     rounds: int = 3
     cold_runs: int = 3
@@ -53,7 +54,7 @@ class Params:
     def quick(cls) -> "Params":
         return cls(decisions=20, warmup=5, requests=30, rounds=2, cold_runs=1, inbox_sizes=[100, 1000], tti_runs=2,
                    throughput_requests=500, throughput_seconds=5.0, opt_decisions=20,
-                   placement_requests=4, lighthouse_runs=1)
+                   placement_requests=4, lighthouse_runs=1, storage_rounds=3)
 
 
 # ------------------------------------------------------------------------------------------------ sizes
@@ -393,9 +394,11 @@ class Results:
     twiggy: Twiggy | None = None
     lighthouse: Lighthouse | None = None
     lighthouse_missing: str | None = None  # why the Lighthouse section was not measured in a full run
+    storage: dict | None = None  # D1 vs DynamoDB (measure/storage.py)
     duration_s: float = 0.0
     loadavg_at_end: tuple = ()
     # The sections measured only on request, as the previous docs/benchmarks.md had them.
     previous_opt_section: str | None = None
     previous_twiggy_section: str | None = None
     previous_lighthouse_section: str | None = None
+    previous_storage_section: str | None = None

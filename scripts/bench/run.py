@@ -23,6 +23,7 @@ then measures (one module of measure/ each, typed results in results.py, the doc
   7. (BENCH_TWIGGY=1) what the SPA wasm is made of (measure/twiggy.py);
   8. the latency model: every request type with each remote round trip delayed by a stated RTT, for three
      placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py);
+  10. D1 vs DynamoDB (`STORAGE=dynamodb`): register / view / decide latency and round trips (measure/storage.py);
   9. Lighthouse (mobile preset) on the approval page and the inbox, signed in (measure/lighthouse.py; Lighthouse is
      installed into $RINGI_HOME/lighthouse at bench time; without it the previous document's section is kept).
 Every loop is bounded in count and time; everything listens on 127.0.0.1; everything started is stopped.
@@ -52,13 +53,14 @@ from measure.opt_levels import build_opt_levels, opt_levels
 from measure.placement import placements
 from measure.sizes import bundle_sizes
 from measure.spa import SPA_CONDITIONS, SPA_LABELS, spa_tti
+from measure.storage import storage_backends
 from measure.twiggy import twiggy
 from measure.worker import cold_starts, request_types, throughput
-from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, OPT_BEGIN, OPT_END, TWIGGY_BEGIN, TWIGGY_END, placement_text,
-                    previous_section, report)
+from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, OPT_BEGIN, OPT_END, STORAGE_BEGIN, STORAGE_END, TWIGGY_BEGIN,
+                    TWIGGY_END, placement_text, previous_section, report, storage_text)
 from results import Params, Results
 
-SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse")
+SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse", "storage")
 
 
 def main() -> None:
@@ -162,6 +164,9 @@ def main() -> None:
                     c.close()
             r.opt_levels = opt_levels(stack, opt_build, params.opt_decisions, params.warmup, params.tti_runs,
                                       approval_for)
+        if "storage" in sections:
+            log(f"storage backends: {params.storage_rounds} rounds each on D1 and DynamoDB …")
+            r.storage = storage_backends(stack, Paused(stack), params.storage_rounds, params.warmup)
         if "lighthouse" in sections and not r.lighthouse_missing:
             log(f"Lighthouse, mobile preset: {params.lighthouse_runs} runs per page …")
             lh = r.lighthouse = lighthouse(stack, stack.base_url, inbox_ids[0], "bench-inbox", params.lighthouse_runs)
@@ -175,6 +180,7 @@ def main() -> None:
     r.previous_opt_section = previous_section(OPT_BEGIN, OPT_END)
     r.previous_twiggy_section = previous_section(TWIGGY_BEGIN, TWIGGY_END)
     r.previous_lighthouse_section = previous_section(LIGHTHOUSE_BEGIN, LIGHTHOUSE_END)
+    r.previous_storage_section = previous_section(STORAGE_BEGIN, STORAGE_END)
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / "results.json").write_text(json.dumps(dataclasses.asdict(r), indent=1, default=str))
     term, doc = report(r)
@@ -185,6 +191,8 @@ def main() -> None:
         for s in d.steps:
             f = lambda x: "" if x is None else f"{x:.0f}"  # noqa: E731
             print(f"  {s.label:<90} {f(s.start):>6} → {f(s.end):>6} ms  {'' if s.bytes is None else f'{s.bytes:,.0f} B'}")
+    if r.storage:
+        print("\n" + storage_text(r))
     if lh := r.lighthouse:
         print(f"\nLighthouse {lh.version}, {lh.settings['formFactor']}, {lh.settings['throttlingMethod']} throttling; "
               f"median of {lh.runs} per page ({lh.seconds:.0f} s, + {lh.setup_seconds:.0f} s install check)")

@@ -19,11 +19,14 @@ ASL = ROOT / "docs/workflow/approval.jsonpath.asl.json"
 # The contract with deploy/deploy.py (names and meaning must not drift).
 PARAMETERS = ("AppName", "PublicBaseUrl", "CognitoDomainPrefix", "MailFromAddress", "MailIdentity", "ApproverGroups",
               "IdentityProviders", "StateMachineNamePrefix", "EventBusName", "ApiDestinationRateLimit",
-              "EnableClientCredentials", "CreateExampleStateMachine", "RegistrationApiKey")
+              "EnableClientCredentials", "CreateExampleStateMachine", "ApprovalsStorage", "RegistrationApiKey")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
-           "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
+           "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn")
 WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat", "ses:SendEmail"}
+# With ApprovalsStorage=dynamodb, on the approvals table and its index only (no table management).
+WORKER_TABLE_ACTIONS = {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"}
 
 # Valid values for the parameters without a default (what a deploy passes), plus pseudo parameters.
 REQUIRED_VALUES = {
@@ -122,7 +125,8 @@ def evaluate(node, template: dict, params: dict):
         return evaluate(n, template, params)
 
     if isinstance(node, list):
-        return [ev(v) for v in node]
+        # An Fn::If branch of Ref AWS::NoValue drops the list entry, as CloudFormation does.
+        return [v for v in (ev(v) for v in node) if v != {"Ref": "AWS::NoValue"}]
     if not isinstance(node, dict):
         return node
     if len(node) == 1:
@@ -131,7 +135,7 @@ def evaluate(node, template: dict, params: dict):
             return params[arg]
         if fn == "Fn::Sub":
             text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], {k: ev(v) for k, v in arg[1].items()})
-            return substitute(text, {**params, **extra})
+            return substitute(text, {**params, **extra}, set(template.get("Resources", {})))
         if fn == "Fn::Join":
             return arg[0].join(ev(arg[1]))
         if fn == "Fn::Split":
@@ -142,6 +146,10 @@ def evaluate(node, template: dict, params: dict):
             return ev(arg[0]) == ev(arg[1])
         if fn == "Fn::Not":
             return not ev(arg[0])
+        if fn == "Fn::And":
+            return all(ev(a) for a in arg)
+        if fn == "Fn::Or":
+            return any(ev(a) for a in arg)
         if fn == "Condition":
             return condition(arg, template, params)
         if fn == "Fn::If":
@@ -153,12 +161,15 @@ def condition(name: str, template: dict, params: dict) -> bool:
     return bool(evaluate(template["Conditions"][name], template, params))
 
 
-def substitute(text: str, values: dict) -> str:
-    """Fn::Sub's string form: ${Name} -> values[Name], ${!Literal} -> ${Literal}. An unknown name is an error
-    (a resource or attribute reference is not expected where this is used)."""
+def substitute(text: str, values: dict, resources: set = frozenset()) -> str:
+    """Fn::Sub's string form: ${Name} -> values[Name], ${!Literal} -> ${Literal}. A reference to one of
+    `resources` (or its attribute) stays as it is, for the assertions to compare; any other unknown name is an
+    error."""
     def one(m):
         if m[1] == "!":
             return "${" + m[2] + "}"
+        if m[2].split(".")[0] in resources:
+            return m[0]
         if m[2] not in values:
             raise KeyError(f"Fn::Sub variable ${{{m[2]}}} is not a parameter")
         return str(values[m[2]])

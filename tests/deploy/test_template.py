@@ -12,7 +12,8 @@ from fnmatch import fnmatchcase
 
 import pytest
 
-from aws_template import (MOTO_SKIPPED_TYPES, OUTPUTS, PARAMETERS, README, RENDER, TEMPLATE, WORKER_ACTIONS, asl,
+from aws_template import (MOTO_SKIPPED_TYPES, OUTPUTS, PARAMETERS, README, RENDER, TEMPLATE, WORKER_ACTIONS,
+                          WORKER_TABLE_ACTIONS, asl,
                           condition, decode, evaluate, lint, load_renderer, parameter_values, put_events_entries,
                           references, rendered, rendered_text)
 
@@ -219,7 +220,7 @@ def test_outputs_of_optional_resources_carry_their_condition():
         assert conditions == ({output["Condition"]} if "Condition" in output else set()), name
         assert "Fn::If" not in json.dumps(output["Value"]), name
     conditional = {k for k, v in outputs.items() if "Condition" in v}
-    assert conditional == {"RegisterClientIds", "StateMachineArn"}
+    assert conditional == {"RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn"}
 
 
 def test_no_output_exposes_a_secret():
@@ -238,14 +239,17 @@ def test_no_output_exposes_a_secret():
 
 
 # ---------------------------------------------------------------------------------------------------- IAM
-def policies_attached_to_user(template, user: str) -> list[dict]:
-    """Every policy document the template attaches to the user, however it is attached."""
+def policies_attached_to_user(template, user: str, params: dict | None = None) -> list[dict]:
+    """Every policy document the template attaches to the user, however it is attached (with `params`: only
+    those whose resource's Condition holds)."""
     spec = template["Resources"][user]
     assert spec["Type"] == "AWS::IAM::User"
     props = spec.get("Properties", {})
     found = [p["PolicyDocument"] for p in props.get("Policies", [])]
     assert not props.get("ManagedPolicyArns") and not props.get("Groups") and not props.get("PermissionsBoundary")
     for spec in template["Resources"].values():
+        if params is not None and "Condition" in spec and not condition(spec["Condition"], template, params):
+            continue
         p = spec.get("Properties", {})
         if spec["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and {"Ref": user} in p.get("Users", []):
             found.append(p["PolicyDocument"])
@@ -255,8 +259,9 @@ def policies_attached_to_user(template, user: str) -> list[dict]:
 
 
 def worker_policy(template, params) -> dict:
-    [document] = policies_attached_to_user(template, "WorkerUser")
-    return evaluate(document, template, params)
+    """The worker's permissions for these parameter values: its policies' statements together."""
+    documents = [evaluate(d, template, params) for d in policies_attached_to_user(template, "WorkerUser", params)]
+    return {"Version": "2012-10-17", "Statement": [s for d in documents for s in statements(d)]}
 
 
 def test_worker_user_may_only_answer_tasks_and_mail():
@@ -279,6 +284,61 @@ def test_worker_user_may_only_answer_tasks_and_mail():
     other = worker_policy(template, parameter_values(template, StateMachineNamePrefix="ops-"))
     assert any(as_set(s["Resource"]) == {"arn:aws:states:ap-northeast-1:123456789012:stateMachine:ops-*"}
                for s in statements(other))
+
+
+# ------------------------------------------------------------------------------- STORAGE=dynamodb
+def test_the_approvals_table_exists_only_with_dynamodb_storage():
+    template = rendered()
+    assert template["Parameters"]["ApprovalsStorage"]["AllowedValues"] == ["d1", "dynamodb"]
+    assert template["Parameters"]["ApprovalsStorage"]["Default"] == "d1"
+    assert not condition("WithDynamoDb", template, parameter_values(template))
+    assert condition("WithDynamoDb", template, parameter_values(template, ApprovalsStorage="dynamodb"))
+    spec = template["Resources"]["ApprovalsTable"]
+    assert spec["Condition"] == "WithDynamoDb" and spec["DeletionPolicy"] == "Retain"
+    props = spec["Properties"]
+    assert props["KeySchema"] == [{"AttributeName": "approvalId", "KeyType": "HASH"}], "the seed's key"
+    [gsi] = props["GlobalSecondaryIndexes"]
+    assert gsi == {"IndexName": "byApprover", "KeySchema": [{"AttributeName": "approverUserId", "KeyType": "HASH"}],
+                   "Projection": {"ProjectionType": "KEYS_ONLY"}}
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+
+
+def test_with_dynamodb_the_worker_gets_the_tables_item_actions_only():
+    template = rendered()
+    assert {a for s in statements(worker_policy(template, parameter_values(template))) for a in as_set(s["Action"])} \
+        == WORKER_ACTIONS, "D1: no table, no table actions"
+    policy = worker_policy(template, parameter_values(template, ApprovalsStorage="dynamodb"))
+    [table] = [s for s in statements(policy) if s.get("Sid") == "ApprovalsTableItems"]
+    assert as_set(table["Action"]) == WORKER_TABLE_ACTIONS
+    assert all(not a.endswith("*") and "Table" not in a.split(":")[1] for a in WORKER_TABLE_ACTIONS), \
+        "item actions, no table management"
+    assert table["Resource"] == [{"Fn::GetAtt": ["ApprovalsTable", "Arn"]}, "${ApprovalsTable.Arn}/index/byApprover"]
+    assert "Condition" not in table and table["Effect"] == "Allow"
+    assert {a for s in statements(policy) for a in as_set(s["Action"])} == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
+
+
+def test_the_dynamodb_state_machine_writes_the_seed_item_itself():
+    template = rendered()
+    params = parameter_values(template, ApprovalsStorage="dynamodb")
+    assert condition("WithDynamoDbStateMachine", template, params)
+    assert not condition("WithDynamoDbStateMachine", template, {**params, "CreateExampleStateMachine": "false"})
+    props = template["Resources"]["DynamoDbStateMachine"]["Properties"]
+    name = evaluate(props["StateMachineName"], template, params)
+    assert fnmatchcase(f"arn:aws:states:ap-northeast-1:123456789012:stateMachine:{name}",
+                       "arn:aws:states:ap-northeast-1:123456789012:stateMachine:ringi-*"), "the worker may answer it"
+    definition = json.loads(evaluate(props["DefinitionString"], template, params))
+    task = definition["States"]["RequestApproval"]
+    assert task["Resource"] == "arn:aws:states:::aws-sdk:dynamodb:putItem.waitForTaskToken"
+    assert task["Parameters"]["TableName"] == "${ApprovalsTable}"
+    assert set(task["Parameters"]["Item"]) == {"approvalId", "approverUserId", "taskToken", "expiresAt"}
+    assert task["Parameters"]["Item"]["taskToken"] == {"S.$": "$$.Task.Token"}
+    assert task["TimeoutSeconds"] <= 8 * 24 * 3600, "paused no longer than the item lives"
+    role = template["Resources"]["DynamoDbStateMachineRole"]["Properties"]
+    [policy] = role["Policies"]
+    [statement] = statements(policy["PolicyDocument"])
+    assert statement["Action"] == "dynamodb:PutItem" and statement["Resource"] == {"Fn::GetAtt": ["ApprovalsTable", "Arn"]}
 
 
 def test_example_state_machine_falls_under_the_worker_scope():

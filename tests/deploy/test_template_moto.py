@@ -21,7 +21,8 @@ import pytest
 from moto import mock_aws
 from moto.cloudformation.parsing import resource_class_from_type
 
-from aws_template import ASL, MOTO_SKIPPED_TYPES, OUTPUTS, WORKER_ACTIONS, asl, put_events_entries, rendered
+from aws_template import (ASL, MOTO_SKIPPED_TYPES, OUTPUTS, WORKER_ACTIONS, WORKER_TABLE_ACTIONS, asl,
+                          put_events_entries, rendered)
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -114,13 +115,15 @@ def test_stack_reaches_create_complete(stack):
         + ", ".join(f"{k} ({v['ResourceType']})" for k, v in sorted(stack["resources"].items()))))
     assert stack["stack"]["StackStatus"] == "CREATE_COMPLETE"
     assert set(skipped.values()) == MOTO_SKIPPED_TYPES, "moto changed: update MOTO_SKIPPED_TYPES and the README"
-    wanted = {k for k, v in rendered()["Resources"].items() if v.get("Condition") != "WithClientCredentials"}
+    wanted = {k for k, v in rendered()["Resources"].items()
+              if v.get("Condition") not in ("WithClientCredentials", "WithDynamoDb", "WithDynamoDbStateMachine")}
     assert set(stack["resources"]) == wanted - set(skipped)
 
 
 def test_outputs(stack):
     out = stack["outputs"]
-    assert set(out) == set(OUTPUTS) - {"RegisterClientIds"}  # its Condition (client credentials) is false
+    # Their Conditions (client credentials, STORAGE=dynamodb) are false.
+    assert set(out) == set(OUTPUTS) - {"RegisterClientIds", "ApprovalsTableName", "DynamoDbStateMachineArn"}
     assert out["StateMachineArn"] == f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:ringi-example-approval"
     assert out["RegisterScope"] == "ringi/approvals.write"
     assert out["EventBusName"] == "default" and out["AwsRegion"] == REGION and out["MailFrom"] == "ringi@example.com"
@@ -249,7 +252,7 @@ def test_optional_parts_follow_their_parameters(aws):
     other = create_stack(aws, "ringi-options", EnableClientCredentials="true", CreateExampleStateMachine="false",
                          EventBusName="default", StateMachineNamePrefix="ops-")
     assert other["stack"]["StackStatus"] == "CREATE_COMPLETE"
-    assert set(other["outputs"]) == set(OUTPUTS) - {"StateMachineArn"}
+    assert set(other["outputs"]) == set(OUTPUTS) - {"StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn"}
     assert other["outputs"]["RegisterClientIds"] == "RegisterClient-placeholder-id"  # Cognito is skipped
     assert "ExampleStateMachine" not in other["resources"] and "ExampleStateMachineRole" not in other["resources"]
     iam, user = aws("iam"), other["outputs"]["WorkerUserName"]
@@ -257,3 +260,52 @@ def test_optional_parts_follow_their_parameters(aws):
     document = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
     assert "stateMachine:ops-*" in json.dumps(document)
     assert {"RegisterClient", "RegisterResourceServer"} <= set(other["skipped"])
+
+
+def test_dynamodb_storage_creates_the_table_the_policy_and_a_workflow_that_writes_its_item(aws):
+    """ApprovalsStorage=dynamodb in moto: the table as the worker expects it, the worker's policy on it, and the
+    state machine that writes the seed's item itself (putItem.waitForTaskToken) and resumes on the callback."""
+    ddb = create_stack(aws, "ringi-ddb", ApprovalsStorage="dynamodb", AppName="ringiddb", StateMachineNamePrefix="ddb-")
+    assert ddb["stack"]["StackStatus"] == "CREATE_COMPLETE"
+    out = ddb["outputs"]
+    assert {"ApprovalsTableName", "DynamoDbStateMachineArn"} <= set(out)
+    dynamodb, table = aws("dynamodb"), out["ApprovalsTableName"]
+    assert table == "ringiddb-approvals"
+    described = dynamodb.describe_table(TableName=table)["Table"]
+    assert described["KeySchema"] == [{"AttributeName": "approvalId", "KeyType": "HASH"}]
+    [gsi] = described["GlobalSecondaryIndexes"]
+    assert gsi["IndexName"] == "byApprover" and gsi["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert gsi["KeySchema"] == [{"AttributeName": "approverUserId", "KeyType": "HASH"}]
+
+    iam, user = aws("iam"), out["WorkerUserName"]
+    statements = []
+    for name in iam.list_user_policies(UserName=user)["PolicyNames"]:
+        document = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
+        statements += (json.loads(document) if isinstance(document, str) else document)["Statement"]
+    [items] = [s for s in statements if s.get("Sid") == "ApprovalsTableItems"]
+    assert set(items["Action"]) == WORKER_TABLE_ACTIONS
+    assert items["Resource"] == [described["TableArn"], f"{described['TableArn']}/index/byApprover"]
+    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert actions == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
+
+    # The state machine, copied into moto's executing backend (as executable_state_machine does).
+    from moto.stepfunctions.models import stepfunctions_backends
+    created = stepfunctions_backends[ACCOUNT][REGION].describe_state_machine(out["DynamoDbStateMachineArn"])
+    assert created.name == "ddb-example-approval-dynamodb"
+    sfn = aws("stepfunctions")
+    arn = sfn.create_state_machine(name=created.name + "-run", definition=created.definition,
+                                   roleArn=created.roleArn)["stateMachineArn"]
+    expires_at = str(int(time.time()) + 3600)
+    execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps(
+        {"approvalId": "seed0123456789abcdef", "approverUserId": "user-1", "expiresAt": expires_at}))["executionArn"]
+    key = {"approvalId": {"S": "seed0123456789abcdef"}}
+    item = wait_for(lambda: dynamodb.get_item(TableName=table, Key=key).get("Item"))
+    assert set(item) == {"approvalId", "approverUserId", "taskToken", "expiresAt"}
+    assert item["expiresAt"] == {"N": expires_at} and item["approverUserId"] == {"S": "user-1"}
+    [entry] = dynamodb.query(TableName=table, IndexName="byApprover", KeyConditionExpression="approverUserId = :u",
+                             ExpressionAttributeValues={":u": {"S": "user-1"}})["Items"]
+    assert entry["approvalId"] == key["approvalId"], "in the approver's index range as written"
+    assert sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
+    sfn.send_task_success(taskToken=item["taskToken"]["S"], output=json.dumps({"decision": "approved"}))
+    done = wait_for(lambda: (d := sfn.describe_execution(executionArn=execution))["status"] != "RUNNING" and d)
+    assert done["status"] == "SUCCEEDED"

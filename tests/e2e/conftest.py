@@ -39,7 +39,10 @@ def stack():
     # Another suite may run at the same time on other ports (RINGI_TEST_*_PORT): it needs its own state dir.
     state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
     # The shortest lease the worker accepts: test_faults waits for a dead worker's claim to run out.
-    s = Stack(state=fresh_state(state), ports=ports, claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, demo=True)
+    # RINGI_TEST_STORAGE=dynamodb runs the session's worker on the DynamoDB backend (D1's governance features
+    # then answer 501); test_dynamodb.py runs the decision path on DynamoDB in every session either way.
+    s = Stack(state=fresh_state(state), ports=ports, claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, demo=True,
+              storage=os.environ.get("RINGI_TEST_STORAGE", "d1"))
     s.start()
     leaks.recording_mints(s)
     STARTED.append(s)

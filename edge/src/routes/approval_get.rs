@@ -11,7 +11,7 @@ use ringi_core::{ApiError, ApprovalId};
 use worker::Response;
 
 use crate::platform::now_ms;
-use crate::store::{Loaded, Store};
+use crate::store::{ApprovalStore, Loaded, Store};
 
 /// The caller's first view is recorded in the same round trip (the one write a GET makes: an audit event,
 /// only for a listed approver, once per approver), and the approval's timeline and schedule are read with it.
@@ -35,7 +35,7 @@ pub async fn get(
 }
 
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
-pub async fn load_for(store: &Store, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
+pub async fn load_for(store: &impl ApprovalStore, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
     let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
     if !ringi_core::delegation::may_view(&loaded.seats, who) {
         return Err(ApiError::NotFound);

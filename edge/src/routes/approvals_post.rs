@@ -12,7 +12,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::auth::{api_key_label, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
-use crate::store::{Inserted, Registrant, Store};
+use crate::store::{ApprovalStore, Inserted, Registrant, Store};
 
 fn refused(reason: &str) -> ApiError {
     log("info", "auth_refused", json!({"reason": reason, "route": "register"}));

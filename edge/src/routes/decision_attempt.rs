@@ -14,7 +14,7 @@ use super::decision_post::respond;
 use super::Ctx;
 use crate::platform::{log, now_ms};
 use crate::sfn_client::{deliver, Delivery};
-use crate::store::{Approval, Attempt, CallbackFailure, ClaimRequest, Store, Vote};
+use crate::store::{Approval, ApprovalStore, Attempt, CallbackFailure, ClaimRequest, Store, Vote};
 
 /// Why this request delivers a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

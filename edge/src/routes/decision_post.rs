@@ -18,7 +18,7 @@ use ringi_core::vote::RecordedVote;
 use super::decision_attempt::{Completion, DecisionAttempt};
 use super::Ctx;
 use crate::platform::{now_ms, random_bytes};
-use crate::store::{ClaimRequest, Guess, Loaded, Opened, Store, Vote};
+use crate::store::{ApprovalStore, ClaimRequest, Guess, Loaded, Opened, Store, Vote};
 
 pub async fn post(
     req: &mut Request,

@@ -12,12 +12,12 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
-use crate::store::Store;
+use crate::store::D1Store;
 
 pub async fn post(
     req: &mut Request,
     ctx: &Ctx,
-    store: &Store,
+    store: &D1Store,
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {

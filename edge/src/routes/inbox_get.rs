@@ -8,7 +8,7 @@ use ringi_core::ApiError;
 use worker::{Request, Response};
 
 use crate::platform::now_ms;
-use crate::store::Store;
+use crate::store::{ApprovalStore, Store};
 
 /// D1 binds at most 100 parameters: a caller in more groups than that sees only the first ones.
 const MAX_PRINCIPALS: usize = 90;

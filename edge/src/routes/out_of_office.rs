@@ -9,9 +9,9 @@ use ringi_core::ApiError;
 use worker::{Method, Request, Response};
 
 use crate::platform::now_ms;
-use crate::store::Store;
+use crate::store::D1Store;
 
-pub async fn handle(req: &mut Request, store: &Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {

@@ -16,7 +16,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
-use crate::store::Store;
+use crate::store::D1Store;
 
 /// The answer: the approval's listed principals now, and its progress against them.
 #[derive(Serialize)]
@@ -30,7 +30,7 @@ struct Reassigned {
 pub async fn put(
     req: &mut Request,
     ctx: &Ctx,
-    store: &Store,
+    store: &D1Store,
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {

@@ -12,7 +12,7 @@ use wasm_bindgen::JsValue;
 use super::rows::{
     self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS, PRINCIPAL_COLUMNS,
 };
-use super::{changed, n, opt, s, Once, Stmt, Store};
+use super::{changed, n, opt, s, D1Store, Once, Stmt};
 use crate::error::OrInternal;
 
 /// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
@@ -21,7 +21,7 @@ pub struct Registrant<'a> {
     pub rate_per_minute: u32,
 }
 
-/// What [`Store::insert`] did.
+/// What [`D1Store::insert`] did.
 pub enum Inserted {
     /// `routed`: the slots out-of-office routing handed on, as (absent approver, stand-in).
     Created { routed: Vec<(Principal, Principal)> },
@@ -170,7 +170,7 @@ impl InsertBatch<'_> {
     }
 }
 
-/// The statements of [`Store::load`]: the approval, its principals, its votes.
+/// The statements of [`D1Store::load`]: the approval, its principals, its votes.
 pub(super) fn load_stmts(id: &ApprovalId) -> Vec<Stmt> {
     let arg = || vec![s(id.as_str())];
     vec![
@@ -209,7 +209,7 @@ pub(super) fn read_loaded(id: &ApprovalId, results: &[worker::D1Result]) -> Resu
     }))
 }
 
-impl Store {
+impl D1Store {
     pub async fn get(&self, id: &ApprovalId) -> Result<Option<rows::Approval>, ApiError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
         let row: Option<ApprovalRow> = self.first(Stmt::new(sql, vec![s(id.as_str())]), "get").await?;

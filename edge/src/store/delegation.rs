@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::events::event_stmt_if;
-use super::{n, opt, s, Stmt, Store};
+use super::{n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
 
 /// The approval ?1 can still be decided at ?2 (pending, or a claim whose lease ran out): what every write
@@ -126,7 +126,7 @@ pub(super) fn read_routed(result: &worker::D1Result) -> Result<Vec<(Principal, P
     rows.iter().map(|r| Ok((key(&r.slot)?, key(&r.pkey)?))).collect()
 }
 
-impl Store {
+impl D1Store {
     /// Hands the seat `h.from` on to `h.to` (a new seat for `h.slot` at `h.depth`) with its `delegated` event,
     /// in one batch: only while the approval is decidable, `h.from` still holds the slot and `h.to` is not a
     /// principal of the approval yet. `true` when the seat is handed to `h.to` now (also when an earlier try

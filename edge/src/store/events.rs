@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
 
-use super::{n, opt, s, Stmt, Store};
+use super::{n, opt, s, D1Store, Stmt};
 use crate::platform::random_bytes;
 
 /// Events the approval page shows at most (the export has them all).
@@ -141,7 +141,7 @@ pub struct EventPage {
     pub last: Option<(i64, i64)>,
 }
 
-impl Store {
+impl D1Store {
     /// Events with `from <= at < to` after the cursor, in `(at, seq)` order (the `approval_events_at` index).
     pub async fn audit_page(&self, q: &AuditQuery) -> Result<EventPage, ApiError> {
         let (c_at, c_seq) = q.cursor.map_or((q.from - 1, 0), |c| (c.at, c.seq));
@@ -180,8 +180,8 @@ pub struct Viewed {
     pub events: Vec<Event>,
 }
 
-impl Store {
-    /// [`Store::load`] plus, in the same batch, the caller's first-view event (only if the caller — `keys`,
+impl D1Store {
+    /// [`D1Store::load`] plus, in the same batch, the caller's first-view event (only if the caller — `keys`,
     /// their principal keys as a JSON array — is a listed approver, and only once per approver: the GET's one
     /// documented write), the approval's timeline and its schedule (`window_ms`: the default reminder's distance
     /// from expiry). One D1 round trip.

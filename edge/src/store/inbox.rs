@@ -6,9 +6,9 @@ use ringi_core::ApiError;
 use wasm_bindgen::JsValue;
 
 use super::rows::{InboxEntry, InboxRow};
-use super::{n, s, Stmt, Store};
+use super::{n, s, D1Store, Stmt};
 
-impl Store {
+impl D1Store {
     /// One page of the caller's inbox, after `cursor` (the last item already shown). `limit` rows at most.
     pub async fn inbox(
         &self,

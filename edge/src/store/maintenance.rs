@@ -11,7 +11,7 @@ use super::events::event_stmt_if;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
 use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
-use super::{changed, n, s, Stmt, Store};
+use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use serde_json::{Map, Value};
 
@@ -30,7 +30,7 @@ const DUE: &str = "SELECT id FROM approvals WHERE expires_at <= ?1
 /// Mails one cron step sends at most per run.
 const MAIL_BATCH: i64 = 50;
 
-impl Store {
+impl D1Store {
     pub async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
         let sql = format!("SELECT {MAIL_COLUMNS} FROM approvals WHERE id = ?1");
         let row: Option<MailRow> = self.first(Stmt::new(sql, vec![s(id.as_str())]), "mail_row").await?;

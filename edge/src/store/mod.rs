@@ -3,13 +3,15 @@
 //! [`maintenance`] (cron and mail bookkeeping). The claim is the single source of exactly-once: one
 //! conditional UPDATE that also records the callback attempt, and whose returned row says who won.
 //!
-//! Every D1 call goes through [`Store::call`]: counted per request (a batch is one round trip), retried with bounded jittered backoff
+//! Every D1 call goes through [`D1Store::call`]: counted per request (a batch is one round trip), retried with bounded jittered backoff
 //! when D1 reports a transient failure (reads and idempotent writes only: every write here is conditional
 //! or keyed so that running it twice is running it once), bounded in time, and — in dev/bench only — made
 //! to fail on purpose by the `D1_FAULTS` switch, through the same error path.
 
 mod approvals;
+mod backend;
 mod delegation;
+mod dynamo;
 mod events;
 mod inbox;
 mod maintenance;
@@ -32,6 +34,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
+pub use backend::{ApprovalStore, Store};
 // Not called here yet: the audit trail's writers put events into their batches through it.
 #[allow(unused_imports)]
 pub(crate) use events::event_stmt;
@@ -85,7 +88,7 @@ impl Stmt {
     }
 }
 
-pub struct Store {
+pub struct D1Store {
     db: D1Database,
     probe: Rc<Probe>,
 }
@@ -103,7 +106,7 @@ pub(crate) fn opt(v: Option<&str>) -> JsValue {
     v.map(JsValue::from_str).unwrap_or(JsValue::NULL)
 }
 
-impl Store {
+impl D1Store {
     pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {
         Ok(Self { db: env.d1("DB").internal("D1 binding DB")?, probe })
     }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::event_stmt;
 use super::rows::{self, Attempt, AttemptRow};
 use super::votes::{close_stmt, finish_stmt, system_claim_stmt, unconfirmed_stmt};
-use super::{n, Stmt, Store};
+use super::{n, D1Store, Stmt};
 
 /// Approvals one cron run answers at most (each is a Step Functions call); the rest wait for the next run,
 /// which the lead leaves room for.
@@ -45,7 +45,7 @@ impl DueRow {
     }
 }
 
-impl Store {
+impl D1Store {
     /// Open approvals with an outcome on expiry whose deadline is ahead but within `lead_ms`, soonest first:
     /// pending ones, and claimed ones whose claim holder died (lease over). A callback that failed released its
     /// claim, so the next run finds the approval again.
@@ -65,7 +65,7 @@ impl Store {
         Ok(rows.into_iter().filter_map(DueRow::typed).collect())
     }
 
-    /// ringi's claim on `id` (see [`Store::claim`]): `Some(recorded attempt)` if it won.
+    /// ringi's claim on `id` (see [`D1Store::claim`]): `Some(recorded attempt)` if it won.
     pub async fn claim_on_expiry(
         &self,
         id: &ApprovalId,

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::events::event_stmt_if;
 use super::rows::{mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::{n, s, Stmt, Store};
+use super::{n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use crate::platform::log;
 
@@ -109,7 +109,7 @@ pub(super) fn insert_stmts(
         .collect()
 }
 
-impl Store {
+impl D1Store {
     /// Takes the due entries of open approvals (at most [`SCHEDULE_BATCH`]) for `lease_ms` under `lease_id`,
     /// and marks the due entries of closed approvals skipped — one batch. Entries of the same approval and
     /// kind come as one (a late run sends one reminder, not two).

@@ -10,7 +10,7 @@ use wasm_bindgen::JsValue;
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
 use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
 use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
-use super::{changed, n, opt, s, Stmt, Store};
+use super::{changed, n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use ringi_core::audit::{Actor, EventKind};
 use serde_json::json;
@@ -51,7 +51,7 @@ pub struct ClaimRequest<'a> {
     pub keys: String,
 }
 
-/// The claim (see [`Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
+/// The claim (see [`D1Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
 /// id, ?4 now, ?5 verdict, ?6 sub, ?7 attempted by, then `extra_args` from ?8 on (D1 refuses a binding the
 /// statement does not use: they come only with the conditions that use them).
 fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Vec<JsValue>) -> Stmt {
@@ -74,7 +74,7 @@ fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Ve
 }
 
 /// What a decision request most likely comes to, written in its first round trip (see
-/// [`Store::open_decision`]). Only for requests without feedback, on approvals without a form: the form is
+/// [`D1Store::open_decision`]). Only for requests without feedback, on approvals without a form: the form is
 /// the one check the SQL cannot make.
 pub struct Guess<'a> {
     pub claim: &'a ClaimRequest<'a>,
@@ -193,7 +193,7 @@ pub(super) fn finish_stmt(id: &ApprovalId, claim_id: &str, verdict: Verdict, at:
     )
 }
 
-/// The recorded attempt's verdict, unconfirmed (see [`Store::unconfirmed`]); ringi's own attempt marks the
+/// The recorded attempt's verdict, unconfirmed (see [`D1Store::unconfirmed`]); ringi's own attempt marks the
 /// approval decided on expiry.
 pub(super) fn unconfirmed_stmt(id: &ApprovalId, claim_id: &str, now: i64) -> Stmt {
     Stmt::new(
@@ -233,7 +233,7 @@ fn vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
     )
 }
 
-impl Store {
+impl D1Store {
     pub async fn votes(&self, id: &ApprovalId) -> Result<Vec<RecordedVote>, ApiError> {
         let rows: Vec<DecisionRow> = self.rows(decisions_stmt(id), "decisions").await?;
         rows::votes(id, rows)
@@ -357,7 +357,7 @@ impl Store {
         self.changes(release_stmt(id, claim_id, not_sent), "release").await.map(drop)
     }
 
-    /// [`Store::release`] after a callback that failed, with its `callback_failed` event (the error class,
+    /// [`D1Store::release`] after a callback that failed, with its `callback_failed` event (the error class,
     /// never the token) in the same round trip.
     pub async fn release_failed(
         &self,
@@ -390,7 +390,7 @@ pub struct CallbackFailure {
     pub at: i64,
 }
 
-/// The statement of [`Store::release`].
+/// The statement of [`D1Store::release`].
 fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
     let clear = |col: &str| format!("{col} = CASE WHEN ?3 = 1 AND attempt_id = ?2 THEN NULL ELSE {col} END");
     let sql = format!(

@@ -1,0 +1,127 @@
+//! The storage trait the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path), its
+//! two implementations — [`D1Store`] (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed
+//! design's token table) — and [`Store`], the one the configuration chose. Features only D1 keeps
+//! (delegation, out-of-office, schedules, the outcome on expiry, the audit trail) are reached through
+//! [`Store::governance`], which answers `not_supported_by_backend` (501) on DynamoDB.
+
+use std::rc::Rc;
+
+use ringi_core::audit::Actor;
+use ringi_core::config::Storage;
+use ringi_core::inbox::{Cursor, InboxFilter};
+use ringi_core::mail::MailState;
+use ringi_core::principal::{Identity, Principal};
+use ringi_core::register::NewApproval;
+use ringi_core::vote::RecordedVote;
+use ringi_core::{ApiError, ApprovalId};
+use serde_json::{Map, Value};
+use worker::Env;
+
+use super::approvals::Registered;
+use super::dynamo::DynamoStore;
+use super::events::Viewed;
+use super::rows::InboxEntry;
+use super::{
+    Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, Guess, Inserted, Loaded, MailJob, Opened, Registrant,
+    Vote,
+};
+use crate::probe::Probe;
+
+/// Declares [`ApprovalStore`] once, implements it for [`D1Store`] by its own methods (unchanged: the same
+/// statements, the same round trips) and for [`Store`] by handing each call to the chosen backend.
+macro_rules! approval_store {
+    ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*) => {
+        /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's
+        /// exactly-once, what each failure leaves) are design.md §4 and §8's, on every backend.
+        #[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
+        pub trait ApprovalStore {
+            $( $(#[$doc])* async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError>; )*
+        }
+
+        impl ApprovalStore for D1Store {
+            $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
+                D1Store::$name(self $(, $arg)*).await
+            } )*
+        }
+
+        impl ApprovalStore for Store {
+            $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
+                match self {
+                    Store::D1(s) => D1Store::$name(s $(, $arg)*).await,
+                    Store::DynamoDb(s) => ApprovalStore::$name(s $(, $arg)*).await,
+                }
+            } )*
+        }
+    };
+}
+
+approval_store! {
+    /// The approval alone.
+    fn get(&self, id: &ApprovalId) -> Option<Approval>;
+    /// The approval with its principals and votes (one snapshot).
+    fn load(&self, id: &ApprovalId) -> Option<Loaded>;
+    /// What the approval page shows (D1 also records the first view and reads the timeline and schedule).
+    fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
+    /// Registers an approval unless its ID or task token is taken or the credential is over its rate.
+    fn insert(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64, remind_window_ms: i64) -> Inserted;
+    /// The approvals an insert collided with: the same ID, or the same task token.
+    fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Vec<Registered>;
+    /// One page of the caller's inbox.
+    fn inbox(&self, who: &Identity, principals: &[Principal], filter: InboxFilter, now: i64, cursor: Option<Cursor>, limit: usize) -> Vec<InboxEntry>;
+    fn votes(&self, id: &ApprovalId) -> Vec<RecordedVote>;
+    /// A decision's first round trip (a backend may ignore `guess`: then the route claims or votes after).
+    fn open_decision(&self, id: &ApprovalId, guess: Option<&Guess<'_>>) -> Opened;
+    /// One approver's vote, once.
+    fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> ();
+    /// The exclusive, conditional claim that also records the attempt; `Some` for the one winner.
+    fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Option<Attempt>;
+    /// Step Functions took the decision: final, confirmed, token dropped.
+    fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> ();
+    /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
+    fn unconfirmed(&self, id: &ApprovalId, claim_id: &str, now: i64, vote: Option<&Vote<'_>>) -> ();
+    /// The task is closed and nothing of ours closed it: expired.
+    fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> ();
+    /// Nothing was delivered under the claim: decidable again.
+    fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> ();
+    /// [`ApprovalStore::release`] after a failed callback (D1 records the `callback_failed` event with it).
+    fn release_failed(&self, id: &ApprovalId, claim_id: &str, not_sent: bool, failure: &CallbackFailure) -> ();
+    fn mail_job(&self, id: &ApprovalId) -> Option<MailJob>;
+    fn set_mail_state(&self, id: &ApprovalId, state: MailState, mailed: Option<(&Map<String, Value>, i64)>) -> ();
+    /// The cron: open approvals past their expiry close.
+    fn expire_due(&self, now: i64) -> usize;
+    /// The cron: claims whose lease ran out go back to pending.
+    fn release_stale_claims(&self, now: i64) -> usize;
+}
+
+/// The backend `STORAGE` chose.
+pub enum Store {
+    D1(D1Store),
+    DynamoDb(DynamoStore),
+}
+
+impl Store {
+    pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {
+        // The isolate's one parsed configuration (loaded before any request reaches a store).
+        let cfg = crate::config::load(env).map_err(|_| ApiError::Internal)?;
+        Ok(match &cfg.storage {
+            Storage::D1 => Self::D1(D1Store::open(env, probe)?),
+            Storage::DynamoDb(ddb) => Self::DynamoDb(DynamoStore::new(cfg.clone(), ddb.clone(), probe)),
+        })
+    }
+
+    /// This request's round trips.
+    pub fn probe(&self) -> &Probe {
+        match self {
+            Self::D1(s) => s.probe(),
+            Self::DynamoDb(s) => s.probe(),
+        }
+    }
+
+    /// The store of the features only D1 keeps; `feature` names the one asked for in the 501.
+    pub fn governance(&self, feature: &'static str) -> Result<&D1Store, ApiError> {
+        match self {
+            Self::D1(s) => Ok(s),
+            Self::DynamoDb(_) => Err(ApiError::NotSupportedByBackend(feature)),
+        }
+    }
+}

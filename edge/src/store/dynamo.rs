@@ -1,0 +1,697 @@
+//! The DynamoDB backend (`STORAGE=dynamodb`): the seed design's token table (hash key `approvalId`) over the
+//! DynamoDB JSON protocol, signed with SigV4 like the Step Functions calls. One item per approval (the
+//! seed's item, ringi's attributes optional: `ringi_core::dynamo`), votes as a map on it, one index entry
+//! per approver for the approver index (`approverUserId`), a `token#…` item that keeps one task token to
+//! one approval, and a `rate#…` counter per credential and minute. The claim is one conditional
+//! `UpdateItem` that also records the attempt, as D1's one conditional UPDATE. Every write is conditional
+//! or keyed, so a retried write is the write once.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use ringi_core::approval::ApprovalStatus;
+use ringi_core::audit::Actor;
+use ringi_core::config::{Config, DynamoDbConfig};
+use ringi_core::delegation::{listed, Seat};
+use ringi_core::dynamo::{
+    self as item, approval_columns, attempt_columns, classify, decision_columns, DdbOutcome, CONTENT_TYPE, KEY,
+    TARGET_PREFIX,
+};
+use ringi_core::inbox::{Cursor, InboxFilter};
+use ringi_core::mail::MailState;
+use ringi_core::on_expiry::OnExpiry;
+use ringi_core::principal::{Identity, Principal};
+use ringi_core::register::NewApproval;
+use ringi_core::storage::D1_RETRY;
+use ringi_core::vote::RecordedVote;
+use ringi_core::{ApiError, ApprovalId, TaskToken};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Map, Value};
+use worker::Delay;
+
+use super::approvals::Registered;
+use super::backend::ApprovalStore;
+use super::events::Viewed;
+use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxRow, MailRow};
+use super::{
+    Approval, Attempt, CallbackFailure, ClaimRequest, Guess, Inserted, Loaded, MailJob, Opened, Registrant, Vote,
+};
+use crate::aws::{signed_post, AwsService};
+use crate::platform::{log, random_unit};
+use crate::probe::Probe;
+
+/// Index entries one inbox query reads per principal (a page is 20; the rest are filtered by status).
+const INBOX_QUERY_LIMIT: usize = 200;
+/// Items one cron step scans per run (a backlog drains over runs).
+const CRON_SCAN_LIMIT: usize = 500;
+/// Keys one BatchGetItem may ask for.
+const BATCH_GET_MAX: usize = 100;
+
+pub struct DynamoStore {
+    cfg: Rc<Config>,
+    ddb: DynamoDbConfig,
+    probe: Rc<Probe>,
+}
+
+type Item = Map<String, Value>;
+
+fn obj(v: Value) -> Item {
+    match v {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    }
+}
+
+/// A key attribute.
+fn key(k: &str) -> Value {
+    json!({ KEY: {"S": k} })
+}
+
+/// Expression attribute values, from plain JSON.
+fn values(v: Value) -> Value {
+    Value::Object(item::to_item(&obj(v)))
+}
+
+/// Typed reading of columns through the D1 row types; a value no domain value maps to is a 500.
+fn columns<T: DeserializeOwned>(id: &str, what: &'static str, v: Value) -> Result<T, ApiError> {
+    serde_json::from_value(v).map_err(|e| {
+        log("error", "corrupt_row", json!({"approvalId": id, "what": what, "error": e.to_string()}));
+        ApiError::Internal
+    })
+}
+
+fn corrupt(id: &str) -> impl Fn(ringi_core::error::CorruptValue) -> ApiError + '_ {
+    rows::corrupt(id)
+}
+
+/// The approval ID of an approver index entry (`{id}#approver#…`), or of the seed's own item (its key).
+fn approval_of_index_entry(k: &str) -> &str {
+    k.split_once("#approver#").map_or(k, |(id, _)| id)
+}
+
+/// Milliseconds to whole seconds, rounded up (the table's TTL attribute `expiresAt`).
+fn secs_ceil(ms: i64) -> i64 {
+    ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
+}
+
+/// The open-item condition shared by the claim and the cron: a token, not past expiry (ringi's `expiresAtMs`,
+/// else the seed's `expiresAt` in seconds), and pending (the seed's items may have no status, or `PENDING`).
+const OPEN: &str = "attribute_exists(taskToken)
+    AND (expiresAtMs > :now OR (attribute_not_exists(expiresAtMs) AND expiresAt > :now_s))
+    AND (attribute_not_exists(#st) OR #st IN (:pending, :seed_pending) OR (#st = :claimed AND (claimedUntil <= :now OR claimId = :cid)))";
+
+fn open_values(now: i64, claim_id: &str) -> Value {
+    json!({":now": now, ":now_s": now.div_euclid(1000), ":pending": "pending", ":seed_pending": "PENDING",
+           ":claimed": "claimed", ":cid": claim_id})
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
+        a.extend(b);
+    }
+    a
+}
+
+/// A vote as the item's `votes` map keeps it (sub → this).
+fn vote_value(v: &Vote<'_>) -> Value {
+    json!({"principal": v.principal.key(), "email": v.email, "username": v.username, "decision": v.verdict.as_str(),
+           "comment": v.comment, "feedbackJson": v.feedback.map(|f| Value::Object(f.clone()).to_string()), "at": v.at})
+}
+
+/// The stored status of an attempt's verdict (D1's `ATTEMPT_STATUS`).
+fn attempt_status(verdict: Option<&str>) -> &'static str {
+    if verdict == Some("reject") {
+        ApprovalStatus::Rejected.as_str()
+    } else {
+        ApprovalStatus::Approved.as_str()
+    }
+}
+
+impl DynamoStore {
+    pub fn new(cfg: Rc<Config>, ddb: DynamoDbConfig, probe: Rc<Probe>) -> Self {
+        Self { cfg, ddb, probe }
+    }
+
+    pub fn probe(&self) -> &Probe {
+        &self.probe
+    }
+
+    /// One DynamoDB operation, retried with bounded jittered backoff while the answer is transient (every
+    /// write here is conditional or keyed). Throttling and 5xx after the last try are 503; a refusal
+    /// (validation, access) is answered as is to the caller, which decides; nothing of a request or of an
+    /// error message — either may carry a token or key values — is logged, only the error's type.
+    async fn call(&self, op: &'static str, mut body: Value) -> Result<DdbOutcome, ApiError> {
+        if let Some(o) = body.as_object_mut() {
+            o.insert("TableName".into(), Value::from(self.ddb.table.as_str()));
+        }
+        one_line_expressions(&mut body);
+        let body = body.to_string();
+        let url = format!("{}/", self.ddb.endpoint.trim_end_matches('/'));
+        let target = format!("{TARGET_PREFIX}{op}");
+        let headers = [("content-type", CONTENT_TYPE), ("x-amz-target", target.as_str())];
+        let timeout = Duration::from_millis(D1_RETRY.attempt_timeout_ms);
+        let mut attempt = 1;
+        loop {
+            let outcome =
+                match signed_post(&self.cfg, &self.probe, &url, AwsService::DynamoDb, &headers, &body, timeout).await {
+                    Ok((status, text)) => classify(status, &text),
+                    Err(e) => {
+                        DdbOutcome::Transient(if e.contains("no answer") { "timeout".into() } else { "network".into() })
+                    }
+                };
+            match outcome {
+                DdbOutcome::Transient(ty) if attempt < D1_RETRY.max_attempts => {
+                    log("info", "ddb_retry", json!({"op": op, "attempt": attempt, "error": ty}));
+                    Delay::from(Duration::from_millis(D1_RETRY.backoff_ms(attempt, random_unit()))).await;
+                    attempt += 1;
+                }
+                DdbOutcome::Transient(ty) => {
+                    log("warn", "ddb_failed", json!({"op": op, "tries": attempt, "error": ty}));
+                    return Err(ApiError::StorageUnavailable);
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// An operation whose only acceptable answer is success.
+    async fn ok(&self, op: &'static str, body: Value) -> Result<Value, ApiError> {
+        match self.call(op, body).await? {
+            DdbOutcome::Ok(v) => Ok(v),
+            other => Err(refused(op, &other)),
+        }
+    }
+
+    /// A conditional write: `Ok(Some(answer))` if it was made, `Ok(None)` if its condition did not hold.
+    async fn conditional(&self, op: &'static str, body: Value) -> Result<Option<Value>, ApiError> {
+        match self.call(op, body).await? {
+            DdbOutcome::Ok(v) => Ok(Some(v)),
+            DdbOutcome::ConditionFailed => Ok(None),
+            other => Err(refused(op, &other)),
+        }
+    }
+
+    /// An update that writes into the item's `votes` map: a seed item has none yet, which DynamoDB refuses
+    /// as an invalid document path; the map is then added (only if still absent) and the update made again.
+    async fn update_with_vote(&self, id: &ApprovalId, body: Value) -> Result<Option<Value>, ApiError> {
+        match self.call("UpdateItem", body.clone()).await? {
+            DdbOutcome::Ok(v) => return Ok(Some(v)),
+            DdbOutcome::ConditionFailed => return Ok(None),
+            DdbOutcome::Permanent(ty) if ty == "ValidationException" => {}
+            other => return Err(refused("UpdateItem", &other)),
+        }
+        let add_map = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes = :empty",
+            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes)",
+            "ExpressionAttributeValues": {":empty": {"M": {}}}});
+        self.conditional("UpdateItem", add_map).await?;
+        self.conditional("UpdateItem", body).await
+    }
+
+    /// The item under `k` (strongly consistent), as plain JSON.
+    async fn item(&self, k: &str) -> Result<Option<Item>, ApiError> {
+        let answer = self.ok("GetItem", json!({"Key": key(k), "ConsistentRead": true})).await?;
+        answer.get("Item").and_then(Value::as_object).map(|i| plain(k, i)).transpose()
+    }
+
+    /// The approval items of `ids` (BatchGetItem, consistent), unprocessed keys asked again once.
+    async fn items(&self, ids: &[String]) -> Result<Vec<Item>, ApiError> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(BATCH_GET_MAX) {
+            let mut keys: Vec<Value> = chunk.iter().map(|id| key(id)).collect();
+            for _ in 0..2 {
+                if keys.is_empty() {
+                    break;
+                }
+                let request = json!({"RequestItems": {&self.ddb.table: {"Keys": keys, "ConsistentRead": true}}});
+                let answer = self.ok("BatchGetItem", request).await?;
+                for i in answer["Responses"][&self.ddb.table].as_array().into_iter().flatten() {
+                    if let Some(i) = i.as_object() {
+                        out.push(plain("batch", i)?);
+                    }
+                }
+                keys = answer["UnprocessedKeys"][&self.ddb.table]["Keys"].as_array().cloned().unwrap_or_default();
+            }
+        }
+        Ok(out)
+    }
+
+    fn approval(item: &Item) -> Result<Approval, ApiError> {
+        let id = item.get(KEY).and_then(Value::as_str).unwrap_or("");
+        let cols = approval_columns(item).map_err(corrupt(id))?;
+        columns::<ApprovalRow>(id, "approval", cols)?.typed()
+    }
+
+    fn loaded(item: &Item) -> Result<Loaded, ApiError> {
+        let approval = Self::approval(item)?;
+        let id = approval.id.clone();
+        let seats: Vec<Seat> =
+            item::approvers(item).map_err(corrupt(id.as_str()))?.into_iter().map(Seat::listed).collect();
+        let decisions: Vec<DecisionRow> =
+            decision_columns(item).into_iter().map(|d| columns(id.as_str(), "vote", d)).collect::<Result<_, _>>()?;
+        Ok(Loaded { principals: listed(&seats), seats, votes: rows::votes(&id, decisions)?, approval })
+    }
+
+    /// The item of approval `id` (not an index entry, nor a token or rate item: their keys hold a `#`, which
+    /// an approval ID never does).
+    async fn approval_item(&self, id: &ApprovalId) -> Result<Option<Item>, ApiError> {
+        self.item(id.as_str()).await
+    }
+
+    /// Scans for open items past their expiry (or with a claim whose lease ran out: `claimed`), bounded.
+    async fn scan_ids(&self, filter: &str, vals: Value) -> Result<Vec<String>, ApiError> {
+        let mut ids = Vec::new();
+        let mut start: Option<Value> = None;
+        while ids.len() < CRON_SCAN_LIMIT {
+            let mut body = json!({"FilterExpression": filter, "ProjectionExpression": "approvalId",
+                "ExpressionAttributeNames": {"#st": "status"}, "ExpressionAttributeValues": values(vals.clone())});
+            if let Some(s) = start.take() {
+                body["ExclusiveStartKey"] = s;
+            }
+            let answer = self.ok("Scan", body).await?;
+            ids.extend(
+                answer["Items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| i[KEY]["S"].as_str().map(str::to_owned)),
+            );
+            match answer.get("LastEvaluatedKey") {
+                Some(k) if !k.is_null() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        ids.truncate(CRON_SCAN_LIMIT);
+        Ok(ids)
+    }
+
+    /// The registration's one transaction: the credential's count for this minute (refused past its rate),
+    /// the approval (unless its ID is taken), its token's item (unless the token is taken), and one index
+    /// entry per approver.
+    fn registration(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64) -> Vec<Value> {
+        let window_start = now - now.rem_euclid(60_000);
+        let ttl = secs_ceil(a.expires_at);
+        let rate = json!({"Update": {"TableName": self.ddb.table, "Key": key(&item::rate_key(registrant.label, window_start)),
+            "UpdateExpression": "SET #c = if_not_exists(#c, :zero) + :one, expiresAt = :ttl",
+            "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
+            "ExpressionAttributeNames": {"#c": "count"},
+            "ExpressionAttributeValues": values(json!({":zero": 0, ":one": 1, ":limit": registrant.rate_per_minute,
+                ":ttl": (window_start + 120_000) / 1000}))}});
+        let approval = json!({
+            KEY: id.as_str(), "taskToken": a.token.expose(), "tokenSha256": a.token.fingerprint(),
+            "requestSha256": a.request_sha256, "status": "pending", "confirmed": 1, "title": a.title,
+            "summary": a.summary, "detailsJson": Value::Object(a.details.clone()).to_string(),
+            "formJson": serde_json::to_string(&a.form).unwrap_or_else(|_| "[]".into()),
+            "quorum": a.quorum.as_string(), "approverCount": a.approvers.len(),
+            "approvers": a.approvers.iter().map(Principal::key).collect::<Vec<_>>(),
+            "contextJson": Value::Object(a.context.clone()).to_string(),
+            "notifyJson": serde_json::to_string(&a.notify).unwrap_or_else(|_| "[]".into()),
+            "createdAt": now, "expiresAt": ttl, "expiresAtMs": a.expires_at,
+            "mailState": MailState::initial(a.notify.len()).as_str(), "mailAttempts": 0,
+            "registeredBy": registrant.label,
+            "requestedByJson": Value::from(a.requested_by.iter().map(Principal::key).collect::<Vec<_>>()).to_string(),
+            "allowSelfApproval": a.allow_self_approval, "onExpiry": a.on_expiry.as_str(), "decidedOnExpiry": false,
+            "votes": {},
+        });
+        let mut approval = item::to_item(&obj(approval));
+        if let Some(l) = a.locale {
+            approval.insert("locale".into(), json!({"S": l.as_str()}));
+        }
+        let put = |item: Value| json!({"Put": {"TableName": self.ddb.table, "Item": item, "ConditionExpression": "attribute_not_exists(approvalId)"}});
+        let token = item::to_item(&obj(
+            json!({KEY: item::token_key(&a.token.fingerprint()), "ref": id.as_str(), "expiresAt": ttl}),
+        ));
+        let mut actions = vec![rate, put(Value::Object(approval)), put(Value::Object(token))];
+        actions.extend(a.approvers.iter().map(|p| {
+            json!({"Put": {"TableName": self.ddb.table, "Item": item::to_item(&obj(json!({
+                KEY: item::index_entry_key(id.as_str(), p), item::INDEX_KEY: item::index_key(p), "expiresAt": ttl})))}})
+        }));
+        actions
+    }
+
+    /// An inbox row (the columns of D1's inbox query) of one approval item.
+    fn inbox_row(item: &Item, pending: bool) -> Result<(InboxRow, String), ApiError> {
+        let id = item.get(KEY).and_then(Value::as_str).unwrap_or("").to_owned();
+        let mut cols = approval_columns(item).map_err(corrupt(&id))?;
+        let approved: BTreeSet<String> = decision_columns(item)
+            .iter()
+            .filter(|d| d["decision"] == "approve")
+            .filter_map(|d| d["principal"].as_str().map(str::to_owned))
+            .collect();
+        let sort_at = if pending { cols["expires_at"].clone() } else { cols["decided_at"].clone() };
+        let sort_at = if sort_at.is_null() { cols["expires_at"].clone() } else { sort_at };
+        cols["sort_at"] = sort_at;
+        cols["approvals"] = Value::from(approved.len());
+        cols["escalated_at"] = Value::Null;
+        Ok((columns(&id, "inbox", cols)?, id))
+    }
+}
+
+/// Expressions are written across lines here for reading; sent on one line (DynamoDB takes either, moto's
+/// parser only one).
+fn one_line_expressions(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, v) in o.iter_mut() {
+                match v {
+                    Value::String(s) if k.ends_with("Expression") => *s = s.split_whitespace().collect::<Vec<_>>().join(" "),
+                    other => one_line_expressions(other),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(one_line_expressions),
+        _ => {}
+    }
+}
+
+/// A refusal DynamoDB will repeat (validation, access, an unknown table): a configuration error or a bug.
+fn refused(op: &str, outcome: &DdbOutcome) -> ApiError {
+    let ty = match outcome {
+        DdbOutcome::Permanent(t) | DdbOutcome::Transient(t) => t.clone(),
+        DdbOutcome::ConditionFailed => "ConditionalCheckFailedException".into(),
+        DdbOutcome::Cancelled(r) => format!("TransactionCanceled {r:?}"),
+        DdbOutcome::Ok(_) => "ok".into(),
+    };
+    log(
+        "error",
+        "ddb_refused",
+        json!({"op": op, "error": ty,
+        "action": "check DYNAMODB_TABLE, DYNAMODB_INDEX, the region and the worker's IAM policy (GetItem, PutItem, UpdateItem, Query, DeleteItem, BatchGetItem, Scan)"}),
+    );
+    ApiError::Internal
+}
+
+fn plain(k: &str, i: &Item) -> Result<Item, ApiError> {
+    item::from_item(i).ok_or_else(|| {
+        log(
+            "error",
+            "corrupt_row",
+            json!({"approvalId": approval_of_index_entry(k), "error": "unknown attribute type"}),
+        );
+        ApiError::Internal
+    })
+}
+
+impl ApprovalStore for DynamoStore {
+    async fn get(&self, id: &ApprovalId) -> Result<Option<Approval>, ApiError> {
+        self.approval_item(id).await?.as_ref().map(Self::approval).transpose()
+    }
+
+    async fn load(&self, id: &ApprovalId) -> Result<Option<Loaded>, ApiError> {
+        self.approval_item(id).await?.as_ref().map(Self::loaded).transpose()
+    }
+
+    /// No first-view event, timeline or schedule on this backend (the audit trail is D1's).
+    async fn view(&self, id: &ApprovalId, _: &Actor, _: &str, _: i64, _: i64) -> Result<Viewed, ApiError> {
+        let loaded = self.load(id).await?;
+        Ok(Viewed { loaded: loaded.map(|l| (l, Default::default())), events: Vec::new() })
+    }
+
+    async fn insert(
+        &self,
+        id: &ApprovalId,
+        a: &NewApproval,
+        registrant: &Registrant<'_>,
+        now: i64,
+        _remind_window_ms: i64,
+    ) -> Result<Inserted, ApiError> {
+        // What only D1 keeps is refused before anything is written, never silently dropped.
+        if a.schedule.reminders.is_some() || a.schedule.escalation.is_some() {
+            return Err(ApiError::NotSupportedByBackend("reminders and escalation"));
+        }
+        if a.on_expiry != OnExpiry::None {
+            return Err(ApiError::NotSupportedByBackend("onExpiry"));
+        }
+        let actions = self.registration(id, a, registrant, now);
+        match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
+            DdbOutcome::Ok(_) => Ok(Inserted::Created { routed: Vec::new() }),
+            DdbOutcome::Cancelled(reasons) if reasons.first().is_some_and(|r| r == "ConditionalCheckFailed") => {
+                let window_start = now - now.rem_euclid(60_000);
+                Ok(Inserted::RateLimited { retry_after: ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1) })
+            }
+            DdbOutcome::Cancelled(reasons) if reasons.iter().any(|r| r == "ConditionalCheckFailed") => {
+                Ok(Inserted::Exists)
+            }
+            other => Err(refused("TransactWriteItems", &other)),
+        }
+    }
+
+    async fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Result<Vec<Registered>, ApiError> {
+        let mut ids = vec![id.as_str().to_owned()];
+        if let Some(t) = self.item(&item::token_key(token_sha256)).await? {
+            ids.extend(t.get("ref").and_then(Value::as_str).filter(|r| *r != id.as_str()).map(str::to_owned));
+        }
+        let mut out = Vec::new();
+        for i in self.items(&ids).await? {
+            let Some(rid) = i.get(KEY).and_then(Value::as_str) else { continue };
+            // A seed item keeps no fingerprint: it is its token's.
+            let sha = i.get("tokenSha256").and_then(Value::as_str).map(str::to_owned).or_else(|| {
+                i.get("taskToken")
+                    .and_then(Value::as_str)
+                    .and_then(|t| TaskToken::parse(t).ok())
+                    .map(|t| t.fingerprint())
+            });
+            out.push(Registered {
+                id: rid.to_owned(),
+                token_sha256: sha.unwrap_or_default(),
+                request_sha256: i.get("requestSha256").and_then(Value::as_str).map(str::to_owned),
+                expires_at: item::expires_at_ms(&i).unwrap_or(0) as f64,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One Query of the approver index per principal (at once), then the approvals themselves
+    /// (BatchGetItem): the index keeps keys only, the approval item is the one source of its state.
+    async fn inbox(
+        &self,
+        who: &Identity,
+        principals: &[Principal],
+        filter: InboxFilter,
+        now: i64,
+        cursor: Option<Cursor>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, ApiError> {
+        let queries = principals.iter().map(|p| {
+            self.ok(
+                "Query",
+                json!({"IndexName": self.ddb.index, "KeyConditionExpression": "#k = :k",
+                       "ExpressionAttributeNames": {"#k": item::INDEX_KEY},
+                       "ExpressionAttributeValues": {":k": {"S": item::index_key(p)}}, "Limit": INBOX_QUERY_LIMIT}),
+            )
+        });
+        let mut ids = BTreeSet::new();
+        for answer in join_all(queries).await {
+            for i in answer?["Items"].as_array().into_iter().flatten() {
+                if let Some(k) = i[KEY]["S"].as_str() {
+                    ids.insert(approval_of_index_entry(k).to_owned());
+                }
+            }
+        }
+        let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
+        let pending = filter == InboxFilter::Pending;
+        let mut rows = Vec::new();
+        for i in self.items(&ids).await? {
+            if !i.contains_key("expiresAt") && !i.contains_key("expiresAtMs") {
+                continue;
+            }
+            let (row, id) = Self::inbox_row(&i, pending)?;
+            let entry = row.typed(now, who)?;
+            let open = matches!(entry.item.status, ApprovalStatus::Pending | ApprovalStatus::Claimed);
+            if open == pending {
+                rows.push((entry, id));
+            }
+        }
+        // D1's order: pending by expiry, soonest first; decided newest first; the cursor is the last shown.
+        rows.sort_by(|(a, ia), (b, ib)| (a.sort_at, ia).cmp(&(b.sort_at, ib)));
+        if !pending {
+            rows.reverse();
+        }
+        let after = |e: &InboxEntry, id: &str| match &cursor {
+            None => true,
+            Some(c) if pending => (e.sort_at, id) > (c.sort_at, c.id.as_str()),
+            Some(c) => (e.sort_at, id) < (c.sort_at, c.id.as_str()),
+        };
+        Ok(rows.into_iter().filter(|(e, id)| after(e, id)).map(|(e, _)| e).take(limit).collect())
+    }
+
+    async fn votes(&self, id: &ApprovalId) -> Result<Vec<RecordedVote>, ApiError> {
+        Ok(self.load(id).await?.map(|l| l.votes).unwrap_or_default())
+    }
+
+    /// The load alone: the route then claims (a deciding verdict) or records the vote, each one conditional
+    /// write of its own.
+    async fn open_decision(&self, id: &ApprovalId, _guess: Option<&Guess<'_>>) -> Result<Opened, ApiError> {
+        Ok(Opened { loaded: self.load(id).await?, claimed: None, voted: false, votes_after: None })
+    }
+
+    async fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> Result<(), ApiError> {
+        let body = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes.#sub = :v",
+            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes.#sub)",
+            "ExpressionAttributeNames": {"#sub": vote.sub},
+            "ExpressionAttributeValues": {":v": item::to_attr(&vote_value(vote))}});
+        self.update_with_vote(id, body).await.map(drop)
+    }
+
+    /// The claim: one conditional UpdateItem that takes the lease and records this attempt unless one that
+    /// may have been delivered is on record (`if_not_exists(attempt, …)`); exactly one concurrent caller's
+    /// condition holds.
+    async fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Result<Option<Attempt>, ApiError> {
+        let attempt = json!({"id": c.claim_id, "verdict": c.verdict.as_str(), "sub": c.sub, "by": c.by, "at": c.now});
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :claimed, claimId = :cid, claimedUntil = :until, attempt = if_not_exists(attempt, :attempt)",
+            "ConditionExpression": OPEN,
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(merge(open_values(c.now, c.claim_id), json!({":until": c.until, ":attempt": attempt}))),
+            "ReturnValues": "ALL_NEW"});
+        let Some(answer) = self.conditional("UpdateItem", body).await? else { return Ok(None) };
+        let after = plain(id.as_str(), answer["Attributes"].as_object().unwrap_or(&Map::new()))?;
+        let row: AttemptRow = columns(id.as_str(), "attempt", attempt_columns(&after))?;
+        Attempt::try_from(row).map(Some).map_err(corrupt(id.as_str()))
+    }
+
+    async fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> Result<(), ApiError> {
+        let status = vote.verdict.final_status().as_str();
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :status, decision = :status, confirmed = :one, decidedAt = :at,
+               votes.#sub = if_not_exists(votes.#sub, :v) REMOVE taskToken, claimId, claimedUntil, attempt",
+            "ConditionExpression": "claimId = :cid",
+            "ExpressionAttributeNames": {"#st": "status", "#sub": vote.sub},
+            "ExpressionAttributeValues": values(json!({":status": status, ":one": 1, ":at": vote.at, ":cid": claim_id,
+                ":v": vote_value(vote)}))});
+        self.update_with_vote(id, body).await.map(drop)
+    }
+
+    async fn unconfirmed(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        vote: Option<&Vote<'_>>,
+    ) -> Result<(), ApiError> {
+        // The recorded attempt's verdict decides the status: read it, then write conditional on the claim.
+        let Some(current) = self.approval_item(id).await? else { return Ok(()) };
+        let Some(attempt) = current.get("attempt").and_then(Value::as_object) else { return Ok(()) };
+        let status = attempt_status(attempt.get("verdict").and_then(Value::as_str));
+        let systems = attempt.get("sub").is_none_or(|s| s.is_null() || s == "");
+        let mut set =
+            "SET #st = :status, decision = :status, confirmed = :zero, decidedAt = :now, decidedOnExpiry = :sys"
+                .to_owned();
+        let mut names = json!({"#st": "status"});
+        let mut vals = json!({":status": status, ":zero": 0, ":now": now, ":sys": systems, ":cid": claim_id});
+        if let Some(v) = vote {
+            set.push_str(", votes.#sub = if_not_exists(votes.#sub, :v)");
+            names["#sub"] = Value::from(v.sub);
+            vals[":v"] = vote_value(v);
+        }
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": format!("{set} REMOVE taskToken, claimId, claimedUntil"),
+            "ConditionExpression": "claimId = :cid AND attribute_exists(attempt)",
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": values(vals)});
+        self.update_with_vote(id, body).await.map(drop)
+    }
+
+    async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :expired, decidedAt = :now REMOVE taskToken, claimId, claimedUntil, attempt",
+            "ConditionExpression": "claimId = :cid",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(json!({":expired": ApprovalStatus::Expired.as_str(), ":now": now, ":cid": claim_id}))});
+        self.conditional("UpdateItem", body).await.map(drop)
+    }
+
+    /// Back to pending. `not_sent`: no try of this claim can have reached Step Functions, so its own attempt
+    /// record goes too (DynamoDB has no CASE: the write that also drops it is tried first, conditional on
+    /// the attempt being this claim's).
+    async fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> Result<(), ApiError> {
+        let body = |forget: bool| {
+            let (remove, cond) = if forget { (", attempt", " AND attempt.id = :cid") } else { ("", "") };
+            json!({"Key": key(id.as_str()),
+                "UpdateExpression": format!("SET #st = :pending REMOVE claimId, claimedUntil{remove}"),
+                "ConditionExpression": format!("claimId = :cid AND #st = :claimed{cond}"),
+                "ExpressionAttributeNames": {"#st": "status"},
+                "ExpressionAttributeValues": values(json!({":pending": "pending", ":claimed": "claimed", ":cid": claim_id}))})
+        };
+        if not_sent && self.conditional("UpdateItem", body(true)).await?.is_some() {
+            return Ok(());
+        }
+        self.conditional("UpdateItem", body(false)).await.map(drop)
+    }
+
+    /// [`ApprovalStore::release`]; the failure's event is D1's audit trail.
+    async fn release_failed(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        not_sent: bool,
+        _: &CallbackFailure,
+    ) -> Result<(), ApiError> {
+        self.release(id, claim_id, not_sent).await
+    }
+
+    async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
+        let Some(i) = self.approval_item(id).await? else { return Ok(None) };
+        let mut cols = approval_columns(&i).map_err(corrupt(id.as_str()))?;
+        cols["notify_json"] = Value::from(i.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
+        let row: MailRow = columns(id.as_str(), "mail", cols)?;
+        rows::mail_job(row).map(Some)
+    }
+
+    async fn set_mail_state(
+        &self,
+        id: &ApprovalId,
+        state: MailState,
+        _: Option<(&Map<String, Value>, i64)>,
+    ) -> Result<(), ApiError> {
+        let body = json!({"Key": key(id.as_str()), "UpdateExpression": "SET mailState = :s ADD mailAttempts :one",
+            "ConditionExpression": "attribute_exists(approvalId)",
+            "ExpressionAttributeValues": values(json!({":s": state.as_str(), ":one": 1}))});
+        self.conditional("UpdateItem", body).await.map(drop)
+    }
+
+    /// Open approvals past their expiry close, as on D1: `expired`, or — an attempt that may have been
+    /// delivered on record — its verdict, unconfirmed. Found by a bounded Scan (the cron runs every 5 minutes;
+    /// index entries, token and rate items carry no token and are filtered out).
+    async fn expire_due(&self, now: i64) -> Result<usize, ApiError> {
+        let due = "attribute_exists(taskToken)
+            AND (expiresAtMs <= :now OR (attribute_not_exists(expiresAtMs) AND expiresAt <= :now_s))
+            AND (attribute_not_exists(#st) OR #st IN (:pending, :seed_pending) OR (#st = :claimed AND claimedUntil <= :now))";
+        let vals = json!({":now": now, ":now_s": now.div_euclid(1000), ":pending": "pending", ":seed_pending": "PENDING", ":claimed": "claimed"});
+        let mut closed = 0;
+        for raw in self.scan_ids(due, vals.clone()).await? {
+            let Ok(id) = ApprovalId::parse(&raw) else { continue };
+            let Some(i) = self.approval_item(&id).await? else { continue };
+            let attempt = i.get("attempt").and_then(Value::as_object);
+            let decided_at = item::expires_at_ms(&i).unwrap_or(now);
+            let (set, extra) = match attempt {
+                None => (
+                    "SET #st = :expired, confirmed = :one, decidedAt = :at".to_owned(),
+                    json!({":expired": "expired", ":one": 1}),
+                ),
+                Some(a) => (
+                    "SET #st = :status, decision = :status, confirmed = :zero, decidedAt = :at, decidedOnExpiry = :sys"
+                        .to_owned(),
+                    json!({":status": attempt_status(a.get("verdict").and_then(Value::as_str)), ":zero": 0,
+                           ":sys": a.get("sub").is_none_or(|s| s.is_null() || s == "")}),
+                ),
+            };
+            let body = json!({"Key": key(id.as_str()),
+                "UpdateExpression": format!("{set} REMOVE taskToken, claimId, claimedUntil"),
+                "ConditionExpression": due,
+                "ExpressionAttributeNames": {"#st": "status"},
+                "ExpressionAttributeValues": values(merge(merge(vals.clone(), extra), json!({":at": decided_at})))});
+            if self.conditional("UpdateItem", body).await?.is_some() {
+                closed += 1;
+                log("info", "expired", json!({"approvalId": id.as_str(), "unconfirmed": attempt.is_some()}));
+            }
+        }
+        Ok(closed)
+    }
+
+    /// Nothing to do: a lapsed lease is claimable as it is (the claim's condition takes `claimedUntil <= now`),
+    /// and readers show a claim as pending.
+    async fn release_stale_claims(&self, _now: i64) -> Result<usize, ApiError> {
+        Ok(0)
+    }
+}
