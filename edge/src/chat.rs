@@ -4,7 +4,7 @@
 //! name. The URL and the signing secret are never logged: a platform error that quotes the URL is scrubbed.
 
 use futures_util::future::join_all;
-use ringi_core::chat::{payload, scrub, signature_header, ChannelName, ChatInput, SIGNATURE_HEADER};
+use ringi_core::chat::{payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER};
 use ringi_core::config::Config;
 use ringi_core::mail::MailState;
 use ringi_core::ApiError;
@@ -17,14 +17,18 @@ use crate::store::{MailJob, Store};
 /// What one channel said: `Ok` when it accepted the message (2xx), else why not (no URL in it).
 struct Tried {
     name: ChannelName,
-    via: &'static str,
+    /// `None`: the channel is no longer configured (dropped, not retried).
+    via: Option<ChannelKind>,
     outcome: Result<(), String>,
 }
 
 impl Tried {
     /// The `notified` event's detail.
     fn detail(&self) -> Map<String, Value> {
-        let mut d = json!({"channel": self.name.as_str(), "via": self.via, "delivered": self.outcome.is_ok()});
+        let mut d = json!({"channel": self.name.as_str(), "delivered": self.outcome.is_ok()});
+        if let Some(via) = self.via {
+            d["via"] = via.as_str().into();
+        }
         if let Err(e) = &self.outcome {
             d["error"] = e.clone().into();
         }
@@ -35,7 +39,7 @@ impl Tried {
 async fn post_one(cfg: &Config, job: &MailJob, name: &ChannelName, message: &ChatInput<'_>) -> Tried {
     let Some(channel) = cfg.chat_channels.get(name) else {
         // Registered, then removed from CHAT_CHANNELS: nothing to post to (not retried).
-        return Tried { name: name.clone(), via: "none", outcome: Err("the channel is no longer configured".into()) };
+        return Tried { name: name.clone(), via: None, outcome: Err("the channel is no longer configured".into()) };
     };
     let now = now_ms();
     let body = payload(channel.kind, message, name, now).to_string();
@@ -57,7 +61,7 @@ async fn post_one(cfg: &Config, job: &MailJob, name: &ChannelName, message: &Cha
             json!({"approvalId": job.id.as_str(), "channel": name.as_str(), "via": channel.kind.as_str(), "error": e}),
         );
     }
-    Tried { name: name.clone(), via: channel.kind.as_str(), outcome }
+    Tried { name: name.clone(), via: Some(channel.kind), outcome }
 }
 
 /// Posts the request to the job's channels still due and records the outcome (1 D1 round trip); nothing to
@@ -79,7 +83,7 @@ pub async fn send(cfg: &Config, store: &Store, job: &MailJob) -> Result<(), ApiE
     let tried = join_all(job.chat_due.iter().map(|name| post_one(cfg, job, name, &message))).await;
     // A channel that is gone is dropped with the delivered ones; the others stay due for the cron.
     let still_due: Vec<ChannelName> =
-        tried.iter().filter(|t| t.outcome.is_err() && t.via != "none").map(|t| t.name.clone()).collect();
+        tried.iter().filter(|t| t.outcome.is_err() && t.via.is_some()).map(|t| t.name.clone()).collect();
     let state = if still_due.is_empty() { MailState::Sent } else { MailState::Failed };
     log(
         "info",
