@@ -6,7 +6,8 @@
 Reads deploy/ringi.env (documented in deploy/ringi.env.example and docs/deploy.md); credentials come from the
 environment: the AWS CLI's usual chain, and CLOUDFLARE_API_TOKEN / CLOUDFLARE_ACCOUNT_ID for wrangler.
 Every step is idempotent and a re-run finishes what a failed run left. The registration API key and the
-worker's AWS secret key only ever travel on a child's stdin: never on argv, in output, or in a file.
+worker's AWS secret key (and the chat channels' CHAT_CHANNELS, read from CHAT_CHANNELS_FILE) only ever travel on
+a child's stdin: never on argv, in output, or in a file.
 Python standard library only.
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ TEMPLATE_BODY_LIMIT = 51_200  # CloudFormation's inline TemplateBody limit, in b
 API_KEY_TAG = "ringi:api-key-sha256"  # stack tag: SHA-256 of the key the EventBridge connection holds
 AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
+CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
            "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
 # Absent when their resource is not created: "".
@@ -103,6 +105,8 @@ KEYS = (
     Key("ADMIN_GROUP", "", rf"|{GROUP}", "empty (nobody is an operator), or the operators' group"),
     Key("ON_EXPIRY_LEAD_SECONDS", "600", r"[1-9]\d{0,4}", "seconds, 1-86400"),
     Key("AUDIT_RETENTION_DAYS", "400", r"[1-9]\d{0,3}", "days, 1-3660"),
+    Key("CHAT_CHANNELS_FILE", "", r"|[^\s'\"]+", "empty, or the path (absolute, or from the checkout) of the "
+        "JSON file of chat channels stored as the worker secret CHAT_CHANNELS (docs/deploy.md)"),
 )
 # Only with OIDC_ISSUER: the worker refuses them for a Cognito user pool.
 OIDC_ONLY = ("OIDC_CLIENT_ID", "OIDC_AUDIENCE")
@@ -206,6 +210,42 @@ def derive(s: dict[str, str]) -> dict[str, str]:
     return s
 
 
+CHANNEL_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
+CHANNEL_KINDS = ("slack", "teams", "webhook")
+
+
+def load_chat_channels(root: Path, s: dict[str, str]) -> str | None:
+    """CHAT_CHANNELS_FILE, checked by the worker's rules (core/src/chat.rs: a bad value would fail every request
+    of the worker) and compacted; None when not set. Errors name the channel, never its URL or secret."""
+    if not s["CHAT_CHANNELS_FILE"]:
+        return None
+    path = Path(s["CHAT_CHANNELS_FILE"])
+    path = path if path.is_absolute() else root / path
+    try:
+        channels = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SettingsError(f"CHAT_CHANNELS_FILE: cannot read {path}: {e.strerror}") from None
+    except ValueError:
+        raise SettingsError(f"CHAT_CHANNELS_FILE: {path} is not JSON") from None
+    if not isinstance(channels, dict):
+        raise SettingsError('CHAT_CHANNELS_FILE: must be a JSON object {"name": {"kind": …, "url": …}}')
+    for name, ch in channels.items():
+        where = f"CHAT_CHANNELS_FILE: channel {name!r}"
+        if not re.fullmatch(CHANNEL_NAME, name):
+            raise SettingsError(f"{where}: a name is 1-64 of a-z, 0-9, '.', '_', '-' (starting with a letter or digit)")
+        if not isinstance(ch, dict) or set(ch) - {"kind", "url", "secret"} or ch.get("kind") not in CHANNEL_KINDS:
+            raise SettingsError(f'{where}: must be {{"kind": "slack"|"teams"|"webhook", "url": "https://…", '
+                                f'"secret": "…" (webhook only)}}')
+        if not isinstance(ch.get("url"), str) or not re.fullmatch(r"https://[^\s/]+(/\S*)?", ch["url"].strip()):
+            raise SettingsError(f"{where}: url must be an https:// URL")
+        secret = ch.get("secret")
+        if ch["kind"] == "webhook" and not (isinstance(secret, str) and len(secret.strip().encode()) >= 16):
+            raise SettingsError(f"{where}: a webhook channel needs a signing secret of at least 16 bytes")
+        if ch["kind"] != "webhook" and secret is not None:
+            raise SettingsError(f"{where}: only webhook channels are signed; a {ch['kind']} channel takes no secret")
+    return json.dumps(channels, separators=(",", ":"), sort_keys=True)
+
+
 # ─── running commands ──────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -286,6 +326,7 @@ class Deploy:
     creating: bool = False  # step 3 creates the stack (with a new API key) rather than updating it
     api_key: str | None = None  # that new key, once the stack holds it
     db_id: str | None = None
+    chat_channels: str | None = None  # CHAT_CHANNELS_FILE's JSON (a secret), when set
 
     def say(self, text: str) -> None:
         print(f"    {text}", flush=True)
@@ -566,7 +607,7 @@ def render_wrangler_config(d: Deploy) -> dict:
     if len(databases) != 1:
         raise StepError("edge/wrangler.toml: [env.production] needs exactly one d1_databases entry with binding DB")
     vars_ = {**prod.get("vars", {}), **worker_vars(d)}
-    if clash := sorted(set(vars_) & set(SECRET_NAMES)):
+    if clash := sorted(set(vars_) & {*SECRET_NAMES, CHAT_SECRET}):
         raise StepError(f"edge/wrangler.toml: {', '.join(clash)} must be secrets, not [env.production.vars]")
     prod = {**prod, "name": d.s["WORKER_NAME"], "routes": [{"pattern": d.s["PUBLIC_HOST"], "custom_domain": True}],
             "d1_databases": [{**databases[0], "database_name": d.s["D1_DATABASE_NAME"], "database_id": d.db_id}],
@@ -693,6 +734,10 @@ def step_secrets(d: Deploy) -> str | None:
                        (f", then delete the {len(keys)} older key(s)" if keys else ""))
     if d.creating:
         actions.append("set REGISTER_API_KEYS to the SHA-256 of the stack's new API key")
+    if d.chat_channels:
+        # Stored on every run: wrangler never shows a secret's value, so a changed file cannot be told apart.
+        actions.append(f"store CHAT_CHANNELS ({len(json.loads(d.chat_channels))} channels from "
+                       f"{d.s['CHAT_CHANNELS_FILE']})")
     if switch_key:
         actions.append("rotate the registration API key (the worker accepts new and old → stack update → new only)")
     if not actions:
@@ -700,6 +745,8 @@ def step_secrets(d: Deploy) -> str | None:
     if not d.plan("; ".join(actions)):
         return None
     first = {"REGISTER_API_KEYS": sha256(d.api_key)} if d.api_key else {}
+    if d.chat_channels:
+        first["CHAT_CHANNELS"] = d.chat_channels
     if new_aws_key:
         push_aws_key(d, user, keys, first)
     elif first:
@@ -805,12 +852,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         settings = load_settings(args.settings)
+        chat_channels = load_chat_channels(args.root.resolve(), settings)
     except SettingsError as e:
         print(f"deploy: {args.settings}: {e}", file=sys.stderr)
         return 2
     d = Deploy(root=args.root.resolve(), s=settings, run=Runner(args.root.resolve()), dry_run=args.dry_run,
                rotate=args.rotate, skip_build=args.skip_build, check_base=args.check_base,
-               check_timeout=args.check_timeout, key_grace=args.key_grace_seconds)
+               check_timeout=args.check_timeout, key_grace=args.key_grace_seconds, chat_channels=chat_channels)
+    if chat_channels:
+        # Scrubbed from every output: the whole value, each URL and each signing secret.
+        d.run.secret(chat_channels)
+        for ch in json.loads(chat_channels).values():
+            d.run.secret(ch["url"])
+            if ch.get("secret"):
+                d.run.secret(ch["secret"])
     print(f"ringi deploy{' (dry run)' if d.dry_run else ''}: {d.base_url}, stack {d.stack_name} in "
           f"{settings['AWS_REGION']}, worker {settings['WORKER_NAME']}" + (", rotating keys" if d.rotate else ""))
     for number, (name, what, step) in enumerate(STEPS, 1):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`make dev`: the whole ringi system on 127.0.0.1 through the same launcher the tests use, with the demo
-(EventBridge relay, mailbox page, demo workflow). Starts one demo execution so the mailbox has a mail.
+(EventBridge relay, mailbox page, chat stand-in, demo workflow). Starts one demo execution so the mailbox has a mail.
 Ctrl-C stops every process it started."""
 import json
 import signal
@@ -87,6 +87,7 @@ def main() -> int:
         "RINGI_ISSUER": stack.issuer,
         "RINGI_CLIENT_ID": stack.client_id,
         "RINGI_MAILBOX_URL": stack.mailbox_url,
+        "RINGI_CHAT_URL": stack.chat_url,
         "RINGI_AWS_REGION": REGION,
         "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (scripts/moto_server.py); not a real credential
         "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
@@ -98,6 +99,8 @@ def main() -> int:
 ringi is ready in {time.monotonic() - t0:.1f}s
   app            {stack.base_url}/
   mailbox        {stack.mailbox_url}/   (mails sent through the local SES; one demo request is already there)
+  chat           {stack.chat_url}/   (Slack/Teams/webhook posts; channels {", ".join(stack.chat_channels)}:
+                 notify [{{"channel": "deploys"}}] in a registration)
   sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):
 {demo_logins()}
   demo approvers {demo_approvers()}

@@ -11,6 +11,8 @@ and, with `Stack(..., demo=True)`:
             default bus sends ringi.approval.requested events to an SQS queue (moto), the relay POSTs each
             event envelope to the worker's POST /api/v1/approvals with the API key
   mailbox   scripts/mailbox.py: a read-only page of the mails SES (moto) accepted
+  chat      scripts/chatbox.py: the chat channels' stand-in (Slack, Teams, signed webhook) the worker's
+            CHAT_CHANNELS point at, listing what it received
   the demo state machine: docs/workflow/approval.jsonpath.asl.json with the demo users as approvers
 
 Everything listens on 127.0.0.1. Each process runs in its own process group with its pid recorded under
@@ -100,6 +102,7 @@ class Ports:
     moto: int = 5000
     idp: int = 9000
     mailbox: int = 8025
+    chat: int = 8026  # 0: any free port
 
 
 def port_free(port: int) -> bool:
@@ -173,6 +176,8 @@ class Stack:
     @property
     def generic(self) -> bool:
         return self.profile == "generic"
+    def chat_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.chat}"
 
     @property
     def issuer(self) -> str:
@@ -190,7 +195,9 @@ class Stack:
         self.demo_state_machine_arn = None  # made anew in this start's moto
         wanted = [("worker", self.ports.worker), ("moto", self.ports.moto), ("idp", self.ports.idp)]
         if self.demo:
-            wanted.append(("mailbox", self.ports.mailbox))
+            self.ports.chat = self.ports.chat or free_port()
+            wanted += [("mailbox", self.ports.mailbox), ("chat", self.ports.chat)]
+            self._make_chat_channels()
         for name, port in wanted:
             if not port_free(port):
                 raise StackError(f"port {port} for {name} is in use on 127.0.0.1: stop whatever listens there "
@@ -360,6 +367,18 @@ class Stack:
         key = iam.create_access_key(UserName="ringi-relay")["AccessKey"]
         self.relay_key = (key["AccessKeyId"], key["SecretAccessKey"])
 
+    # ------------------------------------------------------------------ chat channels (demo)
+    def _make_chat_channels(self) -> None:
+        """CHAT_CHANNELS for the worker: one channel of each kind, all pointing at the chat stand-in. Each URL
+        carries a random path and the webhook a random secret, as real ones do: both are secrets."""
+        def url(name: str) -> str:
+            return f"{self.chat_url}/hooks/{name}/{secrets.token_urlsafe(18)}"
+        self.chat_channels = {
+            "deploys": {"kind": "slack", "url": url("deploys")},
+            "ops-teams": {"kind": "teams", "url": url("ops-teams")},
+            "audit-hook": {"kind": "webhook", "url": url("audit-hook"), "secret": "whsec_" + secrets.token_urlsafe(24)},
+        }
+
     # ------------------------------------------------------------------ idp
     def _make_keys(self) -> None:
         from cryptography.hazmat.primitives.asymmetric import rsa
@@ -443,6 +462,8 @@ class Stack:
         }
         if self.storage == "dynamodb":
             v.update(self.dynamodb_vars())
+        if getattr(self, "chat_channels", None):
+            v["CHAT_CHANNELS"] = json.dumps(self.chat_channels)
         v.update(self.extra_vars)
         return v
 
@@ -455,7 +476,7 @@ class Stack:
         persist = self.state / f"{name}-d1"
         env_file = self.state / f"{name}.env"
         # Secrets go through an env file: wrangler prints [vars] values but hides these.
-        env_file.write_text("".join(f"{k}={json.dumps(v)}\n" for k, v in variables.items()))
+        env_file.write_text("".join(f"{k}={env_quote(v)}\n" for k, v in variables.items()))
         env_file.chmod(0o600)
         t0 = time.monotonic()
         migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", str(persist)],
@@ -503,9 +524,13 @@ class Stack:
                             drop=("AWS_",))
         mailbox = self._spawn("mailbox", [sys.executable, str(ROOT / "scripts/mailbox.py"), "--port",
                                           str(self.ports.mailbox), "--moto", self.moto_url])
+        # The channels (URLs, the webhook's secret) go in the environment, never on the command line.
+        chat = self._spawn("chatbox", [sys.executable, str(ROOT / "scripts/chatbox.py"), "--port", str(self.ports.chat)],
+                           env={"RINGI_CHATBOX_CHANNELS": json.dumps(self.chat_channels), "PYTHONUNBUFFERED": "1"})
         self.setup_demo()
         self._wait(relay, lambda: b'"event": "started"' in relay.log.read_bytes()[seen:], 30)
         self._wait(mailbox, lambda: http_ok(f"{self.mailbox_url}/healthz"), 30)
+        self._wait(chat, lambda: http_ok(f"{self.chat_url}/healthz"), 30)
 
     def setup_demo(self) -> str:
         """Creates the demo state machine from docs/workflow/approval.jsonpath.asl.json (demo approvers)."""
@@ -546,8 +571,28 @@ class Stack:
         with urllib.request.urlopen(f"{self.moto_url}/moto-api/data.json", timeout=30) as r:
             return json.load(r)["ses"].get("Message", [])
 
+    def chat_messages(self) -> list:
+        """Every message the chat stand-in accepted: {channel, kind, receivedAt, body, signature}."""
+        with urllib.request.urlopen(f"{self.chat_url}/messages.json", timeout=30) as r:
+            return json.load(r)["messages"]
+
+    def chat_fail(self, count: int) -> None:
+        """The chat stand-in answers the next `count` deliveries with 500."""
+        req = urllib.request.Request(f"{self.chat_url}/control/fail", data=json.dumps({"count": count}).encode(),
+                                     headers={"content-type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.status == 200, r.status
+
     def worker_log(self) -> str:
         return (self.state / "worker.log").read_text(errors="replace")
+
+
+def env_quote(value: str) -> str:
+    """One value of an env file as wrangler reads it: double quotes, except for a value with double quotes in it
+    (CHAT_CHANNELS' JSON), which goes in single quotes (taken literally; dotenv does not unescape `\\"`)."""
+    if '"' in value and "'" not in value and "\n" not in value:
+        return f"'{value}'"
+    return json.dumps(value)
 
 
 def _kill_group(pid: int, sig=signal.SIGTERM) -> None:

@@ -37,10 +37,13 @@ pub enum EventKind {
     Expired,
     /// The token and the approval's row were purged after retention.
     Purged,
+    /// A chat channel was posted to (`detail.channel`: its configured name, never its URL; `delivered`
+    /// false with `error` for a try that failed and is retried).
+    Notified,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::Registered,
         Self::Mailed,
         Self::Reminded,
@@ -54,6 +57,7 @@ impl EventKind {
         Self::Escalated,
         Self::Expired,
         Self::Purged,
+        Self::Notified,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +75,7 @@ impl EventKind {
             Self::Escalated => "escalated",
             Self::Expired => "expired",
             Self::Purged => "purged",
+            Self::Notified => "notified",
         }
     }
 

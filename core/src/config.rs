@@ -2,6 +2,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::chat::ChatChannels;
 use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
@@ -91,6 +92,9 @@ pub struct Config {
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
     /// (lower case), so a registrant cannot make ringi mail anyone.
     pub mail_allowed_domains: Vec<String>,
+    /// `CHAT_CHANNELS` (a secret): the chat channels a registration's `notify` may name (core::chat). Empty:
+    /// none may be named.
+    pub chat_channels: ChatChannels,
     /// Registrations one credential may make per minute (429 beyond).
     pub register_rate_per_minute: u32,
     pub claim_lease_ms: i64,
@@ -378,6 +382,13 @@ impl Config {
         if let Some(bad) = mail_allowed_domains.iter().find(|d| !crate::register::valid_domain(d)) {
             return Err(ConfigError::Invalid("MAIL_ALLOWED_DOMAINS", format!("{bad:?} is not a domain name")));
         }
+        let chat_channels = match opt("CHAT_CHANNELS") {
+            None => ChatChannels::default(),
+            Some(v) => ChatChannels::parse(&v, |u| {
+                check_url("CHAT_CHANNELS", u).map_err(|_| "must be an https:// URL (http:// only for loopback)".into())
+            })
+            .map_err(|e| ConfigError::Invalid("CHAT_CHANNELS", e))?,
+        };
         let register_rate_per_minute = match opt("REGISTER_RATE_PER_MINUTE") {
             None => 600,
             Some(v) => v
@@ -432,6 +443,7 @@ impl Config {
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
             mail_allowed_domains,
+            chat_channels,
             register_rate_per_minute,
             claim_lease_ms,
             reminder_window_ms,
@@ -758,6 +770,22 @@ mod tests {
         assert!(oidc(&[("TOKEN_USE", "id")]).is_ok());
         assert!(oidc(&[("OIDC_AUDIENCE", "api://default")]).is_ok());
         assert_eq!(with(&[("GROUPS_CLAIM", "custom:teams")]).unwrap().mapping.groups_claim, "custom:teams");
+    }
+
+    #[test]
+    fn chat_channels_are_a_checked_map_whose_errors_hide_urls() {
+        assert!(with(&[]).unwrap().chat_channels.is_empty());
+        let c = with(&[(
+            "CHAT_CHANNELS",
+            r#"{"deploys": {"kind": "slack", "url": "http://127.0.0.1:8025/hooks/s3cr3t"}}"#,
+        )])
+        .unwrap();
+        assert!(c.chat_channels.find("deploys").is_some());
+        assert!(!format!("{c:?}").contains("s3cr3t"), "the config's Debug hides webhook URLs");
+        for bad in [r#"{"deploys": {"kind": "slack", "url": "http://10.0.0.1/s3cr3t"}}"#, "not json"] {
+            let err = with(&[("CHAT_CHANNELS", bad)]).unwrap_err();
+            assert!(matches!(&err, ConfigError::Invalid("CHAT_CHANNELS", m) if !m.contains("s3cr3t")), "{err}");
+        }
     }
 
     #[test]

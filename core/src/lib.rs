@@ -6,6 +6,7 @@ pub mod assets;
 pub mod audit;
 pub mod audit_export;
 mod body;
+pub mod chat;
 pub mod config;
 pub mod context;
 pub mod decision;

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::approval::Quorum;
 use crate::body::{first_item, from_object, json_value, top_field};
+use crate::chat::{ChannelName, ChatChannels, MAX_CHANNELS};
 use crate::error::ApiError;
 use crate::form::{strip_form, strip_invisible, validate_form, FormField};
 use crate::ids::{ApprovalId, TaskToken};
@@ -35,6 +36,8 @@ pub struct NewApproval {
     pub form: Vec<FormField>,
     pub expires_at: i64,
     pub notify: Vec<String>,
+    /// The chat channels `notify` named (`{"channel": …}`), each one configured in `CHAT_CHANNELS`.
+    pub channels: Vec<ChannelName>,
     pub context: Map<String, Value>,
     pub locale: Option<Locale>,
     /// Who asked (people: `sub` / email): they see the approval but may not decide it, unless
@@ -65,7 +68,8 @@ pub struct RegistrationBody {
     form: Option<Vec<FormField>>,
     expires_at: Option<String>,
     timeout_seconds: Option<i64>,
-    notify: Option<Vec<String>>,
+    /// Emails (`"a@x"` or `{"email": …}`) and chat channels (`{"channel": …}`), checked item by item.
+    notify: Option<Vec<Value>>,
     context: Option<Map<String, Value>>,
     locale: Option<Locale>,
     requested_by: Option<Vec<Principal>>,
@@ -85,8 +89,9 @@ fn explain(path: &str, serde_message: String) -> ApiError {
             ApiError::invalid(first_item(path), "must be {\"sub\": …}, {\"email\": …} or {\"group\": …}")
         }
         "approvers" => must("must be an array"),
-        "notify" if nested => ApiError::invalid(first_item(path), "is not an email address"),
-        "notify" => must(&format!("must be an array of at most {MAX_APPROVERS} emails")),
+        "notify" => must(&format!(
+            "must be an array of at most {MAX_APPROVERS} emails and {MAX_CHANNELS} {{\"channel\": …}} entries"
+        )),
         // A form definition's errors are serde's own ("unknown variant `date`"), reported on `form`.
         "form" if nested => ApiError::invalid("form", serde_message),
         "form" => must("must be an array of fields"),
@@ -129,12 +134,23 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
 }
 
 /// Validates a registration body; `now` is Unix ms. `notify` may name the approval's email approvers and
-/// addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`). Every error names the offending field.
+/// addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`), and no chat channel. Every error names the
+/// offending field.
 pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
+    parse_registration_with_channels(body, now, mail_allowed_domains, &ChatChannels::default())
+}
+
+/// [`parse_registration`], where `notify` may also name the channels of `CHAT_CHANNELS`.
+pub fn parse_registration_with_channels(
+    body: &[u8],
+    now: i64,
+    mail_allowed_domains: &[String],
+    channels: &ChatChannels,
+) -> Result<NewApproval, ApiError> {
     let v = unwrap_event_envelope(json_value(body)?);
     let request_sha256 = crate::hex_sha256(v.to_string().as_bytes());
     let dto: RegistrationBody = from_object(v, explain)?;
-    dto.validate(now, mail_allowed_domains, request_sha256)
+    dto.validate(now, mail_allowed_domains, channels, request_sha256)
 }
 
 pub(crate) fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
@@ -203,27 +219,72 @@ fn expiry(expires_at: Option<&str>, timeout_seconds: Option<i64>, now: i64) -> R
     Ok(at)
 }
 
-/// `notify` as given (approvers' emails or allowed domains only), else the email approvers.
+/// One `notify` entry: an email (a string, the original form, or `{"email": …}`) or a chat channel.
+enum NotifyEntry<'a> {
+    Email { at: String, email: &'a str },
+    Channel { at: String, name: &'a str },
+}
+
+fn notify_entry(i: usize, v: &Value) -> Result<NotifyEntry<'_>, ApiError> {
+    let at = format!("notify[{i}]");
+    match v {
+        Value::String(email) => Ok(NotifyEntry::Email { at, email }),
+        Value::Object(o) => match o.iter().next().filter(|_| o.len() == 1).map(|(k, v)| (k.as_str(), v.as_str())) {
+            Some(("email", Some(email))) => Ok(NotifyEntry::Email { at: format!("{at}.email"), email }),
+            Some(("channel", Some(name))) => Ok(NotifyEntry::Channel { at: format!("{at}.channel"), name }),
+            _ => Err(ApiError::invalid(at, "must be an email address, {\"email\": …} or {\"channel\": …}")),
+        },
+        _ => Err(ApiError::invalid(at, "is not an email address")),
+    }
+}
+
+/// `notify` as given (approvers' emails or allowed domains only, and configured chat channels), else the
+/// email approvers and no channel. A `notify` lists everyone told: one that names only channels mails nobody.
 fn notify(
-    raw: Option<Vec<String>>,
+    raw: Option<Vec<Value>>,
     approvers: &[Principal],
     allowed_domains: &[String],
-) -> Result<Vec<String>, ApiError> {
+    chat: &ChatChannels,
+) -> Result<(Vec<String>, Vec<ChannelName>), ApiError> {
     let Some(raw) = raw else {
-        return Ok(approvers
-            .iter()
-            .filter_map(|p| match p {
-                Principal::Email(e) => Some(e.clone()),
-                _ => None,
-            })
-            .collect());
+        return Ok((
+            approvers
+                .iter()
+                .filter_map(|p| match p {
+                    Principal::Email(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect(),
+            Vec::new(),
+        ));
     };
-    if raw.len() > MAX_APPROVERS {
-        return Err(ApiError::invalid("notify", format!("must be an array of at most {MAX_APPROVERS} emails")));
+    let too_many = || {
+        ApiError::invalid(
+            "notify",
+            format!("must be an array of at most {MAX_APPROVERS} emails and {MAX_CHANNELS} {{\"channel\": …}} entries"),
+        )
+    };
+    if raw.len() > MAX_APPROVERS + MAX_CHANNELS {
+        return Err(too_many());
     }
     let mut out = Vec::new();
-    for (i, e) in raw.iter().enumerate() {
-        let at = format!("notify[{i}]");
+    let mut channels: Vec<ChannelName> = Vec::new();
+    // Every entry's shape first (as serde would), then the rules.
+    let entries = raw.iter().enumerate().map(|(i, v)| notify_entry(i, v)).collect::<Result<Vec<_>, _>>()?;
+    for entry in entries {
+        let (at, e) = match entry {
+            NotifyEntry::Email { at, email } => (at, email),
+            NotifyEntry::Channel { at, name } => {
+                // Only a configured name: a registrant never gives ringi a URL to post to.
+                let name = chat
+                    .find(name.trim())
+                    .ok_or_else(|| ApiError::invalid(at, "is not a chat channel of this ringi (CHAT_CHANNELS)"))?;
+                if !channels.contains(&name) {
+                    channels.push(name);
+                }
+                continue;
+            }
+        };
         let e = e.trim().to_ascii_lowercase();
         if !valid_email(&e) {
             return Err(ApiError::invalid(at, "is not an email address"));
@@ -240,7 +301,10 @@ fn notify(
             out.push(e);
         }
     }
-    Ok(out)
+    if out.len() > MAX_APPROVERS || channels.len() > MAX_CHANNELS {
+        return Err(too_many());
+    }
+    Ok((out, channels))
 }
 
 impl RegistrationBody {
@@ -250,6 +314,7 @@ impl RegistrationBody {
         self,
         now: i64,
         mail_allowed_domains: &[String],
+        chat_channels: &ChatChannels,
         request_sha256: String,
     ) -> Result<NewApproval, ApiError> {
         let id = self.approval_id.as_deref().map(ApprovalId::parse_chosen).transpose()?;
@@ -278,7 +343,7 @@ impl RegistrationBody {
         strip_form(&mut form);
         validate_form(&form)?;
         let expires_at = expiry(self.expires_at.as_deref(), self.timeout_seconds, now)?;
-        let notify = notify(self.notify, &approvers, mail_allowed_domains)?;
+        let (notify, channels) = notify(self.notify, &approvers, mail_allowed_domains, chat_channels)?;
         let schedule = Schedule {
             reminders: self.reminders.map(|r| parse_reminders(&r, now, expires_at)).transpose()?,
             escalation: self
@@ -297,6 +362,7 @@ impl RegistrationBody {
             form,
             expires_at,
             notify,
+            channels,
             context,
             locale: self.locale,
             requested_by,
@@ -362,6 +428,40 @@ mod tests {
         // A look-alike domain is not the allowed one.
         assert_eq!(field(parse(json!(["ops@example.org.evil.test"]), &allowed)), "notify[0]");
         assert_eq!(field(parse(json!(["ops@sub.example.org"]), &allowed)), "notify[0]");
+    }
+
+    #[test]
+    fn notify_names_configured_chat_channels_only() {
+        let chat = ChatChannels::parse(
+            r#"{"deploys": {"kind": "slack", "url": "https://hooks.slack.com/services/x"},
+                "ops": {"kind": "teams", "url": "https://example.webhook.office.com/y"}}"#,
+            |_| Ok(()),
+        )
+        .unwrap();
+        let parse = |notify: Value| {
+            let b = with("notify", notify).to_string();
+            parse_registration_with_channels(b.as_bytes(), NOW, &[], &chat)
+        };
+        let a = parse(json!([{"email": "alice@example.com"}, {"channel": "deploys"}, {"channel": "ops"},
+                             {"channel": "deploys"}]))
+        .unwrap();
+        assert_eq!(a.notify, vec!["alice@example.com"]);
+        assert_eq!(a.channels.iter().map(ChannelName::as_str).collect::<Vec<_>>(), ["deploys", "ops"]);
+        // Only channels: nobody is mailed.
+        let a = parse(json!([{"channel": "ops"}])).unwrap();
+        assert!(a.notify.is_empty() && a.channels.len() == 1);
+        let field = |r: Result<NewApproval, ApiError>| match r.unwrap_err() {
+            ApiError::Invalid { field, .. } => field,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(field(parse(json!(["alice@example.com", {"channel": "nope"}]))), "notify[1].channel");
+        // A URL is not a channel name.
+        assert_eq!(field(parse(json!([{"channel": "https://hooks.slack.com/services/x"}]))), "notify[0].channel");
+        assert_eq!(field(parse(json!([{"email": "x"}]))), "notify[0].email");
+        assert_eq!(field(parse(json!([{"channel": "ops", "url": "https://x"}]))), "notify[0]");
+        // Without CHAT_CHANNELS no channel exists.
+        assert_eq!(field_of(with("notify", json!([{"channel": "deploys"}]))), "notify[0].channel");
+        assert!(parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap().channels.is_empty());
     }
 
     #[test]
@@ -452,6 +552,7 @@ mod tests {
         assert_eq!(said(with("approvers", json!("x"))), is("approvers", "must be an array"));
         assert_eq!(said(with("approvers", json!([{"sub": "a"}, {"email": 5}]))).0, "approvers[1]");
         assert_eq!(said(with("notify", json!(["a@example.com", 1]))), is("notify[1]", "is not an email address"));
+        assert_eq!(said(with("notify", json!([{"slack": "x"}]))).0, "notify[0]");
         assert_eq!(said(with("form", json!("x"))), is("form", "must be an array of fields"));
         assert_eq!(said(with("timeoutSeconds", json!("60"))), is("timeoutSeconds", "must be a positive integer"));
         assert_eq!(said(with("locale", json!(5))), is("locale", "must be \"en\" or \"ja\""));

@@ -1,4 +1,5 @@
-//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API.
+//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API, and the plain
+//! POST under them (chat webhooks use it too).
 
 use ringi_core::config::Config;
 use ringi_core::latency::Remote;
@@ -73,14 +74,22 @@ pub async fn signed_post(
         SignOptions::default(),
     )
     .map_err(|e| e.to_string())?;
+    let all: Vec<(&str, &str)> =
+        headers.iter().copied().chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))).collect();
+    probe.before_round_trip(service.remote()).await;
+    post(url, &all, body, timeout).await
+}
+
+/// One POST through the Workers fetch API: the status and body text, or a transport error (including no
+/// answer within `timeout`). The error may name the URL: callers posting to a secret URL scrub it.
+pub async fn post(url: &str, headers: &[(&str, &str)], body: &str, timeout: Duration) -> Result<(u16, String), String> {
     let all = Headers::new();
-    for (k, v) in headers.iter().copied().chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    for (k, v) in headers {
         all.set(k, v).map_err(|e| e.to_string())?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_headers(all).with_body(Some(body.into()));
     let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    probe.before_round_trip(service.remote()).await;
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {

@@ -1,5 +1,5 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
-//! stale claims, expiry, retention purge, mail retries, the default reminder before expiry, the audit
+//! stale claims, expiry, retention purge, mail and chat retries, the default reminder before expiry, the audit
 //! retention, the registrations' own schedules (reminders at their times, escalation: `store::schedule`) and
 //! the chosen outcome of approvals nobody decided (`onExpiry`).
 //!
@@ -25,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::{ApprovalStore, D1Store, DueEntry, Store, SCHEDULE_LEASE_MS};
+use crate::store::{ApprovalStore, D1Store, DueEntry, Retries, Store, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
@@ -65,12 +65,22 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     };
     let purged = step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
-    let mut retried = 0;
-    let due =
-        step_rows(&mut step, "mail_retries", d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await);
-    for row in due {
+    let (mut retried, mut chat_retried) = (0, 0);
+    let due = match d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await {
+        Ok(due) => due,
+        Err(e) => {
+            step("mail_retries", Err(e));
+            Retries { mail: Vec::new(), chat: Vec::new() }
+        }
+    };
+    for row in due.mail {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
+    }
+    // Chat notifications by the same rule (failed, or still pending past the sender's grace), channels still
+    // due only; their look-up came in the mail retries' round trip.
+    for row in due.chat {
+        chat_retried += step("chat_retry", crate::chat::send(&cfg, d1, &row).await.map(|_| 1));
     }
 
     let mut reminded = 0;
@@ -102,7 +112,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     log(
         "info",
         "cron",
-        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried,
+        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried, "chatRetried": chat_retried,
                "reminded": reminded, "eventsPurged": events_purged, "scheduled": scheduled, "decidedOnExpiry": auto_decided,
                "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),

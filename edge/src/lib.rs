@@ -3,6 +3,7 @@
 mod assets;
 mod auth;
 mod aws;
+mod chat;
 mod config;
 mod cron;
 mod discovery;

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use futures_util::future::join_all;
+use futures_util::future::{join, join_all};
 use ringi_core::config::Config;
 use ringi_core::mail::{
     compose, compose_handover, ses_send_email_body, Handover, Mail, MailInput, MailKind, MailState,
@@ -75,7 +75,7 @@ pub async fn send_counted(
 }
 
 /// The requesters registered for separation of duty, for the mail's "Requested by" when the context has none.
-fn requesters(row: &MailJob) -> String {
+pub(crate) fn requesters(row: &MailJob) -> String {
     row.requested_by.iter().map(|p| p.value()).collect::<Vec<_>>().join(", ")
 }
 
@@ -201,8 +201,9 @@ pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<
     store.set_mail_state(&row.id, state, detail.as_ref().map(|d| (d, crate::platform::now_ms()))).await
 }
 
-/// [`send_request`] for an approval that was just stored, run after the response: nobody is left to
-/// answer, so failures are logged (and the `mail_state` left for the cron).
+/// [`send_request`] (and the chat notifications, `crate::chat`) for an approval that was just stored, run after
+/// the response: nobody is left to answer, so failures are logged (and the `mail_state` / `chat_state` left
+/// for the cron).
 /// `routed`: the slots out-of-office routing handed on at registration, (absent approver, stand-in); their
 /// stand-ins get the hand-over mail.
 pub async fn send_request_of(
@@ -215,7 +216,17 @@ pub async fn send_request_of(
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
         let Some(row) = store.mail_job(id).await? else { return Ok(()) };
-        let sent = send_request(cfg, &store, &row).await;
+        // The chat channels get the same request, alongside (their outcome is recorded on its own; D1 only).
+        let chat = async {
+            match store.governance("chat notifications") {
+                Ok(d1) => crate::chat::send(cfg, d1, &row).await,
+                Err(_) => Ok(()),
+            }
+        };
+        let (sent, chat) = join(send_request(cfg, &store, &row), chat).await;
+        if let Err(e) = chat {
+            log("error", "chat_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));
+        }
         for (absent, stand_in) in routed {
             let h = Handover::Routed { absent: absent.value(), note: None };
             let _ = send_handover(cfg, store.probe(), &row, &emails([stand_in]), &h).await;

@@ -562,3 +562,63 @@ def test_standins_are_executable_scripts():
     for name in ("aws", "wrangler"):
         path = STANDINS / name
         assert path.read_text().startswith("#!/usr/bin/env python3\n") and path.stat().st_mode & 0o111
+
+
+# ─── chat channels: CHAT_CHANNELS_FILE → the worker secret CHAT_CHANNELS ──────────────────────────────────
+
+
+def chat_file(tmp_path: Path, channels: dict) -> Path:
+    path = tmp_path / "chat-channels.json"  # outside the checkout, as an operator would keep it
+    path.write_text(json.dumps(channels))
+    return path
+
+
+CHAT = {"deploys": {"kind": "slack", "url": "https://hooks.slack.com/services/T0/B0/slacktoken0123456789"},
+        "audit-hook": {"kind": "webhook", "url": "https://hooks.example.com/ringi/hooktoken0123",
+                       "secret": "whsec_signing_secret_0123456789"}}
+
+
+def test_chat_channels_are_stored_from_stdin_and_never_shown(deployer, tmp_path):
+    deployer.write_settings(CHAT_CHANNELS_FILE=str(chat_file(tmp_path, CHAT)))
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    assert "store CHAT_CHANNELS (2 channels from" in proc.stdout
+    stored = deployer.state()["cloudflare"]["workers"]["ringi"]["secrets"]["CHAT_CHANNELS"]
+    [pushed] = [json.loads(c["stdin"])["CHAT_CHANNELS"] for c in deployer.calls()
+                if command(c).startswith("secret bulk") and "CHAT_CHANNELS" in json.loads(c["stdin"])]
+    assert sha256(pushed) == stored and json.loads(pushed) == CHAT
+    # Stored again on the next run (a changed file cannot be told from an unchanged one), still only on stdin.
+    assert deployer.run().returncode == 0
+    values = [CHAT["deploys"]["url"], CHAT["audit-hook"]["url"], CHAT["audit-hook"]["secret"], "slacktoken0123456789"]
+    for call in deployer.calls():
+        assert not [v for v in values if v in " ".join(call["argv"])], call["argv"]
+    for output in deployer.outputs:
+        assert not [v for v in values if v in output], output
+    for path in deployer.root.rglob("*"):
+        if path.is_file():
+            assert not [v for v in values if v in path.read_text(errors="replace")], path
+    rendered = json.loads((deployer.root / "edge" / "wrangler.production.json").read_text())
+    assert "CHAT_CHANNELS" not in rendered["env"]["production"]["vars"]
+
+
+@pytest.mark.parametrize("channels,says", [
+    ([1], "must be a JSON object"),
+    ({"Deploys": {"kind": "slack", "url": "https://hooks.slack.com/services/x"}}, "channel 'Deploys': a name"),
+    ({"d": {"kind": "irc", "url": "https://hooks.slack.com/services/x"}}, "channel 'd': must be"),
+    ({"d": {"kind": "slack", "url": "http://hooks.slack.com/services/x"}}, "url must be an https:// URL"),
+    ({"d": {"kind": "webhook", "url": "https://hooks.example.com/x"}}, "needs a signing secret"),
+    ({"d": {"kind": "teams", "url": "https://x.example/y", "secret": "0123456789abcdef"}}, "takes no secret"),
+])
+def test_a_bad_chat_channels_file_stops_before_any_call_and_hides_the_urls(deployer, tmp_path, channels, says):
+    deployer.write_settings(CHAT_CHANNELS_FILE=str(chat_file(tmp_path, channels)))
+    proc = deployer.run()
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert "hooks." not in proc.stderr and "x.example" not in proc.stderr
+    assert deployer.calls() == []
+
+
+def test_a_missing_chat_channels_file_is_named(deployer, tmp_path):
+    deployer.write_settings(CHAT_CHANNELS_FILE="deploy/chat-channels.json")
+    proc = deployer.run()
+    assert proc.returncode == 2 and "CHAT_CHANNELS_FILE: cannot read" in proc.stderr
+    assert deployer.calls() == []

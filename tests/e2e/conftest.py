@@ -35,7 +35,8 @@ def stack():
     ports = Ports(worker=int(os.environ.get("RINGI_TEST_WORKER_PORT", "8797")),
                   moto=int(os.environ.get("RINGI_TEST_MOTO_PORT", "5010")),
                   idp=int(os.environ.get("RINGI_TEST_IDP_PORT", "9010")),
-                  mailbox=int(os.environ.get("RINGI_TEST_MAILBOX_PORT", "8035")))
+                  mailbox=int(os.environ.get("RINGI_TEST_MAILBOX_PORT", "8035")),
+                  chat=int(os.environ.get("RINGI_TEST_CHAT_PORT", "0")))
     # Another suite may run at the same time on other ports (RINGI_TEST_*_PORT): it needs its own state dir.
     state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
     # The shortest lease the worker accepts: test_faults waits for a dead worker's claim to run out.

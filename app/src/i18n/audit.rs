@@ -14,7 +14,7 @@ pub struct AuditTexts {
     pub system: &'static str,
     /// Prefix of a registering machine credential.
     pub registrant: &'static str,
-    pub kinds: [&'static str; 13],
+    pub kinds: [&'static str; 14],
     /// Labels of the detail keys this build knows, as `(key, label)`.
     pub keys: &'static [(&'static str, &'static str)],
     /// Values this build translates, as `(value, label)` (verdicts, reasons, error classes).
@@ -97,6 +97,7 @@ pub const EN: AuditTexts = AuditTexts {
         "Escalated",
         "Expired",
         "Purged",
+        "Posted to chat",
     ],
     keys: &[
         ("verdict", "Decision"),
@@ -118,6 +119,10 @@ pub const EN: AuditTexts = AuditTexts {
         ("added", "Added"),
         ("removed", "Removed"),
         ("comment", "Comment"),
+        ("channel", "Channel"),
+        ("via", "Via"),
+        ("delivered", "Delivered"),
+        ("channels", "Chat channels"),
     ],
     values: &[
         ("approve", "Approve"),
@@ -134,6 +139,9 @@ pub const EN: AuditTexts = AuditTexts {
         ("reminder", "Reminder"),
         ("any", "Any one"),
         ("all", "All"),
+        ("slack", "Slack"),
+        ("teams", "Microsoft Teams"),
+        ("webhook", "Webhook"),
     ],
     yes: "yes",
     no: "no",
@@ -173,6 +181,7 @@ pub const JA: AuditTexts = AuditTexts {
         "エスカレーション",
         "期限切れ",
         "削除",
+        "チャットに通知",
     ],
     keys: &[
         ("verdict", "判断"),
@@ -194,6 +203,10 @@ pub const JA: AuditTexts = AuditTexts {
         ("added", "追加"),
         ("removed", "削除"),
         ("comment", "コメント"),
+        ("channel", "チャンネル"),
+        ("via", "送信方法"),
+        ("delivered", "配信済み"),
+        ("channels", "チャットチャンネル数"),
     ],
     values: &[
         ("approve", "承認"),
@@ -210,6 +223,9 @@ pub const JA: AuditTexts = AuditTexts {
         ("reminder", "リマインダー"),
         ("any", "いずれか1名"),
         ("all", "全員"),
+        ("slack", "Slack"),
+        ("teams", "Microsoft Teams"),
+        ("webhook", "Webhook"),
     ],
     yes: "はい",
     no: "いいえ",

@@ -2,7 +2,7 @@
 //! whose SHA-256 is configured, or a client-credentials access token of an app client listed in
 //! `REGISTER_CLIENT_IDS` with `REGISTER_SCOPE` and no user in it.
 
-use ringi_core::register::parse_registration;
+use ringi_core::register::parse_registration_with_channels;
 use ringi_core::time::format_rfc3339;
 use ringi_core::wire::RegisterResponse;
 use ringi_core::{ids::APPROVAL_ID_RANDOM_BYTES, ApiError, ApprovalId};
@@ -51,7 +51,7 @@ pub async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
 pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> Result<Response, ApiError> {
     let body = super::body_bytes(req).await?;
     let now = now_ms();
-    let new = parse_registration(&body, now, &ctx.cfg.mail_allowed_domains)?;
+    let new = parse_registration_with_channels(&body, now, &ctx.cfg.mail_allowed_domains, &ctx.cfg.chat_channels)?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let registrant = Registrant { label: caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;
@@ -79,9 +79,9 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
     };
     log("info", "registered", json!({"approvalId": id.as_str(), "by": caller, "created": created}));
     if created {
-        // Answer first, mail after the response: an EventBridge API destination gives up after 5 s and
-        // redelivers, so a slow SES must not make the registration look failed. The outcome is recorded;
-        // the cron retries failures and mails whose sender vanished.
+        // Answer first, mail (and chat) after the response: an EventBridge API destination gives up after 5 s
+        // and redelivers, so a slow SES or webhook must not make the registration look failed. The outcome is
+        // recorded; the cron retries failures and deliveries whose sender vanished.
         let (cfg, env, probe, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
         ctx.worker.wait_until(async move { crate::mailer::send_request_of(&cfg, &env, probe, &id, &routed).await });
     }

@@ -100,13 +100,17 @@ impl InsertBatch<'_> {
             s(&Value::from(a.requested_by.iter().map(Principal::key).collect::<Vec<_>>()).to_string()),
             n(i64::from(a.allow_self_approval)),
             s(a.on_expiry.as_str()),
+            // The chat channels: all of them due, delivered after the response like the mail.
+            s(&serde_json::to_string(&a.channels).internal("chat json")?),
+            s(MailState::initial(a.channels.len()).as_str()),
         ];
         Ok(self.within_rate(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
                quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
-               mail_state, request_sha256, registered_by, requested_by_json, allow_self_approval, on_expiry)
+               mail_state, request_sha256, registered_by, requested_by_json, allow_self_approval, on_expiry,
+               chat_json, chat_due_json, chat_state)
              SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-               ?20, ?21
+               ?20, ?21, ?22, ?22, ?23
              WHERE {rate} ON CONFLICT DO NOTHING",
             args,
         ))
@@ -153,8 +157,11 @@ impl InsertBatch<'_> {
     /// The `registered` event of this very request's approval (once: a redelivery writes none).
     fn registered_event(&self, now: i64) -> Stmt {
         let a = self.a;
-        let detail =
+        let mut detail =
             json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()});
+        if !a.channels.is_empty() {
+            detail["channels"] = a.channels.len().into();
+        }
         super::event_once_stmt(
             self.id,
             now,

@@ -423,6 +423,9 @@ impl ApprovalStore for DynamoStore {
         if a.on_expiry != OnExpiry::None {
             return Err(ApiError::NotSupportedByBackend("onExpiry"));
         }
+        if !a.channels.is_empty() {
+            return Err(ApiError::NotSupportedByBackend("chat notifications"));
+        }
         let actions = self.registration(id, a, registrant, now);
         match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
             DdbOutcome::Ok(_) => Ok(Inserted::Created { routed: Vec::new() }),

@@ -1,6 +1,7 @@
 //! Mail bookkeeping and the cron's steps: expiry, stale claims, retention, mail retries, reminders.
 
 use ringi_core::audit::{Actor, EventKind};
+use ringi_core::chat::ChannelName;
 use ringi_core::mail::MailState;
 use ringi_core::{ApiError, ApprovalId};
 
@@ -14,6 +15,12 @@ use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
 use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use serde_json::{Map, Value};
+
+/// What the cron retries: request mails, and chat notifications (their channels still due).
+pub struct Retries {
+    pub mail: Vec<MailJob>,
+    pub chat: Vec<MailJob>,
+}
 
 #[derive(Deserialize)]
 struct VotedRow {
@@ -126,28 +133,54 @@ impl D1Store {
     }
 
     /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was
-    /// registered before `sender_gone_before` (the worker that was to send it after its response died).
+    /// registered before `sender_gone_before` (the worker that was to send it after its response died); and,
+    /// by the same rule, those whose chat notifications are to be retried. One round trip for both.
     pub async fn mail_retries(
         &self,
         now: i64,
         max_attempts: i64,
         sender_gone_before: i64,
-    ) -> Result<Vec<MailJob>, ApiError> {
-        let stmt = Stmt::new(
-            format!(
-                "SELECT {MAIL_COLUMNS} FROM approvals
-                 WHERE (mail_state = ?4 OR (mail_state = ?5 AND created_at < ?3))
-                   AND mail_attempts < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2 LIMIT {MAIL_BATCH}"
-            ),
-            vec![
-                n(max_attempts),
-                n(now),
-                n(sender_gone_before),
-                s(MailState::Failed.as_str()),
-                s(MailState::Pending.as_str()),
-            ],
-        );
-        Ok(mail_jobs(self.rows(stmt, "mail_retries").await?))
+    ) -> Result<Retries, ApiError> {
+        let due = |state: &str, attempts: &str| {
+            Stmt::new(
+                format!(
+                    "SELECT {MAIL_COLUMNS} FROM approvals
+                     WHERE ({state} = ?4 OR ({state} = ?5 AND created_at < ?3))
+                       AND {attempts} < ?1 AND status IN ('pending', 'claimed') AND expires_at > ?2 LIMIT {MAIL_BATCH}"
+                ),
+                vec![
+                    n(max_attempts),
+                    n(now),
+                    n(sender_gone_before),
+                    s(MailState::Failed.as_str()),
+                    s(MailState::Pending.as_str()),
+                ],
+            )
+        };
+        let results = self
+            .batch(&[due("mail_state", "mail_attempts"), due("chat_state", "chat_attempts")], "mail_retries")
+            .await?;
+        let jobs = |i: usize| results[i].results::<MailRow>().internal("D1 mail rows").map(mail_jobs);
+        Ok(Retries { mail: jobs(0)?, chat: jobs(1)? })
+    }
+
+    /// Records what the channels said to one chat delivery: the channels still due, the state, and one
+    /// `notified` event per channel tried (its name, never its URL), in one batch.
+    pub async fn set_chat_state(
+        &self,
+        id: &ApprovalId,
+        state: MailState,
+        still_due: &[ChannelName],
+        tried: &[Map<String, Value>],
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let due = serde_json::to_string(still_due).internal("chat due json")?;
+        let mut stmts = vec![Stmt::new(
+            "UPDATE approvals SET chat_state = ?1, chat_due_json = ?2, chat_attempts = chat_attempts + 1 WHERE id = ?3",
+            vec![s(state.as_str()), s(&due), s(id.as_str())],
+        )];
+        stmts.extend(tried.iter().map(|d| event_stmt(id, now, EventKind::Notified, &Actor::System, d)));
+        self.batch(&stmts, "set_chat_state").await.map(drop).map_err(Into::into)
     }
 
     /// Open approvals inside the reminder window that were not reminded yet. (Approvals registered inside

@@ -39,6 +39,7 @@ pub use backend::{ApprovalStore, Store};
 #[allow(unused_imports)]
 pub(crate) use events::event_stmt;
 pub(crate) use events::{event_once_stmt, Once};
+pub use maintenance::Retries;
 pub use on_expiry::DueOutcome;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use schedule::{DueEntry, SCHEDULE_LEASE_MS};

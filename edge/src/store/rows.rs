@@ -2,6 +2,7 @@
 //! value maps to is a [`CorruptValue`]: logged and answered 500, never replaced by a default.
 
 use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
+use ringi_core::chat::ChannelName;
 use ringi_core::context::ApprovalContext;
 use ringi_core::delegation::{Requester, Seat};
 use ringi_core::error::CorruptValue;
@@ -371,8 +372,8 @@ impl InboxRow {
 }
 
 /// Columns of [`MailRow`].
-pub(crate) const MAIL_COLUMNS: &str =
-    "id, title, summary, notify_json, context_json, locale, expires_at, registered_by, requested_by_json, on_expiry";
+pub(crate) const MAIL_COLUMNS: &str = "id, title, summary, notify_json, context_json, locale, expires_at, \
+     registered_by, requested_by_json, on_expiry, chat_due_json";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct MailRow {
@@ -386,6 +387,7 @@ pub(crate) struct MailRow {
     registered_by: Option<String>,
     requested_by_json: String,
     on_expiry: String,
+    chat_due_json: String,
 }
 
 /// What the mailer needs of an approval.
@@ -402,6 +404,14 @@ pub struct MailJob {
     /// `requestedBy`, shown as "Requested by" when `context` names nobody.
     pub requested_by: Vec<Principal>,
     pub on_expiry: OnExpiry,
+    /// The chat channels not posted to yet (core::chat): the same message goes there.
+    pub chat_due: Vec<ChannelName>,
+}
+
+/// The stored `chat_due_json`: channel names.
+fn channels(json: &str) -> Result<Vec<ChannelName>, CorruptValue> {
+    let names: Vec<String> = parse_json("approvals.chat_due_json", json)?;
+    names.iter().map(|n| ChannelName::parse(n).ok_or_else(|| CorruptValue::new("approvals.chat_due_json", n))).collect()
 }
 
 impl TryFrom<MailRow> for MailJob {
@@ -420,6 +430,7 @@ impl TryFrom<MailRow> for MailJob {
             registered_by: r.registered_by,
             requested_by: requesters(&r.requested_by_json)?,
             on_expiry: OnExpiry::from_stored(&r.on_expiry)?,
+            chat_due: channels(&r.chat_due_json)?,
         })
     }
 }

@@ -1,5 +1,6 @@
-"""The leak check: no task token, JWT, API key or AWS secret that the suite handled appears in any worker
-response or in any log line of ringi's own processes (worker instances, relay, mailbox).
+"""The leak check: no task token, JWT, API key, AWS secret, chat webhook URL or webhook signing secret that the
+suite handled appears in any worker response or in any log line of ringi's own processes (worker instances,
+relay, mailbox, the chat stand-in).
 
 conftest.py records what the suite handles in `SEEN` and runs `check` once, when the session ends (after every
 test, whatever ran and in whichever order), failing the run on a leak."""
@@ -52,7 +53,7 @@ def recording_mints(stack) -> None:
 
 
 def ours(path: Path) -> bool:
-    return path.name.startswith(("worker", "relay", "mailbox")) and path.suffix == ".log"
+    return path.name.startswith(("worker", "relay", "mailbox", "chatbox")) and path.suffix == ".log"
 
 
 def secrets_of(stack, seen: Seen) -> dict[str, str]:
@@ -62,6 +63,13 @@ def secrets_of(stack, seen: Seen) -> dict[str, str]:
            if j.count(".") == 2 and len(j.split(".")[2]) > 20},
         "registration API key": stack.api_key,
         "AWS secret access key": stack.edge_key[1],
+        # A chat channel's URL is a credential (Slack's and Teams' carry their token in the path): the whole URL,
+        # its secret path, and a webhook's signing secret.
+        **{f"chat channel {name} URL": ch["url"] for name, ch in getattr(stack, "chat_channels", {}).items()},
+        **{f"chat channel {name} URL path": ch["url"].rsplit("/", 1)[1]
+           for name, ch in getattr(stack, "chat_channels", {}).items()},
+        **{f"chat channel {name} secret": ch["secret"] for name, ch in getattr(stack, "chat_channels", {}).items()
+           if ch.get("secret")},
     }
 
 
