@@ -14,6 +14,7 @@ import time
 import requests
 
 from support import leaks
+from support.api import round_trips
 
 CHANNELS = [{"channel": "deploys"}, {"channel": "ops-teams"}, {"channel": "audit-hook"}]
 
@@ -142,6 +143,19 @@ def test_a_failing_receiver_is_retried_by_the_cron_until_it_takes_the_message(st
     time.sleep(1)
     assert len(messages_for(stack, link, 2, timeout=1)) == 1
     assert len(notified(api, approval_id)) == 3
+
+
+def test_registration_with_channels_stays_one_d1_round_trip(stack):
+    """The channels are stored in the registration's one insert; the posts go after the response."""
+    url = stack.extra_worker("chattrips", {"INJECT_LATENCY": "header"})
+    token = "tok-" + secrets.token_hex(12)
+    leaks.SEEN.task_tokens.add(token)
+    r = requests.post(f"{url}/api/v1/approvals", json={
+        "taskToken": token, "approvers": [{"sub": "alice"}], "title": "Counted", "timeoutSeconds": 600,
+        "notify": CHANNELS}, headers={"authorization": f"Bearer {stack.api_key}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    assert round_trips(r) == {"d1": 1, "sfn": 0, "ses": 0}
+    assert len(messages_for(stack, r.json()["url"], 3)) == 3
 
 
 def test_no_webhook_url_or_secret_in_any_log(stack):
