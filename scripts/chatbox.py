@@ -20,16 +20,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
-import html
 import json
 import os
 import re
-import signal
 import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from mailbox import STYLE as MAILBOX_STYLE, esc, serve  # scripts/: the page style, escaping and serving it shares
 
 MAX_BODY = 256 * 1024
 KEEP = 500
@@ -37,17 +37,7 @@ TOLERANCE_SECONDS = 300
 SIGNATURE = re.compile(r"^t=(\d{1,12}),v1=([0-9a-f]{64})$")
 URL = re.compile(r"https?://[^\s\"'<>|]+")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-STYLE = """
-:root{color-scheme:light dark;font-family:system-ui,sans-serif;line-height:1.45}
-body{max-width:60rem;margin:0 auto;padding:1rem}
-header p{color:GrayText;margin:.2rem 0 1rem}
-article{border:1px solid GrayText;border-radius:.5rem;padding:.75rem 1rem;margin:0 0 1rem}
-h2{font-size:1.05rem;margin:0 0 .4rem;overflow-wrap:anywhere}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .75rem;margin:0 0 .5rem;font-size:.9rem}
-dt{color:GrayText}dd{margin:0;overflow-wrap:anywhere}
-pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8rem;max-height:20rem;overflow:auto}
-.empty{color:GrayText}
-"""
+STYLE = MAILBOX_STYLE + "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8rem;max-height:20rem;overflow:auto}\n"
 
 
 def verify(secret: str, header: str | None, body: bytes, now: float) -> dict:
@@ -80,10 +70,6 @@ def links_in(body) -> list[str]:
         if url not in seen:
             seen.append(url)
     return seen
-
-
-def esc(value) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def render(messages: list) -> str:
@@ -227,18 +213,9 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int, default=8026)
     args = ap.parse_args(argv)
     box = Box(channels_by_path(os.environ.get("RINGI_CHATBOX_CHANNELS", "{}")))
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(box, args.port))
-    server.daemon_threads = True
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     names = ", ".join(sorted(n for n, _ in box.channels.values())) or "none"
-    print(f"ringi chat stand-in on http://127.0.0.1:{args.port}/ (channels: {names})", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve(args.port, make_handler(box, args.port),
+                 f"ringi chat stand-in on http://127.0.0.1:{args.port}/ (channels: {names})")
 
 
 if __name__ == "__main__":

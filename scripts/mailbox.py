@@ -151,10 +151,16 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int, default=8025)
     ap.add_argument("--moto", default="http://127.0.0.1:5000", help="moto server URL")
     args = ap.parse_args(argv)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.moto.rstrip("/"), args.port))
+    return serve(args.port, make_handler(args.moto.rstrip("/"), args.port),
+                 f"ringi mailbox on http://127.0.0.1:{args.port}/ (mail from {args.moto})")
+
+
+def serve(port: int, handler, banner: str) -> int:
+    """Serves `handler` on 127.0.0.1:`port` until SIGTERM or Ctrl-C (the mailbox and the chat stand-in)."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"ringi mailbox on http://127.0.0.1:{args.port}/ (mail from {args.moto})", flush=True)
+    print(banner, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -66,13 +66,10 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     let purged = step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
     let (mut retried, mut chat_retried) = (0, 0);
-    let due = match d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await {
-        Ok(due) => due,
-        Err(e) => {
-            step("mail_retries", Err(e));
-            Retries { mail: Vec::new(), chat: Vec::new() }
-        }
-    };
+    let due = d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await.unwrap_or_else(|e| {
+        step("mail_retries", Err(e));
+        Retries::default()
+    });
     for row in due.mail {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));

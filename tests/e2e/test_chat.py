@@ -13,7 +13,9 @@ import time
 
 import requests
 
-from support import leaks
+from support import ARTIFACTS, leaks
+from support.api import round_trips
+from support.pages import MOBILE, Tab, axe_check, sub
 
 CHANNELS = [{"channel": "deploys"}, {"channel": "ops-teams"}, {"channel": "audit-hook"}]
 
@@ -37,15 +39,15 @@ def messages_for(stack, link: str, want: int, timeout: float = 30.0) -> list:
         time.sleep(0.3)
 
 
-def notified(api, approval_id: str) -> list:
-    view = api.get(approval_id, as_user="alice", email="alice@example.com")
+def notified(api, approval_id: str, as_user: str = "alice") -> list:
+    view = api.get(approval_id, as_user=as_user, email="alice@example.com")
     assert view.status_code == 200, view.text
     return [e for e in view.json()["events"] if e["kind"] == "notified"]
 
 
-def wait_notified(api, approval_id: str, n: int, timeout: float = 20.0) -> list:
+def wait_notified(api, approval_id: str, n: int, timeout: float = 20.0, as_user: str = "alice") -> list:
     deadline = time.monotonic() + timeout
-    while len(events := notified(api, approval_id)) < n and time.monotonic() < deadline:
+    while len(events := notified(api, approval_id, as_user)) < n and time.monotonic() < deadline:
         time.sleep(0.3)
     return events
 
@@ -142,6 +144,47 @@ def test_a_failing_receiver_is_retried_by_the_cron_until_it_takes_the_message(st
     time.sleep(1)
     assert len(messages_for(stack, link, 2, timeout=1)) == 1
     assert len(notified(api, approval_id)) == 3
+
+
+def test_registration_with_channels_stays_one_d1_round_trip(stack):
+    """The channels are stored in the registration's one insert; the posts go after the response."""
+    url = stack.extra_worker("chattrips", {"INJECT_LATENCY": "header"})
+    token = "tok-" + secrets.token_hex(12)
+    leaks.SEEN.task_tokens.add(token)
+    r = requests.post(f"{url}/api/v1/approvals", json={
+        "taskToken": token, "approvers": [{"sub": "alice"}], "title": "Counted", "timeoutSeconds": 600,
+        "notify": CHANNELS}, headers={"authorization": f"Bearer {stack.api_key}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    assert round_trips(r) == {"d1": 1, "sfn": 0, "ses": 0}
+    assert len(messages_for(stack, r.json()["url"], 3)) == 3
+
+
+def test_the_post_to_chat_shows_in_the_approval_timeline_on_a_phone(stack, api, browser):
+    token = "tok-" + secrets.token_hex(12)
+    leaks.SEEN.task_tokens.add(token)
+    r = requests.post(f"{stack.base_url}/api/v1/approvals", json={
+        "taskToken": token, "approvers": [{"sub": sub("alice")}], "title": "Rotate the signing key",
+        "timeoutSeconds": 600, "notify": [{"channel": "deploys"}]},
+        headers={"authorization": f"Bearer {stack.api_key}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    assert len(messages_for(stack, r.json()["url"], 1)) == 1 and len(wait_notified(api, approval_id, 1, as_user=sub("alice"))) == 1
+    with Tab(browser, viewport=MOBILE, bypass_csp=True) as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}", "alice")
+        t.approval.by("timeline").wait_for()
+        events = t.approval.by("timeline-event")
+        kinds = [e.get_attribute("data-kind") for e in events.all()]
+        assert "notified" in kinds, kinds
+        posted = events.nth(kinds.index("notified"))
+        text = posted.inner_text()
+        assert "Posted to chat" in text and "deploys" in text and "Slack" in text, text
+        assert "/hooks/" not in page.content()
+        posted.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "chat-timeline-mobile.png"), full_page=True)
+        axe_check(page, "approval timeline with a chat post")
+        t.approval.switch_language()
+        assert "チャットに通知" in t.approval.by("timeline-event").nth(kinds.index("notified")).inner_text()
 
 
 def test_no_webhook_url_or_secret_in_any_log(stack):

@@ -17,6 +17,7 @@ use crate::error::OrInternal;
 use serde_json::{Map, Value};
 
 /// What the cron retries: request mails, and chat notifications (their channels still due).
+#[derive(Default)]
 pub struct Retries {
     pub mail: Vec<MailJob>,
     pub chat: Vec<MailJob>,
