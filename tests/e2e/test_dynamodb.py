@@ -87,7 +87,7 @@ def test_register_view_inbox_approve_resumes_the_execution(stack, ddb_url, ddb_a
     assert ddb_api.get(approval_id).json()["myDecision"]["decision"] == "approve"
     assert approval_id not in inbox(stack, ddb_url, "alice", "pending")
     assert approval_id in inbox(stack, ddb_url, "alice", "decided")
-    second = ddb_api.decide(approval_id, "reject")
+    second = ddb_api.decide(approval_id, body={"decision": "reject", "feedback": {"risk": "high"}})
     assert second.status_code == 409 and second.json()["error"]["code"] in ("already_decided", "already_voted")
 
 
