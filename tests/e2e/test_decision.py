@@ -1,11 +1,8 @@
 """The decision path against workerd + moto executing real state machines (IAM auth on)."""
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import requests
-
-from support.api import Api, d1
+from support.api import Api, d1, decide_concurrently
 
 
 def test_approve_resumes_the_execution_with_the_decision(stack, api, paused, workflows):
@@ -99,14 +96,7 @@ def test_group_and_email_approvers(api, paused):
 
 def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, api, paused, workflows):
     approval_id, arn = paused()
-    tokens = [stack.mint("alice") for _ in range(20)]
-
-    def go(tok):
-        return requests.post(f"{stack.base_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
-                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
-
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        results = list(pool.map(go, tokens))
+    results = decide_concurrently(stack, stack.base_url, approval_id)
     codes = sorted(r.status_code for r in results)
     assert codes == [200] + [409] * 19, [(r.status_code, r.text) for r in results]
     assert {r.json()["error"]["code"] for r in results if r.status_code == 409} <= {"in_progress", "already_decided", "already_voted"}

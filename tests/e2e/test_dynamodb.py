@@ -6,12 +6,11 @@ no Lambda), decided through ringi."""
 import json
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
 
-from support.api import Api, round_trips, wait_execution_done
+from support.api import Api, decide_concurrently, round_trips, wait_execution_done
 from support.leaks import SEEN
 
 TABLE = "ringi-approvals"
@@ -87,7 +86,7 @@ def test_register_view_inbox_approve_resumes_the_execution(stack, ddb_url, ddb_a
     assert ddb_api.get(approval_id).json()["myDecision"]["decision"] == "approve"
     assert approval_id not in inbox(stack, ddb_url, "alice", "pending")
     assert approval_id in inbox(stack, ddb_url, "alice", "decided")
-    second = ddb_api.decide(approval_id, "reject")
+    second = ddb_api.decide(approval_id, body={"decision": "reject", "feedback": {"risk": "high"}})
     assert second.status_code == 409 and second.json()["error"]["code"] in ("already_decided", "already_voted")
 
 
@@ -120,14 +119,7 @@ def test_quorum_all_decides_on_the_last_vote(stack, ddb_url, ddb_api, workflows)
 
 def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, ddb_url, ddb_api, workflows):
     approval_id, arn, _ = register(ddb_api, workflows)
-    tokens = [stack.mint("alice") for _ in range(20)]
-
-    def go(tok):
-        return requests.post(f"{ddb_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
-                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
-
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        results = list(pool.map(go, tokens))
+    results = decide_concurrently(stack, ddb_url, approval_id)
     codes = sorted(r.status_code for r in results)
     assert codes == [200] + [409] * 19, [(r.status_code, r.text) for r in results]
     assert {r.json()["error"]["code"] for r in results if r.status_code == 409} <= {"in_progress", "already_decided", "already_voted"}

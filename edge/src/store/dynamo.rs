@@ -355,7 +355,9 @@ fn one_line_expressions(v: &mut Value) {
         Value::Object(o) => {
             for (k, v) in o.iter_mut() {
                 match v {
-                    Value::String(s) if k.ends_with("Expression") => *s = s.split_whitespace().collect::<Vec<_>>().join(" "),
+                    Value::String(s) if k.ends_with("Expression") => {
+                        *s = s.split_whitespace().collect::<Vec<_>>().join(" ")
+                    }
                     other => one_line_expressions(other),
                 }
             }

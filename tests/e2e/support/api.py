@@ -52,6 +52,20 @@ def paused_factory(workflows, api):
     return make
 
 
+def decide_concurrently(stack, base_url: str, approval_id: str, n: int = 20, user: str = "alice") -> list:
+    """n approvals of one approval by one approver at the same moment (each request with its own token): the
+    responses, in no particular order."""
+    from concurrent.futures import ThreadPoolExecutor
+    tokens = [stack.mint(user) for _ in range(n)]
+
+    def go(tok):
+        return requests.post(f"{base_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(go, tokens))
+
+
 def round_trips(resp) -> dict:
     """The worker's own count of a response's remote round trips ({"d1": 2, "sfn": 1, "ses": 0}); sent only
     while a dev switch (D1_FAULTS, INJECT_LATENCY) is on."""
