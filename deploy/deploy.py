@@ -179,14 +179,12 @@ def derive(s: dict[str, str]) -> dict[str, str]:
     providers = s["IDENTITY_PROVIDERS"].split(",")
     if len(set(providers)) < len(providers):
         raise SettingsError("IDENTITY_PROVIDERS names a provider twice")
-    if not 1 <= int(s["API_DESTINATION_RATE_LIMIT"]) <= 300:
-        raise SettingsError("API_DESTINATION_RATE_LIMIT must be 1-300")
+    for key, high in (("API_DESTINATION_RATE_LIMIT", 300), ("ON_EXPIRY_LEAD_SECONDS", 86_400),
+                      ("AUDIT_RETENTION_DAYS", 3660)):
+        if not 1 <= int(s[key]) <= high:
+            raise SettingsError(f"{key} must be 1-{high}")
     if bad := re.search("aws|amazon|cognito", s["COGNITO_DOMAIN_PREFIX"]):
         raise SettingsError(f"COGNITO_DOMAIN_PREFIX must not contain {bad[0]!r} (Cognito refuses it)")
-    if not 1 <= int(s["ON_EXPIRY_LEAD_SECONDS"]) <= 86_400:
-        raise SettingsError("ON_EXPIRY_LEAD_SECONDS must be 1-86400")
-    if not 1 <= int(s["AUDIT_RETENTION_DAYS"]) <= 3660:
-        raise SettingsError("AUDIT_RETENTION_DAYS must be 1-3660")
     if s["OIDC_ISSUER"]:
         if s["ENABLE_CLIENT_CREDENTIALS"] == "true":
             raise SettingsError("ENABLE_CLIENT_CREDENTIALS=true makes Cognito machine tokens, which a worker signing in "

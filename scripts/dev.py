@@ -3,6 +3,7 @@
 (EventBridge relay, mailbox page, chat stand-in, demo workflow). Starts one demo execution so the mailbox has a mail.
 Ctrl-C stops every process it started."""
 import json
+import os
 import signal
 import sys
 import time
@@ -68,7 +69,9 @@ def main() -> int:
     state = ROOT / ".ringi" / "dev"
     print("ringi: starting the local stack (state and logs in .ringi/dev/)")
     t0 = time.monotonic()
-    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True)
+    # RINGI_IDP_PROFILE=generic: the IdP stand-in's Entra-like OpenID Connect profile (OIDC_ISSUER, discovery).
+    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True,
+                  profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"))
     try:
         stack.start()
         first = stack.start_demo_execution()

@@ -218,9 +218,9 @@ fn AuditRoute() -> impl IntoView {
 /// the audit page.
 fn is_operator(ctx: AppContext) -> bool {
     ctx.user.with(Option::is_some)
-        && ctx.config.with(|c| {
-            c.as_ref().is_some_and(|c| c.admin_group.as_deref().is_some_and(|g| auth::in_group(c, g)))
-        })
+        && ctx
+            .config
+            .with(|c| c.as_ref().is_some_and(|c| c.admin_group.as_deref().is_some_and(|g| auth::in_group(c, g))))
 }
 
 /// `/settings`: the user's own settings (out of office), signed in.

@@ -3,12 +3,12 @@
 use std::net::Ipv4Addr;
 
 use crate::chat::ChatChannels;
+use crate::discovery::Discovery;
 use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
 use crate::storage::D1Faults;
-use crate::discovery::Discovery;
 use crate::wire::SpaConfig;
 
 /// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
@@ -191,18 +191,17 @@ impl Config {
         let opt = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let req = |name: &'static str| opt(name).ok_or(ConfigError::Missing(name));
         let public_base_url = url("PUBLIC_BASE_URL", req("PUBLIC_BASE_URL")?)?;
-        let (profile, issuer_var, issuer) = match (opt("COGNITO_ISSUER"), opt("OIDC_ISSUER")) {
-            (Some(i), None) => (IdpProfile::Cognito, "COGNITO_ISSUER", i),
-            (None, Some(i)) => (IdpProfile::Oidc, "OIDC_ISSUER", i),
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::Invalid(
+        let (profile, issuer_var, issuer) =
+            match (opt("COGNITO_ISSUER"), opt("OIDC_ISSUER")) {
+                (Some(i), None) => (IdpProfile::Cognito, "COGNITO_ISSUER", i),
+                (None, Some(i)) => (IdpProfile::Oidc, "OIDC_ISSUER", i),
+                (Some(_), Some(_)) => return Err(ConfigError::Invalid(
                     "OIDC_ISSUER",
                     "set COGNITO_ISSUER (a Cognito user pool) or OIDC_ISSUER (any OpenID Connect provider), not both"
                         .into(),
-                ))
-            }
-            (None, None) => return Err(ConfigError::Missing("COGNITO_ISSUER (or OIDC_ISSUER)")),
-        };
+                )),
+                (None, None) => return Err(ConfigError::Missing("COGNITO_ISSUER (or OIDC_ISSUER)")),
+            };
         // Exact `iss` comparison: the value is kept as given, only its scheme is checked.
         check_url(issuer_var, &issuer)?;
         let cognito = profile == IdpProfile::Cognito;
@@ -714,12 +713,17 @@ mod tests {
                 scope_claim: ScopeClaim::Scp
             }
         );
-        assert_eq!(c.user_rules().audience, AudienceRule::Oidc { audience: "api://default".into(), client_required: false });
+        assert_eq!(
+            c.user_rules().audience,
+            AudienceRule::Oidc { audience: "api://default".into(), client_required: false }
+        );
         assert_eq!(c.jwks_url.as_deref(), Some("https://login.example.com/keys"));
         assert_eq!(c.sign_in_scopes, "openid email api://ringi/approvals");
         let spa = c.spa_config(None);
-        assert_eq!((spa.provider, spa.authorization_endpoint.as_str(), spa.scope.as_str()),
-                   (IdpProfile::Oidc, "", "openid email api://ringi/approvals"));
+        assert_eq!(
+            (spa.provider, spa.authorization_endpoint.as_str(), spa.scope.as_str()),
+            (IdpProfile::Oidc, "", "openid email api://ringi/approvals")
+        );
         let doc = Discovery {
             issuer: c.issuer.clone(),
             jwks_uri: "https://k".into(),
@@ -762,10 +766,7 @@ mod tests {
         invalid(oidc(&[("SIGN_IN_SCOPES", "email profile")]), "SIGN_IN_SCOPES");
         invalid(oidc(&[("TOKEN_USE", "id"), ("OIDC_AUDIENCE", "api://default")]), "OIDC_AUDIENCE");
         invalid(oidc(&[("OIDC_ISSUER", "http://login.example.com")]), "OIDC_ISSUER");
-        assert!(matches!(
-            Config::from_lookup(lookup(&OIDC[..2])).unwrap_err(),
-            ConfigError::Missing("OIDC_CLIENT_ID")
-        ));
+        assert!(matches!(Config::from_lookup(lookup(&OIDC[..2])).unwrap_err(), ConfigError::Missing("OIDC_CLIENT_ID")));
         // Allowed: the OIDC audience with access tokens, a custom groups claim with Cognito.
         assert!(oidc(&[("TOKEN_USE", "id")]).is_ok());
         assert!(oidc(&[("OIDC_AUDIENCE", "api://default")]).is_ok());

@@ -126,7 +126,11 @@ pub struct ClaimMapping {
 
 impl Default for ClaimMapping {
     fn default() -> Self {
-        Self { groups_claim: "cognito:groups".into(), email: EmailPolicy::RequireVerified, scope_claim: ScopeClaim::Scope }
+        Self {
+            groups_claim: "cognito:groups".into(),
+            email: EmailPolicy::RequireVerified,
+            scope_claim: ScopeClaim::Scope,
+        }
     }
 }
 
@@ -377,10 +381,9 @@ fn scopes(claims: &Map<String, Value>, claim: ScopeClaim) -> Result<Vec<String>,
     match (claim, claims.get(claim.name())) {
         (_, None) => Ok(vec![]),
         (_, Some(Value::String(s))) => Ok(split(s)),
-        (ScopeClaim::Scp, Some(Value::Array(items))) => items
-            .iter()
-            .map(|s| s.as_str().map(str::to_owned).ok_or(JwtError::Claim("scp", "not strings")))
-            .collect(),
+        (ScopeClaim::Scp, Some(Value::Array(items))) => {
+            items.iter().map(|s| s.as_str().map(str::to_owned).ok_or(JwtError::Claim("scp", "not strings"))).collect()
+        }
         (_, Some(_)) => Err(JwtError::Claim("scope", "not a string")),
     }
 }
@@ -533,7 +536,11 @@ mod tests {
             issuer: "https://login.example.com/tenant/v2.0".into(),
             audience: AudienceRule::Oidc { audience: "client1".into(), client_required },
             client_ids: vec!["client1".into()],
-            mapping: ClaimMapping { groups_claim: "roles".into(), email: EmailPolicy::Trust, scope_claim: ScopeClaim::Scp },
+            mapping: ClaimMapping {
+                groups_claim: "roles".into(),
+                email: EmailPolicy::Trust,
+                scope_claim: ScopeClaim::Scp,
+            },
         }
     }
 

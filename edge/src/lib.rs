@@ -17,7 +17,6 @@ mod routes;
 mod sfn_client;
 mod store;
 
-
 use ringi_core::config::Config;
 use ringi_core::latency::Delays;
 use ringi_core::storage::FaultSpec;
