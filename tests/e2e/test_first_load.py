@@ -9,6 +9,8 @@ import json
 import re
 import time
 
+import requests
+
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
@@ -17,6 +19,7 @@ from support.pages import JWT_RE, Tab, sub
 CACHE = "ringi-shell-v1"
 HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
 MARK = "<!--ringi-old-shell-->"
+WASM_META = re.compile(r'<meta name="ringi-wasm" content="(/[^"]+_bg\.wasm)">')
 
 
 def register(workflows, api, title: str, **fields) -> str:
@@ -143,3 +146,57 @@ def test_a_new_build_is_fetched_in_the_background_and_used_on_the_next_open(stac
     page.goto(f"{stack.base_url}/a/{approval_id}")
     assert MARK not in page.content(), "the next open runs the current build"
     expect(tab.approval.title).to_have_text("Stale while revalidate", timeout=30_000)
+
+
+def bundle_of(html: str) -> str:
+    """The wasm an SPA page starts (boot.js reads it from this <meta>)."""
+    m = WASM_META.search(html)
+    assert m, "no ringi-wasm meta in the page"
+    return m.group(1)
+
+
+def test_the_emailed_link_loads_the_small_bundle_and_the_rare_pages_the_full_one(stack, workflows, api, tab):
+    """Two bundles of the app (docs/design.md §8): the emailed link's (sign-in, inbox, approval page) and the full
+    one with the audit and settings pages, which the worker serves for those paths only — each with the
+    configuration embedded, strict CSP, precompressed, immutable. In the app, the link to the settings page is a
+    full-page load (not answered by the service worker's cached shell), which then shows the settings page."""
+    pages = {path: requests.get(f"{stack.base_url}{path}", timeout=30)
+             for path in ["/", "/a/abcdefghijklmnop1234", "/auth/callback", "/audit", "/settings", "/settings/"]}
+    for path, r in pages.items():
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), path
+        assert 'id="ringi-config"' in r.text, f"configuration embedded in {path}"
+        csp = r.headers.get("content-security-policy") or ""
+        assert "script-src" in csp and "unsafe-inline" not in csp, f"strict CSP on {path}: {csp}"
+    small, full = bundle_of(pages["/"].text), bundle_of(pages["/audit"].text)
+    assert small != full
+    assert {bundle_of(pages[p].text) for p in ["/a/abcdefghijklmnop1234", "/auth/callback"]} == {small}
+    assert {bundle_of(pages[p].text) for p in ["/settings", "/settings/"]} == {full}
+    sizes = {}
+    for wasm in (small, full):
+        r = requests.get(f"{stack.base_url}{wasm}", headers={"accept-encoding": "br"}, timeout=30, stream=True)
+        assert r.status_code == 200 and r.headers["content-encoding"] == "br", wasm
+        assert "immutable" in r.headers["cache-control"], wasm
+        sizes[wasm] = len(r.raw.read())
+    assert sizes[small] < sizes[full], f"the emailed link's bundle is the smaller one: {sizes}"
+
+    approval_id = register(workflows, api, "Two bundles")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    expect(tab.approval.title).to_have_text("Two bundles", timeout=30_000)
+    assert bundle_of(page.content()) == small
+    wait_for_service_worker(page)
+    page.reload()
+    expect(tab.approval.title).to_have_text("Two bundles", timeout=30_000)
+    assert page.evaluate("navigator.serviceWorker.controller !== null")
+    with page.expect_navigation(url=f"{stack.base_url}/settings") as nav:
+        page.get_by_test_id("settings-link").click()
+    assert not nav.value.from_service_worker, "the settings page is not the cached shell"
+    expect(page.get_by_test_id("ooo-current")).to_be_visible(timeout=30_000)
+    assert bundle_of(page.content()) == full
+    # The cached shell stays the emailed link's, and a repeat open of the link still starts from it.
+    assert bundle_of(cached(page)["/"]) == small
+    # Back in the full bundle's app, the wordmark leads to the inbox without another page load.
+    loads = len(tab.navigations)
+    page.locator("a.wordmark").click()
+    expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
+    assert len(tab.navigations) == loads, tab.navigations[loads:]
+    assert not tab.csp_problems(), tab.problems
