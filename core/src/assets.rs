@@ -188,7 +188,9 @@ mod tests {
         for full in ["/audit", "/settings", "/settings/", "/audit/"] {
             assert!(in_full_bundle(full), "{full}");
         }
-        for lean in ["/", "/a/abcdefghijklmnop1234", "/auth/callback", "/admin", "/audit/x", "/settingsx", "/a/audit", ""] {
+        for lean in
+            ["/", "/a/abcdefghijklmnop1234", "/auth/callback", "/admin", "/audit/x", "/settingsx", "/a/audit", ""]
+        {
             assert!(!in_full_bundle(lean), "{lean}");
         }
     }

@@ -23,8 +23,10 @@ pub struct DelegateState {
     problem: RwSignal<Option<String>>,
     send: Action<(Principal, Option<String>), Result<DelegationView, ApiError>>,
     dialog: NodeRef<html::Dialog>,
-    /// The caller's out-of-office, for the hint (`None` while loading or when none is set).
-    away: LocalResource<Option<OutOfOffice>>,
+    /// The caller's out-of-office, for the hint (`None` while loading or when none is set). A signal, not a
+    /// resource: a resource read under the page's <Transition> would hold the whole approval page back for
+    /// this request (a round trip more on a phone's first load); the hint appears when it arrives.
+    away: RwSignal<Option<OutOfOffice>>,
 }
 
 impl DelegateState {
@@ -40,7 +42,11 @@ impl DelegateState {
                 result
             }
         });
-        let away = LocalResource::new(|| async { api::out_of_office().await.ok().flatten() });
+        let away = RwSignal::new(None);
+        // try_set: the page may be gone by the time the answer comes.
+        leptos::task::spawn_local(async move {
+            let _ = away.try_set(api::out_of_office().await.ok().flatten());
+        });
         Self {
             kind: RwSignal::new("email"),
             to: RwSignal::new(String::new()),
@@ -217,7 +223,7 @@ pub fn DelegationNotices() -> impl IntoView {
             view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(dv.to.value())}</p> }
         });
         // Out of office now, and this approval is still the caller's to decide: offer to hand it on.
-        let hint = d.away.get().flatten().filter(|o| o.active && state.can_decide.get()).map(|o| {
+        let hint = d.away.get().filter(|o| o.active && state.can_decide.get()).map(|o| {
             let until = time::absolute_str(&o.until, ctx.locale.get());
             let to = o.delegate.clone();
             view! {
