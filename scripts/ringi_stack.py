@@ -176,6 +176,8 @@ class Stack:
     @property
     def generic(self) -> bool:
         return self.profile == "generic"
+
+    @property
     def chat_url(self) -> str:
         return f"http://127.0.0.1:{self.ports.chat}"
 
