@@ -189,7 +189,7 @@ def test_governance_features_answer_501_not_supported(stack, ddb_url, ddb_api, w
     assert r.status_code == 501 and r.json()["error"]["code"] == "not_supported_by_backend", r.text
     r = ddb_api.register(token, onExpiry="reject")
     assert r.status_code == 501, r.text
-    r = ddb_api.register(token, notify=["alice@example.com", {"channel": "deploys"}])
+    r = ddb_api.register(token, notify=[{"channel": "deploys"}])
     assert r.status_code == 501 and "chat" in r.json()["error"]["message"], r.text
     assert ddb_api.register(token).status_code == 201, "nothing was written by the refused registrations"
 
