@@ -308,8 +308,7 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
 /// over the raw body it got, compares in constant time, and refuses a `t` too far from its clock (replays).
 pub fn signature_header(secret: &str, unix_secs: i64, body: &str) -> String {
     let mac = hmac_sha256(secret.as_bytes(), format!("{unix_secs}.{body}").as_bytes());
-    let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-    format!("t={unix_secs},v1={hex}")
+    format!("t={unix_secs},v1={}", crate::hex(&mac))
 }
 
 #[cfg(test)]
@@ -339,12 +338,10 @@ mod tests {
     fn hmac_matches_rfc_4231() {
         // RFC 4231 test case 2.
         let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(crate::hex(&mac), "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
         // Test case 6: a key longer than the block is hashed first.
         let mac = hmac_sha256(&[0xaa; 131], b"Test Using Larger Than Block-Size Key - Hash Key First");
-        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+        assert_eq!(crate::hex(&mac), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
     }
 
     #[test]

@@ -42,7 +42,12 @@ pub use ids::{ApprovalId, TaskToken};
 /// Lower-case hex SHA-256 (API key digests, token fingerprints).
 pub fn hex_sha256(data: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(data))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Compares two byte strings in time independent of where they differ (API key digests).

@@ -25,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::{ApprovalStore, D1Store, DueEntry, Retries, Store, SCHEDULE_LEASE_MS};
+use crate::store::{ApprovalStore, D1Store, DueEntry, Store, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
@@ -61,15 +61,13 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
             json!({"released": released, "expired": expired, "storage": "dynamodb", "failedSteps": failed,
                    "roundTrips": probe.round_trips().to_string()}),
         );
-        return if failed.is_empty() { Ok(()) } else { Err(format!("cron steps failed: {}", failed.join(", "))) };
+        return outcome(&failed);
     };
     let purged = step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
     let (mut retried, mut chat_retried) = (0, 0);
-    let due = d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await.unwrap_or_else(|e| {
-        step("mail_retries", Err(e));
-        Retries::default()
-    });
+    let due =
+        step_rows(&mut step, "mail_retries", d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await);
     for row in due.mail {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
@@ -114,6 +112,11 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
                "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
     );
+    outcome(&failed)
+}
+
+/// The run's result: an error naming the steps that failed (each one already logged).
+fn outcome(failed: &[&str]) -> Result<(), String> {
     if failed.is_empty() {
         Ok(())
     } else {
@@ -175,16 +178,13 @@ async fn run_entry(
 }
 
 /// The rows a step read, or none if that read failed (logged through `step`).
-fn step_rows<T>(
+fn step_rows<T: Default>(
     step: &mut impl FnMut(&'static str, Result<usize, ringi_core::ApiError>) -> usize,
     name: &'static str,
-    r: Result<Vec<T>, ringi_core::ApiError>,
-) -> Vec<T> {
-    match r {
-        Ok(rows) => rows,
-        Err(e) => {
-            step(name, Err(e));
-            Vec::new()
-        }
-    }
+    r: Result<T, ringi_core::ApiError>,
+) -> T {
+    r.unwrap_or_else(|e| {
+        step(name, Err(e));
+        T::default()
+    })
 }

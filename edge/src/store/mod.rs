@@ -39,7 +39,6 @@ pub use backend::{ApprovalStore, Store};
 #[allow(unused_imports)]
 pub(crate) use events::event_stmt;
 pub(crate) use events::{event_once_stmt, Once};
-pub use maintenance::Retries;
 pub use on_expiry::DueOutcome;
 pub use rows::{Approval, Attempt, Loaded, MailJob};
 pub use schedule::{DueEntry, SCHEDULE_LEASE_MS};
