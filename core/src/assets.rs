@@ -114,7 +114,8 @@ pub fn hashed_asset_type(path: &str) -> Option<&'static str> {
 
 /// The SPA comes as two bundles of the same app: `index.html` (what an emailed link loads: sign-in, inbox,
 /// approval page) and `admin.html`, which adds the pages few people open. These app paths are answered with
-/// the full one; `public/sw.js` keeps the same list (it passes their navigations to the network).
+/// the full one; `public/sw.js` keeps the same list (it passes their navigations to the network; a test
+/// holds the two equal).
 pub const FULL_BUNDLE_PATHS: [&str; 2] = ["/audit", "/settings"];
 
 /// The HTML file the asset store is asked for, for an app path: the asset store serves `admin.html` at
@@ -193,5 +194,19 @@ mod tests {
         {
             assert!(!in_full_bundle(lean), "{lean}");
         }
+    }
+
+    /// The service worker is plain JavaScript with its own copy of the list: it must name exactly these paths.
+    #[test]
+    fn the_service_worker_passes_exactly_the_full_bundle_pages_to_the_network() {
+        let sw = include_str!("../../public/sw.js");
+        let line = sw.lines().find(|l| l.starts_with("const FULL_BUNDLE = ")).expect("FULL_BUNDLE in public/sw.js");
+        let names = line.split_once("^\\/(").and_then(|(_, rest)| rest.split_once(")\\/?$/")).map(|(n, _)| n);
+        let mut listed: Vec<String> =
+            names.expect("the /^\\/(a|b)\\/?$/ form").split('|').map(|n| format!("/{n}")).collect();
+        let mut paths: Vec<String> = FULL_BUNDLE_PATHS.iter().map(|p| p.to_string()).collect();
+        listed.sort();
+        paths.sort();
+        assert_eq!(listed, paths);
     }
 }
