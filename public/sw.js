@@ -53,8 +53,8 @@ self.addEventListener("activate", (event) => {
 });
 
 // An app page (`/`, `/a/{id}`, `/auth/callback?…`): a path whose last segment names no file — except the pages
-// of the full bundle (ringi-core `assets::FULL_BUNDLE_PATHS`, held equal by a test there), which the worker answers with another HTML than the
-// cached shell: those few, rarely opened pages come from the network.
+// of the full bundle (ringi-core `assets::FULL_BUNDLE_PATHS`, held equal to this list by a test there), which the
+// worker answers with another HTML than the cached shell: those few, rarely opened pages come from the network.
 const FULL_BUNDLE = /^\/(audit|settings)\/?$/;
 const isAppPage = (url) =>
   !url.pathname.split("/").pop().includes(".") && !url.pathname.startsWith("/api/") && !FULL_BUNDLE.test(url.pathname);
