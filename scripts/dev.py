@@ -69,7 +69,8 @@ def main() -> int:
     state = ROOT / ".ringi" / "dev"
     print("ringi: starting the local stack (state and logs in .ringi/dev/)")
     t0 = time.monotonic()
-    # RINGI_IDP_PROFILE=generic: the IdP stand-in's Entra-like OpenID Connect profile (OIDC_ISSUER, discovery).
+    # RINGI_IDP_PROFILE=generic or okta: the IdP stand-in's Entra-like or Okta-like OpenID Connect profile
+    # (OIDC_ISSUER, discovery).
     stack = Stack(state=fresh_state(state), ports=Ports(), demo=True,
                   profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"))
     try:

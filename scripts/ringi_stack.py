@@ -4,7 +4,8 @@ test (tests/e2e/conftest.py):
   moto      AWS stand-in (scripts/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
   idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made;
             with `Stack(..., profile="generic")` its Entra-like generic OpenID Connect profile, and the worker
-            configured with OIDC_ISSUER (discovery, `aud`/`azp`, groups in `roles`, scopes in `scp`)
+            configured with OIDC_ISSUER (discovery, `aud`/`azp`, groups in `roles`, scopes in `scp`); with
+            `profile="okta"` its Okta-like one (ID tokens as the bearer, `groups`, sign-out with `id_token_hint`)
   worker    the edge worker in workerd via `wrangler dev`, local D1 with migrations applied
 and, with `Stack(..., demo=True)`:
   relay     scripts/relay.py: stands in for "EventBridge rule → API destination". An EventBridge rule on the
@@ -67,9 +68,14 @@ DDB_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", 
                "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"]
 DDB_MOTO_ONLY_ACTIONS = ["dynamodb:TransactWriteItems"]
 DEMO_APPROVERS = [{"email": "alice@example.com"}, {"group": "finance"}]
-# The generic OpenID Connect profile's claim mapping, as the worker is configured for the Entra-like stand-in.
-GENERIC_CLAIMS = {"GROUPS_CLAIM": "roles", "SCOPE_CLAIM": "scp", "EMAIL_VERIFIED": "trust"}
-PROFILES = ("cognito", "generic")
+# The OpenID Connect profiles' claim mappings, as the worker is configured for the stand-in's Entra-like profile
+# ("generic": access tokens, `roles`, `scp`, no `email_verified`) and its Okta-like one (docs/deploy.md's worked
+# example: the ID token as the bearer, `groups`, `email_verified` required).
+GENERIC_CLAIMS = {"GROUPS_CLAIM": "roles", "SCOPE_CLAIM": "scp", "EMAIL_VERIFIED": "trust", "TOKEN_USE": "access"}
+OKTA_CLAIMS = {"GROUPS_CLAIM": "groups", "EMAIL_VERIFIED": "require", "TOKEN_USE": "id"}
+PROFILES = ("cognito", "generic", "okta")
+# The stand-in's PROFILE for each.
+IDP_PROFILES = {"cognito": "cognito", "generic": "entra", "okta": "okta"}
 
 
 def demo_definition(approvers=None, timeout_seconds: int | None = None) -> dict:
@@ -153,7 +159,8 @@ class Stack:
     procs: list = field(default_factory=list)
     # A port for one extra worker that users can sign in to (its callback is registered at the IdP).
     sign_in_port: int = 0
-    # "cognito" (a user pool's shapes) or "generic" (any OpenID Connect provider; the stand-in's Entra profile).
+    # "cognito" (a user pool's shapes), "generic" (any OpenID Connect provider; the stand-in's Entra profile) or
+    # "okta" (the stand-in's Okta profile: ID tokens as the bearer, sign-out needs `id_token_hint`).
     profile: str = "cognito"
 
     # ------------------------------------------------------------------ derived settings
@@ -178,11 +185,17 @@ class Stack:
         return self.profile == "generic"
 
     @property
+    def okta(self) -> bool:
+        return self.profile == "okta"
+
+    @property
     def chat_url(self) -> str:
         return f"http://127.0.0.1:{self.ports.chat}"
 
     @property
     def issuer(self) -> str:
+        if self.okta:
+            return f"{self.idp_url}/oauth2/default"
         return f"{self.idp_url}/{POOL_ID}/v2.0" if self.generic else f"{self.idp_url}/{POOL_ID}"
 
     client_id = CLIENT_ID
@@ -399,16 +412,24 @@ class Stack:
         env = {"PORT": str(self.ports.idp), "POOL_ID": POOL_ID, "CLIENT_ID": CLIENT_ID,
                "REDIRECT_URIS": ",".join(f"{o}/auth/callback" for o in origins),
                "POST_LOGOUT_REDIRECT_URIS": ",".join(f"{o}/" for o in origins),
-               "KEYS_FILE": str(self.state / "idp-keys.json"), "PROFILE": "entra" if self.generic else "cognito"}
+               "KEYS_FILE": str(self.state / "idp-keys.json"), "PROFILE": IDP_PROFILES[self.profile]}
         p = self._spawn("idp", ["node", str(ROOT / "scripts/oidc/cognito-oidc.mjs")], env=env)
         self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/openid-configuration"), 30)
 
     def claims(self, sub: str = "user-1", *, groups=(), email=None, ttl: int = 3600, **overrides) -> dict:
-        """The claims of an access token of this stack's profile: Cognito's (`token_use`, `client_id`,
-        `cognito:groups`, `scope`) or the generic profile's Entra-like ones (`aud`/`azp`, `roles`, `scp`, an
-        email without `email_verified`). `None` in `overrides` removes a claim."""
+        """The claims of a bearer of this stack's profile: Cognito's access token (`token_use`, `client_id`,
+        `cognito:groups`, `scope`), the generic profile's Entra-like access token (`aud`/`azp`, `roles`, `scp`, an
+        email without `email_verified`) or the Okta profile's ID token (`aud` the client, `groups`, `email` with
+        `email_verified`). `None` in `overrides` removes a claim."""
         now = int(time.time())
-        if self.generic:
+        if self.okta:
+            claims = {"sub": sub, "iss": self.issuer, "aud": CLIENT_ID, "iat": now, "exp": now + ttl, "auth_time": now,
+                      "ver": 1, "jti": "ID." + secrets.token_hex(8), "amr": ["pwd"], "preferred_username": sub}
+            if groups:
+                claims["groups"] = list(groups)
+            if email:
+                claims.update(email=email, email_verified=True)
+        elif self.generic:
             claims = {"sub": sub, "iss": self.issuer, "aud": CLIENT_ID, "azp": CLIENT_ID, "scp": "openid email profile",
                       "preferred_username": sub, "iat": now, "nbf": now, "exp": now + ttl, "ver": "2.0",
                       "uti": secrets.token_hex(8)}
@@ -436,6 +457,8 @@ class Stack:
     def mint_machine(self, scope: str = REGISTER_SCOPE, client_id: str = MACHINE_CLIENT_ID, **overrides) -> str:
         """A client-credentials access token: `sub` is the app client, no user, the given scope (Cognito:
         `client_id` + `scope`; generic: `azp` + `scp`, `aud` ringi's client as the API)."""
+        if self.okta:
+            raise StackError("the Okta profile's workflows register with the API key (docs/deploy.md)")
         shape = ({"azp": client_id, "scp": scope, "preferred_username": None} if self.generic else
                  {"client_id": client_id, "scope": scope, "username": None, "auth_time": None})
         return self.mint(client_id, **{**shape, **overrides})
@@ -443,14 +466,16 @@ class Stack:
     # ------------------------------------------------------------------ worker
     def worker_vars(self) -> dict:
         self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
-        # Generic: the Cognito defaults of edge/wrangler.toml's [vars] blanked (empty counts as unset).
-        provider = ({"OIDC_ISSUER": self.issuer, "OIDC_CLIENT_ID": CLIENT_ID, **GENERIC_CLAIMS,
-                     "COGNITO_ISSUER": "", "COGNITO_CLIENT_ID": "", "COGNITO_DOMAIN": ""} if self.generic else
-                    {"COGNITO_ISSUER": self.issuer, "COGNITO_CLIENT_ID": CLIENT_ID, "COGNITO_DOMAIN": self.idp_url})
+        # OpenID Connect: the Cognito defaults of edge/wrangler.toml's [vars] blanked (empty counts as unset).
+        provider = ({"OIDC_ISSUER": self.issuer, "OIDC_CLIENT_ID": CLIENT_ID,
+                     **(OKTA_CLAIMS if self.okta else GENERIC_CLAIMS),
+                     "COGNITO_ISSUER": "", "COGNITO_CLIENT_ID": "", "COGNITO_DOMAIN": ""}
+                    if self.profile != "cognito" else
+                    {"COGNITO_ISSUER": self.issuer, "COGNITO_CLIENT_ID": CLIENT_ID, "COGNITO_DOMAIN": self.idp_url,
+                     "TOKEN_USE": "access"})
         v = {
             "PUBLIC_BASE_URL": self.base_url,
             **provider,
-            "TOKEN_USE": "access",
             "REGISTER_CLIENT_IDS": MACHINE_CLIENT_ID,
             "REGISTER_SCOPE": REGISTER_SCOPE,
             "REGISTER_API_KEYS": hashlib.sha256(self.api_key.encode()).hexdigest(),

@@ -23,8 +23,8 @@
 //   ID_TTL                     ID-token lifetime in seconds (default: ACCESS_TTL)
 //   SESSION_TTL                Hosted-UI session cookie lifetime in seconds (default 3600, as Cognito)
 //   REFRESH_TTL                refresh-token lifetime in seconds (default 2592000 = 30 days, as Cognito)
-//   PROFILE                    cognito (default) or entra: an Entra-ID-like generic OpenID Connect provider
-//                              (see "Entra profile" below)
+//   PROFILE                    cognito (default); entra: an Entra-ID-like generic OpenID Connect provider;
+//                              okta: an Okta-like one (see "Entra profile" and "Okta profile" below)
 //
 // Hosted-UI endpoints ("COGNITO_DOMAIN" = http://127.0.0.1:$PORT):
 //   GET  /oauth2/authorize    code flow; PKCE required, S256 only; scopes openid email profile; no consent screen
@@ -60,6 +60,15 @@
 //   GET /oauth2/v2.0/logout  RP-initiated logout: post_logout_redirect_uri (registered), client_id, id_token_hint
 //               (both optional, checked when present): ends the session, 302 to post_logout_redirect_uri
 //   Cognito's /logout does not exist in this profile.
+//
+// Okta profile (PROFILE=okta), shaped like an Okta custom authorization server (`default`):
+//   issuer    = http://127.0.0.1:$PORT/oauth2/default, discovery below it; JWKS = $ISSUER/v1/keys (keys with alg)
+//   ID token  : sub (the user id), aud = CLIENT_ID, ver 1, email + email_verified, groups (the groups claim an
+//               admin adds; omitted if none), preferred_username, name, amr, idp, auth_time, at_hash; no azp
+//   access    : aud "api://default", cid = CLIENT_ID, uid (the user id), sub = the login (the email), scp as an
+//               array, groups; ver 1
+//   GET $ISSUER/v1/logout  id_token_hint REQUIRED (as Okta), post_logout_redirect_uri registered: ends the session
+//   Cognito's /logout does not exist in this profile.
 
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -93,14 +102,19 @@ const PORT = intEnv('PORT', 9000);
 const POOL_ID = env.POOL_ID || 'local_RingiPool1';
 if (!/^[\w-]+$/.test(POOL_ID)) throw new Error(`POOL_ID must match [A-Za-z0-9_-]+, got ${POOL_ID}`);
 const PROFILE = env.PROFILE || 'cognito';
-if (!['cognito', 'entra'].includes(PROFILE)) throw new Error(`PROFILE must be cognito or entra, got ${PROFILE}`);
+if (!['cognito', 'entra', 'okta'].includes(PROFILE)) throw new Error(`PROFILE must be cognito, entra or okta, got ${PROFILE}`);
 const ENTRA = PROFILE === 'entra';
+const OKTA = PROFILE === 'okta';
+const COGNITO = PROFILE === 'cognito';
 const BASE = `http://${HOST}:${PORT}`;
-const ISSUER_PATH = ENTRA ? `/${POOL_ID}/v2.0` : `/${POOL_ID}`;
+const ISSUER_PATH = ENTRA ? `/${POOL_ID}/v2.0` : OKTA ? '/oauth2/default' : `/${POOL_ID}`;
 const ISSUER = `${BASE}${ISSUER_PATH}`;
 // Entra publishes its keys beside the issuer, not below it.
 const ENTRA_JWKS_PATH = `/${POOL_ID}/discovery/v2.0/keys`;
 const ENTRA_LOGOUT_PATH = '/oauth2/v2.0/logout';
+// Okta's audience of the default authorization server's access tokens, and its ids' shapes.
+const OKTA_AUDIENCE = 'api://default';
+const OKTA_IDP = `00o${crypto.createHash('sha256').update(POOL_ID).digest('hex').slice(0, 17)}`;
 const TENANT_ID = uuidFor('tenant', POOL_ID);
 const CLIENT_ID = env.CLIENT_ID || 'ringi-local-client';
 const REDIRECT_URIS = listEnv('REDIRECT_URIS', 'http://127.0.0.1:8787/callback');
@@ -355,6 +369,19 @@ async function findAccount(ctx, sub, token) {
     // Only the ID token uses these (userinfo is served by this script, not by oidc-provider).
     async claims() {
       if (ENTRA) return { sub: user.sub, ...entraClaims(user) };
+      if (OKTA) {
+        return {
+          sub: user.sub,
+          name: user.username,
+          email: user.email,
+          email_verified: user.email_verified,
+          ver: 1,
+          preferred_username: user.email,
+          amr: ['pwd'],
+          idp: OKTA_IDP,
+          ...(user.groups.length ? { groups: user.groups } : {}),
+        };
+      }
       const grantId = token?.grantId;
       return {
         sub: user.sub,
@@ -418,6 +445,24 @@ async function customizeAccessToken(ctx, token, jwt) {
     jwt.header = { typ: 'JWT' };
     return;
   }
+  if (OKTA) {
+    jwt.payload = {
+      ver: 1,
+      jti: `AT.${uuidFor('jti', p.jti)}`,
+      iss: p.iss,
+      aud: OKTA_AUDIENCE,
+      iat: p.iat,
+      exp: p.exp,
+      cid: CLIENT_ID,
+      uid: p.sub,
+      scp: String(p.scope || '').split(' ').filter(Boolean),
+      auth_time: (ctx?.oidc?.entities?.AuthorizationCode || ctx?.oidc?.entities?.RefreshToken)?.authTime,
+      sub: user?.email ?? p.sub,
+      ...(user?.groups.length ? { groups: user.groups } : {}),
+    };
+    jwt.header = { typ: undefined };
+    return;
+  }
   const source = ctx?.oidc?.entities?.AuthorizationCode || ctx?.oidc?.entities?.RefreshToken;
   jwt.payload = {
     sub: p.sub,
@@ -455,7 +500,11 @@ const configuration = {
   scopes: SCOPES,
   claims: ENTRA
     ? { openid: ['sub', 'roles', 'email', 'preferred_username', 'name', 'oid', 'tid', 'ver'], email: ['email'], profile: [] }
-    : {
+    : OKTA ? {
+      openid: ['sub', 'name', 'email', 'email_verified', 'ver', 'preferred_username', 'amr', 'idp', 'groups'],
+      email: ['email', 'email_verified'],
+      profile: [],
+    } : {
       openid: ['sub', 'cognito:groups', 'email_verified', 'cognito:username', 'origin_jti', 'event_id',
         'token_use', 'auth_time', 'jti', 'email'],
       email: ['email', 'email_verified'],
@@ -544,6 +593,26 @@ function discovery() {
       token_endpoint_auth_methods_supported: ['client_secret_post', 'private_key_jwt', 'client_secret_basic'],
     };
   }
+  if (OKTA) {
+    return {
+      issuer: ISSUER,
+      authorization_endpoint: `${BASE}/oauth2/authorize`,
+      token_endpoint: `${BASE}/oauth2/token`,
+      jwks_uri: `${ISSUER}/v1/keys`,
+      end_session_endpoint: `${ISSUER}/v1/logout`,
+      response_types_supported: ['code'],
+      response_modes_supported: ['query', 'fragment', 'form_post'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      subject_types_supported: ['public'],
+      scopes_supported: SCOPES,
+      claims_supported: ['iss', 'ver', 'sub', 'aud', 'iat', 'exp', 'jti', 'auth_time', 'amr', 'idp', 'name',
+        'preferred_username', 'email', 'email_verified', 'groups'],
+      code_challenge_methods_supported: ['S256'],
+      id_token_signing_alg_values_supported: ['RS256'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'client_secret_jwt',
+        'private_key_jwt', 'none'],
+    };
+  }
   return {
     authorization_endpoint: `${BASE}/oauth2/authorize`,
     code_challenge_methods_supported: ['S256'],
@@ -626,10 +695,12 @@ async function logout(ctx) {
   return undefined;
 }
 
-// Entra's end-session endpoint (OpenID Connect RP-initiated logout): the optional client_id and id_token_hint are
+// Entra's and Okta's end-session endpoint (OpenID Connect RP-initiated logout): the optional client_id and id_token_hint are
 // checked when present, post_logout_redirect_uri must be registered; no confirmation page.
 async function endSession(ctx) {
   const q = ctx.query;
+  // Okta refuses a sign-out without the ID token it issued.
+  if (OKTA && q.id_token_hint === undefined) return errorPage(ctx, 400, 'invalid_request', 'id_token_hint is required');
   if (q.client_id !== undefined && q.client_id !== CLIENT_ID) return errorPage(ctx, 400, 'invalid_request', 'Invalid client_id');
   if (q.id_token_hint !== undefined) {
     let hint;
@@ -722,11 +793,17 @@ provider.use(async (ctx, next) => {
   const mounted = Boolean(ctx.req.originalUrl); // request came in under /$POOL_ID
 
   if (mounted) {
-    if (p === '/.well-known/openid-configuration' || (!ENTRA && p === '/.well-known/jwks.json')) {
+    const keys = (COGNITO && p === '/.well-known/jwks.json') || (OKTA && p === '/v1/keys');
+    if (p === '/.well-known/openid-configuration' || keys) {
       if (ctx.method !== 'GET' && ctx.method !== 'HEAD') { ctx.status = 405; return; }
       ctx.set('Access-Control-Allow-Origin', '*');
       ctx.set('Cache-Control', 'public, max-age=60');
-      ctx.body = p === '/.well-known/jwks.json' ? PUBLIC_JWKS : discovery();
+      ctx.body = keys ? PUBLIC_JWKS : discovery();
+      return;
+    }
+    if (OKTA && p === '/v1/logout') {
+      if (ctx.method !== 'GET') { ctx.status = 405; return; }
+      await endSession(ctx);
       return;
     }
     ctx.status = 404;
@@ -748,7 +825,7 @@ provider.use(async (ctx, next) => {
     await endSession(ctx);
     return;
   }
-  if (!ENTRA && p === '/logout') {
+  if (COGNITO && p === '/logout') {
     if (ctx.method !== 'GET') { ctx.status = 405; return; }
     await logout(ctx);
     return;

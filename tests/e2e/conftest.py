@@ -51,21 +51,32 @@ def stack():
     s.stop()
 
 
-@pytest.fixture(scope="session")
-def generic_stack():
-    """A second stack, started only by the tests that ask for it: the IdP stand-in's Entra-like generic
-    OpenID Connect profile and a worker configured with OIDC_ISSUER (discovery, `aud`/`azp`, `roles`, `scp`).
-    Its own state dir beside the main one, free ports (its callbacks are registered at its own IdP), no demo
-    components."""
+def provider_stack(profile: str):
+    """Another stack, started only by the tests that ask for it, with one of the IdP stand-in's OpenID Connect
+    profiles and a worker configured with OIDC_ISSUER. Its own state dir beside the main one, free ports (its
+    callbacks are registered at its own IdP), no demo components."""
     main = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
     ports = Ports(worker=free_port(), moto=free_port(), idp=free_port(), mailbox=free_port())
-    s = Stack(state=fresh_state(main.with_name(main.name + "-generic")), ports=ports,
-              claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, profile="generic")
+    s = Stack(state=fresh_state(main.with_name(f"{main.name}-{profile}")), ports=ports,
+              claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, profile=profile)
     s.start()
     leaks.recording_mints(s)
     STARTED.append(s)
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def generic_stack():
+    """The Entra-like generic profile: discovery, `aud`/`azp`, `roles`, `scp`, keys without `alg`."""
+    yield from provider_stack("generic")
+
+
+@pytest.fixture(scope="session")
+def okta_stack():
+    """The Okta-like profile (docs/deploy.md's worked example): the ID token as the bearer, `groups`,
+    `email_verified` required, sign-out only with `id_token_hint`."""
+    yield from provider_stack("okta")
 
 
 @pytest.fixture(scope="module", params=["cognito", "generic"])

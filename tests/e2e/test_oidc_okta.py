@@ -1,0 +1,109 @@
+"""Sign-in with Okta, as docs/deploy.md's worked example configures it: the stack with the IdP stand-in's Okta-like
+profile (a custom authorization server's issuer `…/oauth2/default`, keys at `…/v1/keys` found through discovery,
+ID tokens with `groups` and `email_verified`, access tokens for `api://default` with `cid`, `uid` and `scp` as an
+array, a sign-out endpoint that refuses a request without `id_token_hint`) and the worker configured with
+OIDC_ISSUER, TOKEN_USE=id, GROUPS_CLAIM=groups, EMAIL_VERIFIED=require. Workflows register with the API key."""
+from __future__ import annotations
+
+import jwt
+import requests
+from playwright.sync_api import expect
+
+from support import ARTIFACTS
+from support.api import Api, Workflows
+from support.leaks import SEEN
+from support.pages import HostedUi
+from ringi_stack import CLIENT_ID
+
+
+def discovery(stack) -> dict:
+    return requests.get(f"{stack.issuer}/.well-known/openid-configuration", timeout=10).json()
+
+
+def register(stack, approvers, **fields):
+    arn, token = Workflows(stack).start_paused()
+    r = Api(stack).register(token, approvers=approvers, **fields)
+    assert r.status_code == 201, r.text
+    return r.json()["id"], arn
+
+
+def signed(stack, claims: dict) -> str:
+    """A token of exactly these claims, signed with the stack's IdP key (remembered by the leak check)."""
+    token = jwt.encode(claims, stack.private_key, algorithm="RS256", headers={"kid": stack.kid})
+    SEEN.jwts.add(token)
+    return token
+
+
+def view(stack, approval_id, token):
+    return requests.get(f"{stack.base_url}/api/v1/approvals/{approval_id}",
+                        headers={"authorization": f"Bearer {token}"}, timeout=30)
+
+
+def test_the_configuration_names_the_discovered_endpoints_and_the_id_token(okta_stack):
+    s = okta_stack
+    doc = discovery(s)
+    assert doc["issuer"] == s.issuer and s.issuer.endswith("/oauth2/default")
+    assert doc["jwks_uri"] == f"{s.issuer}/v1/keys"
+    keys = requests.get(doc["jwks_uri"], timeout=10).json()["keys"]
+    assert keys and all(k["alg"] == "RS256" and k["use"] == "sig" for k in keys)
+    cfg = requests.get(f"{s.base_url}/config.json", timeout=10).json()
+    assert cfg["provider"] == "oidc" and cfg["issuer"] == s.issuer and cfg["clientId"] == CLIENT_ID
+    assert cfg["tokenUse"] == "id" and cfg["groupsClaim"] == "groups"
+    assert (cfg["authorizationEndpoint"], cfg["tokenEndpoint"], cfg["endSessionEndpoint"]) == (
+        doc["authorization_endpoint"], doc["token_endpoint"], doc["end_session_endpoint"])
+
+
+def test_the_id_token_is_the_bearer_with_groups_and_a_verified_email(okta_stack):
+    s = okta_stack
+    by_group, _ = register(s, [{"group": "finance"}])
+    by_email, _ = register(s, [{"email": "alice@example.com"}])
+    assert view(s, by_group, s.mint("carol", groups=["finance"])).status_code == 200
+    # GROUPS_CLAIM=groups: Entra's roles claim means nothing here.
+    assert view(s, by_group, signed(s, {**s.claims("carol"), "roles": ["finance"]})).status_code == 404
+    # EMAIL_VERIFIED=require: Okta says whether the address is verified, and an unverified one does not count.
+    assert view(s, by_email, s.mint("u-1", email="alice@example.com")).status_code == 200
+    assert view(s, by_email, s.mint("u-2", email="alice@example.com", email_verified=False)).status_code == 404
+    assert view(s, by_email, s.mint("u-3", email="alice@example.com", email_verified=None)).status_code == 404
+    # TOKEN_USE=id: the ID token's aud is the SPA's client. Another client's ID token is refused, and so is an
+    # access token of the authorization server (aud api://default, the client in cid).
+    assert view(s, by_group, s.mint("carol", groups=["finance"], aud="0oaOtherClient")).status_code == 401
+    access = signed(s, {**s.claims("carol@example.com", groups=["finance"]), "aud": "api://default",
+                        "cid": CLIENT_ID, "uid": "carol", "scp": ["openid", "email"]})
+    assert view(s, by_group, access).status_code == 401
+
+
+def test_sign_in_through_okta_approve_and_sign_out_with_the_id_token_hint(okta_stack, tab):
+    s = okta_stack
+    workflows = Workflows(s)
+    arn, task_token = workflows.start_paused()
+    r = Api(s).register(task_token, approvers=[{"email": "alice@example.com"}], title="Renew the TLS certificate")
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    page, approval = tab.page, tab.approval
+    page.goto(f"{s.base_url}/a/{approval_id}")
+    HostedUi(page, s).wait()
+    doc = discovery(s)
+    authorize = next(u for u in tab.navigations if u.startswith(doc["authorization_endpoint"]))
+    assert "code_challenge_method=S256" in authorize and "ui_locales=" in authorize
+    HostedUi(page, s).sign_in("alice")
+    page.wait_for_url(f"{s.base_url}/a/{approval_id}", timeout=30_000)
+    # The approval was addressed to alice's verified email, which only the ID token carries.
+    expect(approval.title).to_have_text("Renew the TLS certificate")
+    expect(approval.by("user-name")).to_have_text("alice@example.com")
+    approval.screenshot(ARTIFACTS / "oidc-okta-approval-mobile.png")
+    approval.decide("approve")
+    approval.expect_result("approved")
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    assert not tab.csp_problems(), tab.csp_problems()
+
+    # Okta refuses a sign-out without the ID token it issued; ringi sends it, and comes back signed out.
+    bare = requests.get(doc["end_session_endpoint"], params={"post_logout_redirect_uri": f"{s.base_url}/"},
+                        allow_redirects=False, timeout=10)
+    assert bare.status_code == 400
+    page.goto(f"{s.base_url}/")
+    tab.inbox.by("sign-out").click()
+    page.wait_for_url(f"{s.base_url}/", timeout=30_000)
+    logout = next(u for u in tab.navigations if u.startswith(doc["end_session_endpoint"]))
+    assert "post_logout_redirect_uri=" in logout and "id_token_hint=" in logout
+    page.goto(f"{s.base_url}/a/{approval_id}")
+    expect(HostedUi(page, s).wait().password).to_be_visible()
