@@ -33,7 +33,9 @@ lint:
 unit:
 	$(ENV) cargo test -p ringi-core -p ringi-app --features ringi-app/admin
 
-build: spa worker
+## the two wasm builds side by side: each ends in a long single-threaded link (LTO, codegen-units = 1)
+build:
+	@$(MAKE) --no-print-directory -j2 spa worker
 
 ## SPA: Trunk (release profile, std rebuilt for size: scripts/wasm-env.sh) into dist/ (no inline script: see Trunk.toml),
 ## twice: index.html is the bundle an emailed link loads, admin.html adds the rare pages (scripts/spa.sh)
@@ -49,7 +51,7 @@ deploy-check:
 	$(ENV) python -m pytest -q tests/deploy
 
 e2e:
-	$(ENV) python -m pytest -q tests/e2e
+	$(ENV) python -m pytest -q --durations=20 tests/e2e
 
 ## make bench: benchmarks on an own stack (ports 8887/5410/9410) → docs/benchmarks.md; BENCH_OPT_LEVELS=1 adds
 ## the opt-level "s" builds (target/opt-s, several minutes). BENCH_ONLY=spa (or any of sizes,cold,decision,placement,types,
