@@ -5,9 +5,11 @@ executions. Also a state machine that writes the seed's item itself (`aws-sdk:dy
 no Lambda), decided through ringi; and the audit trail on this backend (event items in the same table, the
 timeline, the operators' export through the month index, retries recorded once)."""
 import csv
+import http.client
 import io
 import json
 import threading
+import urllib.parse
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,7 +56,7 @@ def inbox(stack, url: str, user: str, status: str, **claims) -> list:
 
 
 def operator(stack):
-    return {"authorization": f"Bearer {stack.mint('ops-1', **{'cognito:groups': [OPS]})}"}
+    return {"authorization": f"Bearer {stack.mint('ops-1', groups=[OPS])}"}
 
 
 def export(stack, url, headers=None, **params):
@@ -127,13 +129,7 @@ def test_register_view_inbox_approve_resumes_the_execution(stack, ddb_url, ddb_a
     assert (decision["decision"], decision["approvedBy"]["sub"], decision["feedback"]) == ("approved", "alice", {"risk": "low"})
     assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
     stored = item(table, approval_id)
-    assert stored["status"] == {"S": "approved"} and "taskToken" not in stored
-    # The seed's item gets its events too (none of registration: ringi did not register it).
-    events = ddb_api.get(approval_id).json()["events"]
-    assert [e["kind"] for e in events] == ["viewed", "decided"], events
-    assert events[1]["detail"] == {"verdict": "approve", "status": "approved", "confirmed": True}
-    assert ddb_api.get(approval_id, as_user="bob").status_code == 404
-    assert [e["kind"] for e in events_of(stack, ddb_url, approval_id)] == ["viewed", "decided"], "bob's 404 records nothing" and "claimId" not in stored
+    assert stored["status"] == {"S": "approved"} and "taskToken" not in stored and "claimId" not in stored
     assert stored["votes"]["M"]["alice"]["M"]["comment"] == {"S": "ship it"}
     assert ddb_api.get(approval_id).json()["myDecision"]["decision"] == "approve"
     assert approval_id not in inbox(stack, ddb_url, "alice", "pending")
@@ -292,8 +288,8 @@ def test_step_functions_down_gives_503_and_the_approval_stays_decidable(stack, d
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     # The failed callback is on record (its class and code, never the token), then the decision.
     events = events_of(stack, ddb_url, approval_id)
-    assert [e["kind"] for e in events] == ["registered", "viewed", "callback_failed", "decided"], events
-    failed = events[2]
+    assert [e["kind"] for e in events] == ["registered", "callback_failed", "viewed", "decided"], events
+    failed = events[1]
     assert failed["actor"]["type"] == "user" and failed["actor"]["sub"] == "alice"
     assert failed["detail"]["verdict"] == "approve" and failed["detail"]["error"] == "unavailable", failed
     assert set(failed["detail"]) == {"verdict", "error", "code", "maybeDelivered"}
@@ -402,6 +398,12 @@ def test_a_state_machine_writes_the_seed_item_itself_and_ringi_decides_it(stack,
     assert json.loads(done["output"])["approval"]["comment"] == "seeded"
     stored = item(table, approval_id)
     assert stored["status"] == {"S": "approved"} and "taskToken" not in stored
+    # The seed's item gets its events too (none of registration: ringi did not register it).
+    events = ddb_api.get(approval_id).json()["events"]
+    assert [e["kind"] for e in events] == ["viewed", "decided"], events
+    assert events[1]["detail"] == {"verdict": "approve", "status": "approved", "confirmed": True}
+    assert ddb_api.get(approval_id, as_user="bob").status_code == 404
+    assert [e["kind"] for e in events_of(stack, ddb_url, approval_id)] == ["viewed", "decided"], "bob's 404 records nothing"
 
 
 def rfc3339(ms: int) -> str:
@@ -417,7 +419,7 @@ def test_operators_export_by_range_cursor_and_csv(stack, ddb_url, ddb_api, workf
     window = {"from": rfc3339(t0), "to": rfc3339(t1)}
     everything = export(stack, ddb_url, limit=1000, **window).json()
     assert everything["nextCursor"] is None and len(everything["items"]) >= 6
-    assert all(t0 <= 0 or rfc3339(t0) <= e["at"] < rfc3339(t1) for e in everything["items"])
+    assert all(rfc3339(t0) <= e["at"] < rfc3339(t1) for e in everything["items"])
     # Page by page (2 a page): the same events in the same order, none twice, none skipped.
     paged, cursor, pages = [], None, 0
     while True:
@@ -469,15 +471,18 @@ def test_the_export_pages_across_months(stack, ddb_url, table):
             "eventSort": {"S": f"{at:013d}#{seq:016d}"}, "at": {"N": str(at)}, "seq": {"N": str(seq)},
             "kind": {"S": "viewed"}, "actor": {"S": "system"}, "detailJson": {"S": json.dumps({"n": n})},
             "expiresAt": {"N": str(at // 1000 + 90 * 86400)}})
-    window = {"from": rfc3339(now - 80 * DAY_MS), "to": rfc3339(now)}
-    seen, cursor = [], None
-    for _ in range(50):
-        page = export(stack, ddb_url, limit=1, **window, **({"cursor": cursor} if cursor else {})).json()
-        seen += [e for e in page["items"] if e["approvalId"] == approval_id]
-        cursor = page["nextCursor"]
+    # Before this module's own events: only these four are in the range.
+    window = {"from": rfc3339(now - 80 * DAY_MS), "to": rfc3339(now - 5 * DAY_MS)}
+    seen, cursor, pages = [], None, 0
+    while pages < 10:
+        page = export(stack, ddb_url, limit=1, **window, **({"cursor": cursor} if cursor else {}))
+        assert page.status_code == 200, page.text
+        seen += page.json()["items"]
+        pages += 1
+        cursor = page.json()["nextCursor"]
         if cursor is None:
             break
-    assert cursor is None
+    assert pages == 4 and [e["approvalId"] for e in seen] == [approval_id] * 4
     assert [e["detail"]["n"] for e in seen] == [0, 1, 2, 3], seen
     assert [e["at"] for e in seen] == [rfc3339(at) for at in ats]
     narrow = export(stack, ddb_url, limit=1000, **{"from": rfc3339(now - 41 * DAY_MS), "to": rfc3339(now - 39 * DAY_MS)})
@@ -500,24 +505,35 @@ def test_events_outlive_the_approvals_item(stack, ddb_url, ddb_api, workflows, t
 
 class LossyDynamoDb:
     """A proxy in front of moto's DynamoDB that loses the answer of chosen writes: the write is made, the
-    worker is told 500, as when a connection drops after DynamoDB committed (the worker then retries)."""
+    worker is told 500, as when a connection drops after DynamoDB committed (the worker then retries). It
+    talks to moto with http.client: its traffic is the worker's, not a test's response."""
 
     def __init__(self, upstream: str):
-        self.upstream, self.lose, self.lost, self.lock = upstream, [], [], threading.Lock()
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.lose, self.lost, self.lock = [], [], threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["content-length"]))
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("content-length", "connection")}
-                answer = requests.post(proxy.upstream, data=body, headers=headers, timeout=30)
+                conn = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=30)
+                # The Host header the worker signed is kept (moto checks the signature).
+                conn.putrequest("POST", "/", skip_host=True, skip_accept_encoding=True)
+                for k, v in self.headers.items():
+                    if k.lower() != "connection":
+                        conn.putheader(k, v)
+                conn.endheaders(body)
+                answer = conn.getresponse()
+                status, out = answer.status, answer.read()
+                conn.close()
                 text = body.decode()
                 with proxy.lock:
                     marker = next((m for m in proxy.lose if m in text), None)
                     if marker:
                         proxy.lose.remove(marker)
-                        proxy.lost.append((marker, answer.status_code))
-                status, out = (500, b'{"__type":"InternalServerError"}') if marker else (answer.status_code, answer.content)
+                        proxy.lost.append((marker, status))
+                if marker:
+                    status, out = 500, b'{"__type":"InternalServerError"}'
                 self.send_response(status)
                 self.send_header("content-type", "application/x-amz-json-1.0")
                 self.send_header("content-length", str(len(out)))
@@ -533,25 +549,32 @@ class LossyDynamoDb:
 
 
 def test_a_retried_write_records_its_event_once(stack, ddb_url, workflows, table):
-    """The answers of the registration, the mail record, the first view and the decision are lost once each
-    (each write was made): the worker retries each, and each event is on record once."""
+    """The answers of a registration, a mail record, a first view and a decision are lost once each (each
+    write was made): the worker retries each, and each event is on record once."""
     proxy = LossyDynamoDb(stack.moto_url)
     try:
         lossy = Api(stack, stack.extra_worker("dynamodb-lossy", {**stack.dynamodb_vars(TABLE),
                                                                   "DYNAMODB_ENDPOINT": proxy.url}))
-        proxy.lose = ['{"S":"registered"}', '{"S":"mailed"}', '{"S":"viewed"}', '{"S":"decided"}']
+        # The registration's retry finds its own approval: answered as a redelivery, recorded once.
+        proxy.lose = ['{"S":"registered"}']
+        _, token = workflows.start_paused()
+        r = lossy.register(token)
+        assert r.status_code == 200, r.text
+        assert proxy.lost == [('{"S":"registered"}', 200)], "the lost answer was of a write that was made"
+        assert kinds_of(stack, ddb_url, r.json()["id"]) == ["registered"]
+
+        markers = ['{"S":"mailed"}', '{"S":"viewed"}', '{"S":"decided"}']
+        proxy.lose, proxy.lost = list(markers), []
         arn, token = workflows.start_paused()
         r = lossy.register(token, approvers=[ALICE])
-        assert r.status_code in (200, 201), r.text
+        assert r.status_code == 201, r.text
         approval_id = r.json()["id"]
         wait_for_kind(stack, ddb_url, approval_id, "mailed")
         assert lossy.get(approval_id, email="alice@example.com").status_code == 200
         d = lossy.decide(approval_id, email="alice@example.com")
         assert d.status_code == 200 and d.json()["status"] == "approved", d.text
         assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
-        assert [m for m, _ in proxy.lost] == ['{"S":"registered"}', '{"S":"mailed"}', '{"S":"viewed"}',
-                                              '{"S":"decided"}'], proxy.lost
-        assert all(status == 200 for _, status in proxy.lost), "each lost answer was of a write that was made"
+        assert proxy.lost == [(m, 200) for m in markers], proxy.lost
         assert kinds_of(stack, ddb_url, approval_id) == ["registered", "mailed", "viewed", "decided"]
         assert len(event_items(table, approval_id)) == 4
         assert int(item(table, approval_id)["mailAttempts"]["N"]) == 2, "the mail record's update ran twice"

@@ -807,6 +807,8 @@ impl ApprovalStore for DynamoStore {
         let Some(i) = self.approval_item(id).await? else { return Ok(None) };
         let mut cols = approval_columns(&i).map_err(corrupt(id.as_str()))?;
         cols["notify_json"] = Value::from(i.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
+        // No channel is ever due: chat notifications are refused at registration on this backend.
+        cols["chat_due_json"] = Value::from("[]");
         let row: MailRow = columns(id.as_str(), "mail", cols)?;
         rows::mail_job(row).map(Some)
     }
