@@ -56,16 +56,18 @@ RELAY_RULE = "ringi-approvals"
 DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
 # The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
 # `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
-# STORAGE=dynamodb: the seed design's token table (hash key approvalId) and its approver index.
+# STORAGE=dynamodb: the seed design's token table (hash key approvalId), its approver index and the audit
+# trail's two indexes (an approval's timeline, the export by month).
 DDB_TABLE = "ringi-approvals"
 DDB_INDEX = "byApprover"
+DDB_EVENT_INDEXES = {"eventsByApproval": "eventOf", "eventsByMonth": "eventMonth"}
 # What the worker may do on the table (deploy/aws/ringi.yaml grants the same, on the table and its index ARNs):
 # item reads and writes, the inbox's Query and BatchGetItem, the cron's expiry Scan — no table management. moto
 # authorizes a transaction as `dynamodb:TransactWriteItems` (AWS checks each item's PutItem/UpdateItem instead),
 # and every non-S3 action against the resource "*" (so the policy here cannot name the table; tests/deploy
 # checks the template's scoping).
 DDB_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-               "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"]
+               "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"]
 DDB_MOTO_ONLY_ACTIONS = ["dynamodb:TransactWriteItems"]
 DEMO_APPROVERS = [{"email": "alice@example.com"}, {"group": "finance"}]
 # The OpenID Connect profiles' claim mappings, as the worker is configured for the stand-in's Entra-like profile
@@ -326,7 +328,8 @@ class Stack:
     # ------------------------------------------------------------------ DynamoDB (STORAGE=dynamodb)
     def create_approval_table(self, table: str = DDB_TABLE) -> str:
         """The approvals table as deploy/aws/ringi.yaml makes it (hash key `approvalId`, the approver index on
-        `approverUserId`, keys only, TTL on `expiresAt`); made once per moto. Returns its ARN."""
+        `approverUserId`, keys only, the event indexes on `eventOf` / `eventMonth` sorted by `eventSort`, TTL on
+        `expiresAt`); made once per moto. Returns its ARN."""
         ddb = self.aws("dynamodb")
         try:
             return ddb.describe_table(TableName=table)["Table"]["TableArn"]
@@ -334,11 +337,14 @@ class Stack:
             pass
         arn = ddb.create_table(
             TableName=table, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "approvalId", "AttributeType": "S"},
-                                  {"AttributeName": "approverUserId", "AttributeType": "S"}],
+            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
+                                  for a in ("approvalId", "approverUserId", *DDB_EVENT_INDEXES.values(), "eventSort")],
             KeySchema=[{"AttributeName": "approvalId", "KeyType": "HASH"}],
             GlobalSecondaryIndexes=[{"IndexName": DDB_INDEX, "KeySchema": [{"AttributeName": "approverUserId", "KeyType": "HASH"}],
-                                     "Projection": {"ProjectionType": "KEYS_ONLY"}}],
+                                     "Projection": {"ProjectionType": "KEYS_ONLY"}}] + [
+                {"IndexName": name, "KeySchema": [{"AttributeName": hash_key, "KeyType": "HASH"},
+                                                  {"AttributeName": "eventSort", "KeyType": "RANGE"}],
+                 "Projection": {"ProjectionType": "ALL"}} for name, hash_key in DDB_EVENT_INDEXES.items()],
         )["TableDescription"]["TableArn"]
         ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"})
         return arn

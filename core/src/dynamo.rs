@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::audit::{Actor, EventKind};
 use crate::error::CorruptValue;
 use crate::principal::Principal;
 
@@ -204,6 +205,96 @@ pub fn attempt_columns(item: &Map<String, Value>) -> Value {
     json!({"attempt_id": f("id"), "attempt_verdict": f("verdict"), "attempt_sub": f("sub")})
 }
 
+/// The audit trail's items (design.md §8): one item per event under `event#{dedupe key}` (the dedupe key D1
+/// keeps unique: `{approvalId}:{once key}` or `{approvalId}:r:{random}`), so a retried write of the same event
+/// lands on the same key. Two indexes read them: [`EVENTS_BY_APPROVAL`] (hash [`EVENT_OF`], the approval's
+/// timeline) and [`EVENTS_BY_MONTH`] (hash [`EVENT_MONTH`], the operators' export by time range), both sorted
+/// by [`EVENT_SORT`] = `{at:013}#{seq:016}`; `expiresAt` (the table's TTL) is the audit retention's.
+pub const EVENTS_BY_APPROVAL: &str = "eventsByApproval";
+pub const EVENTS_BY_MONTH: &str = "eventsByMonth";
+/// The approval an event item belongs to (its items outlive the approval's).
+pub const EVENT_OF: &str = "eventOf";
+/// The UTC month of the event (`2026-12`): the export's partitions, a bounded number per range.
+pub const EVENT_MONTH: &str = "eventMonth";
+/// The order of events within either index: time, then [`event_seq`].
+pub const EVENT_SORT: &str = "eventSort";
+
+/// The item key of an event.
+pub fn event_key(dedupe_key: &str) -> String {
+    format!("event#{dedupe_key}")
+}
+
+/// The tie-breaker between events of the same millisecond (D1's `seq`, which this table has no counter for):
+/// 52 bits of the dedupe key's SHA-256, so a retried write carries the same one and the export's cursor
+/// `(at, seq)` works unchanged.
+pub fn event_seq(dedupe_key: &str) -> i64 {
+    i64::from_str_radix(&crate::hex_sha256(dedupe_key.as_bytes())[..13], 16).unwrap_or(0)
+}
+
+/// Above every [`event_seq`]: the end of a millisecond in [`EVENT_SORT`] order.
+pub const EVENT_SEQ_END: i64 = 1 << 52;
+
+/// [`EVENT_SORT`] of the position `(at, seq)`: fixed-width, so string order is time order.
+pub fn event_sort(at: i64, seq: i64) -> String {
+    format!("{:013}#{:016}", at.max(0), seq.max(0))
+}
+
+/// [`EVENT_MONTH`] of a time.
+pub fn event_month(at: i64) -> String {
+    crate::time::format_rfc3339(at)[..7].to_owned()
+}
+
+/// The months `[from, to)` touches, oldest first (the partitions one export range reads).
+pub fn event_months(from: i64, to: i64) -> Vec<String> {
+    let ym = |at: i64| {
+        let m = event_month(at);
+        (m[..4].parse::<i32>().unwrap_or(1970), m[5..].parse::<i32>().unwrap_or(1))
+    };
+    let (mut at, last) = (ym(from), ym(to.max(from + 1) - 1));
+    let mut out = Vec::new();
+    while at <= last {
+        out.push(format!("{:04}-{:02}", at.0, at.1));
+        at = if at.1 == 12 { (at.0 + 1, 1) } else { (at.0, at.1 + 1) };
+    }
+    out
+}
+
+/// One event as it is written.
+pub struct NewEvent<'a> {
+    pub approval_id: &'a str,
+    pub at: i64,
+    pub kind: EventKind,
+    pub actor: &'a Actor,
+    pub detail: &'a Map<String, Value>,
+    pub dedupe_key: &'a str,
+}
+
+/// The DynamoDB item of an event; it expires (TTL, epoch seconds) `retention_ms` after the event.
+pub fn event_item(e: &NewEvent<'_>, retention_ms: i64) -> Map<String, Value> {
+    let seq = event_seq(e.dedupe_key);
+    let mut plain = json!({
+        KEY: event_key(e.dedupe_key), EVENT_OF: e.approval_id, EVENT_MONTH: event_month(e.at),
+        EVENT_SORT: event_sort(e.at, seq), "at": e.at, "seq": seq, "kind": e.kind.as_str(), "actor": e.actor.key(),
+        "detailJson": Value::Object(e.detail.clone()).to_string(),
+        "expiresAt": (e.at + retention_ms).div_euclid(1000) + 1,
+    });
+    if let Some(d) = e.actor.display() {
+        plain["actorDisplay"] = Value::from(d);
+    }
+    to_item(plain.as_object().expect("an object"))
+}
+
+/// A (plain) event item as the columns of D1's `approval_events` row (one typed reading for both backends).
+pub fn event_columns(item: &Map<String, Value>) -> Result<Value, CorruptValue> {
+    let text = |k: &'static str| item.get(k).and_then(Value::as_str).ok_or_else(|| CorruptValue::new(k, "missing"));
+    let num = |k: &'static str| item.get(k).and_then(Value::as_f64).ok_or_else(|| CorruptValue::new(k, "missing"));
+    Ok(json!({
+        "seq": num("seq")?, "approval_id": text(EVENT_OF)?, "at": num("at")?, "kind": text("kind")?,
+        "actor": text("actor")?, "actor_display": item.get("actorDisplay").and_then(Value::as_str),
+        "detail_json": text("detailJson")?,
+    }))
+}
+
 /// What DynamoDB answered, as far as the worker acts on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DdbOutcome {
@@ -233,10 +324,15 @@ pub fn classify(status: u16, body: &str) -> DdbOutcome {
         "TransactionCanceledException" => {
             let reasons = parsed.get("CancellationReasons").and_then(Value::as_array);
             let codes = reasons.map(|r| r.iter().map(|c| c["Code"].as_str().unwrap_or("None").to_owned()).collect());
-            match codes {
-                Some(codes) => DdbOutcome::Cancelled(codes),
-                // moto and some SDK paths name the reasons only in the message: "[ConditionalCheckFailed, None]".
-                None => DdbOutcome::Cancelled(reasons_from_message(parsed.get("message").or(parsed.get("Message")))),
+            // moto and some SDK paths name the reasons only in the message: "[ConditionalCheckFailed, None]".
+            let codes: Vec<String> =
+                codes.unwrap_or_else(|| reasons_from_message(parsed.get("message").or(parsed.get("Message"))));
+            // A transaction that met another one on an item, or was throttled, is worth another try.
+            match codes.iter().find(|c| {
+                matches!(c.as_str(), "TransactionConflict" | "ThrottlingError" | "ProvisionedThroughputExceeded")
+            }) {
+                Some(c) => DdbOutcome::Transient(c.clone()),
+                None => DdbOutcome::Cancelled(codes),
             }
         }
         "ProvisionedThroughputExceededException"
@@ -337,10 +433,62 @@ mod tests {
         assert_eq!(classify(400, tx), DdbOutcome::Cancelled(vec!["None".into(), "ConditionalCheckFailed".into()]));
         let moto = r#"{"__type":"TransactionCanceledException","message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]"}"#;
         assert_eq!(classify(400, moto), DdbOutcome::Cancelled(vec!["None".into(), "ConditionalCheckFailed".into()]));
+        let conflict = r#"{"__type":"TransactionCanceledException","CancellationReasons":[{"Code":"TransactionConflict"},{"Code":"None"}]}"#;
+        assert_eq!(classify(400, conflict), DdbOutcome::Transient("TransactionConflict".into()));
         let throttled = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException"}"#;
         assert!(matches!(classify(400, throttled), DdbOutcome::Transient(_)));
         assert!(matches!(classify(503, ""), DdbOutcome::Transient(_)));
         let denied = r#"{"__type":"com.amazon.coral.service#AccessDeniedException","Message":"User arn:… key abc"}"#;
         assert_eq!(classify(400, denied), DdbOutcome::Permanent("AccessDeniedException".into()));
+    }
+
+    #[test]
+    fn events_are_items_of_their_own_that_read_back_as_d1_rows() {
+        let actor = Actor::User { sub: "u-1".into(), display: "a@example.com".into() };
+        let detail = json!({"verdict": "approve"});
+        let at = 1_764_590_400_123; // 2025-12-01T12:00:00.123Z
+        let e = NewEvent {
+            approval_id: "abcdefgh12345678",
+            at,
+            kind: EventKind::Decided,
+            actor: &actor,
+            detail: detail.as_object().unwrap(),
+            dedupe_key: "abcdefgh12345678:decided",
+        };
+        let item = event_item(&e, 30 * 86_400_000);
+        assert_eq!(item[KEY], json!({"S": "event#abcdefgh12345678:decided"}));
+        assert_eq!(item[EVENT_OF], json!({"S": "abcdefgh12345678"}));
+        assert_eq!(item[EVENT_MONTH], json!({"S": "2025-12"}));
+        let seq = event_seq("abcdefgh12345678:decided");
+        assert!((0..1 << 52).contains(&seq));
+        assert_eq!(item[EVENT_SORT]["S"], format!("1764590400123#{seq:016}"));
+        assert_eq!(item["expiresAt"], json!({"N": ((at + 30 * 86_400_000) / 1000 + 1).to_string()}));
+        assert!(!item.contains_key("taskToken"), "never one of the cron's open items");
+        let row = event_columns(&from_item(&item).unwrap()).unwrap();
+        assert_eq!(
+            row,
+            json!({"seq": seq as f64, "approval_id": "abcdefgh12345678", "at": at as f64, "kind": "decided",
+            "actor": "user:u-1", "actor_display": "a@example.com", "detail_json": r#"{"verdict":"approve"}"#})
+        );
+        // The same event written again is the same item; another event of the same millisecond sorts apart.
+        assert_eq!(event_item(&e, 30 * 86_400_000), item);
+        assert_ne!(event_seq("abcdefgh12345678:r:x"), seq);
+        let system = NewEvent { actor: &Actor::System, ..e };
+        let item = from_item(&event_item(&system, 1)).unwrap();
+        assert_eq!((item.get("actorDisplay"), event_columns(&item).unwrap()["actor"].as_str()), (None, Some("system")));
+        assert!(event_columns(&plain(json!({"approvalId": "event#x", "seq": 1}))).is_err(), "corrupt, not a default");
+    }
+
+    #[test]
+    fn sort_keys_order_by_time_then_seq_and_months_cover_a_range() {
+        assert!(event_sort(999, 5) < event_sort(1_000, 0));
+        assert!(event_sort(1_000, 5) < event_sort(1_000, 40));
+        let t = |s: &str| crate::time::parse_rfc3339("t", s).unwrap();
+        assert_eq!(
+            event_months(t("2025-11-30T00:00:00Z"), t("2026-02-01T00:00:00Z")),
+            ["2025-11", "2025-12", "2026-01"]
+        );
+        assert_eq!(event_months(t("2026-01-05T00:00:00Z"), t("2026-01-05T00:00:01Z")), ["2026-01"]);
+        assert_eq!(event_month(t("2026-12-31T23:59:59.999Z")), "2026-12");
     }
 }

@@ -24,9 +24,12 @@ OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "Regis
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
            "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn")
 WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat", "ses:SendEmail"}
-# With ApprovalsStorage=dynamodb, on the approvals table and its index only (no table management).
+# With ApprovalsStorage=dynamodb, on the approvals table and its indexes only (no table management).
 WORKER_TABLE_ACTIONS = {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-                        "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"}
+                        "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"}
+TABLE_INDEXES = ("byApprover", "eventsByApproval", "eventsByMonth")
+# The audit trail's indexes: hash key, sort key (the event's position), all attributes (the reads need no item).
+EVENT_INDEXES = {"eventsByApproval": "eventOf", "eventsByMonth": "eventMonth"}
 
 # Valid values for the parameters without a default (what a deploy passes), plus pseudo parameters.
 REQUIRED_VALUES = {

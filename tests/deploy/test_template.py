@@ -13,7 +13,7 @@ from fnmatch import fnmatchcase
 import pytest
 
 from aws_template import (MOTO_SKIPPED_TYPES, OUTPUTS, PARAMETERS, README, RENDER, TEMPLATE, WORKER_ACTIONS,
-                          WORKER_TABLE_ACTIONS, asl,
+                          EVENT_INDEXES, TABLE_INDEXES, WORKER_TABLE_ACTIONS, asl,
                           condition, decode, evaluate, lint, load_renderer, parameter_values, put_events_entries,
                           references, rendered, rendered_text)
 
@@ -297,9 +297,14 @@ def test_the_approvals_table_exists_only_with_dynamodb_storage():
     assert spec["Condition"] == "WithDynamoDb" and spec["DeletionPolicy"] == "Retain"
     props = spec["Properties"]
     assert props["KeySchema"] == [{"AttributeName": "approvalId", "KeyType": "HASH"}], "the seed's key"
-    [gsi] = props["GlobalSecondaryIndexes"]
+    gsi, *events = props["GlobalSecondaryIndexes"]
     assert gsi == {"IndexName": "byApprover", "KeySchema": [{"AttributeName": "approverUserId", "KeyType": "HASH"}],
                    "Projection": {"ProjectionType": "KEYS_ONLY"}}
+    assert events == [{"IndexName": name, "KeySchema": [{"AttributeName": hash_key, "KeyType": "HASH"},
+                                                       {"AttributeName": "eventSort", "KeyType": "RANGE"}],
+                       "Projection": {"ProjectionType": "ALL"}} for name, hash_key in EVENT_INDEXES.items()]
+    assert props["AttributeDefinitions"] == [{"AttributeName": a, "AttributeType": "S"} for a in
+                                             ("approvalId", "approverUserId", "eventOf", "eventMonth", "eventSort")]
     assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert props["BillingMode"] == "PAY_PER_REQUEST"
@@ -314,7 +319,8 @@ def test_with_dynamodb_the_worker_gets_the_tables_item_actions_only():
     assert as_set(table["Action"]) == WORKER_TABLE_ACTIONS
     assert all(not a.endswith("*") and "Table" not in a.split(":")[1] for a in WORKER_TABLE_ACTIONS), \
         "item actions, no table management"
-    assert table["Resource"] == [{"Fn::GetAtt": ["ApprovalsTable", "Arn"]}, "${ApprovalsTable.Arn}/index/byApprover"]
+    assert table["Resource"] == [{"Fn::GetAtt": ["ApprovalsTable", "Arn"]}] + [
+        f"${{ApprovalsTable.Arn}}/index/{i}" for i in TABLE_INDEXES], "the table and its indexes, nothing else"
     assert "Condition" not in table and table["Effect"] == "Allow"
     assert {a for s in statements(policy) for a in as_set(s["Action"])} == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
 

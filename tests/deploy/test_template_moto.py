@@ -21,7 +21,8 @@ import pytest
 from moto import mock_aws
 from moto.cloudformation.parsing import resource_class_from_type
 
-from aws_template import (ASL, MOTO_SKIPPED_TYPES, OUTPUTS, WORKER_ACTIONS, WORKER_TABLE_ACTIONS, asl,
+from aws_template import (ASL, EVENT_INDEXES, MOTO_SKIPPED_TYPES, OUTPUTS, TABLE_INDEXES, WORKER_ACTIONS,
+                          WORKER_TABLE_ACTIONS, asl,
                           put_events_entries, rendered)
 
 REGION = "us-east-1"
@@ -273,9 +274,15 @@ def test_dynamodb_storage_creates_the_table_the_policy_and_a_workflow_that_write
     assert table == "ringiddb-approvals"
     described = dynamodb.describe_table(TableName=table)["Table"]
     assert described["KeySchema"] == [{"AttributeName": "approvalId", "KeyType": "HASH"}]
-    [gsi] = described["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == "byApprover" and gsi["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    indexes = {g["IndexName"]: g for g in described["GlobalSecondaryIndexes"]}
+    assert set(indexes) == set(TABLE_INDEXES)
+    gsi = indexes["byApprover"]
+    assert gsi["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     assert gsi["KeySchema"] == [{"AttributeName": "approverUserId", "KeyType": "HASH"}]
+    for name, hash_key in EVENT_INDEXES.items():
+        assert indexes[name]["KeySchema"] == [{"AttributeName": hash_key, "KeyType": "HASH"},
+                                              {"AttributeName": "eventSort", "KeyType": "RANGE"}]
+        assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
 
     iam, user = aws("iam"), out["WorkerUserName"]
     statements = []
@@ -284,7 +291,7 @@ def test_dynamodb_storage_creates_the_table_the_policy_and_a_workflow_that_write
         statements += (json.loads(document) if isinstance(document, str) else document)["Statement"]
     [items] = [s for s in statements if s.get("Sid") == "ApprovalsTableItems"]
     assert set(items["Action"]) == WORKER_TABLE_ACTIONS
-    assert items["Resource"] == [described["TableArn"], f"{described['TableArn']}/index/byApprover"]
+    assert items["Resource"] == [described["TableArn"]] + [f"{described['TableArn']}/index/{i}" for i in TABLE_INDEXES]
     actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
 

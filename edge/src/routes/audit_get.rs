@@ -11,9 +11,9 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::error::OrInternal;
 use crate::platform::{log, now_ms};
-use crate::store::D1Store;
+use crate::store::{ApprovalStore, Store};
 
-pub async fn get(req: &Request, ctx: &Ctx, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn get(req: &Request, ctx: &Ctx, store: &Store, who: &Identity) -> Result<Response, ApiError> {
     if !ctx.cfg.is_admin(who) {
         log("info", "auth_refused", json!({"reason": "not an operator", "route": "audit", "sub": who.sub}));
         return Err(ApiError::Forbidden("the audit log is for operators (ADMIN_GROUP) only".into()));

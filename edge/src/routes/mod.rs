@@ -83,10 +83,8 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
             approval_get::get(&ctx.store()?, &who, &id, ctx.cfg.reminder_window_ms).await
         }
         (Route::Decision(id), Caller::User(who)) => decision_post::post(&mut req, ctx, &ctx.store()?, &who, &id).await,
+        (Route::Audit, Caller::User(who)) => audit_get::get(&req, ctx, &ctx.store()?, &who).await,
         // Governance features: D1's (501 `not_supported_by_backend` on the DynamoDB backend).
-        (Route::Audit, Caller::User(who)) => {
-            audit_get::get(&req, ctx, ctx.store()?.governance("the audit trail")?, &who).await
-        }
         (Route::Delegation(id), Caller::User(who)) => {
             delegation_post::post(&mut req, ctx, ctx.store()?.governance("delegation")?, &who, &id).await
         }

@@ -1,12 +1,13 @@
 //! The storage trait the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path), its
 //! two implementations — [`D1Store`] (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed
-//! design's token table) — and [`Store`], the one the configuration chose. Features only D1 keeps
-//! (delegation, out-of-office, schedules, the outcome on expiry, the audit trail) are reached through
-//! [`Store::governance`], which answers `not_supported_by_backend` (501) on DynamoDB.
+//! design's token table) — and [`Store`], the one the configuration chose. Both keep the audit trail of the
+//! decision path. Features only D1 keeps (delegation, out-of-office, schedules, the outcome on expiry) are
+//! reached through [`Store::governance`], which answers `not_supported_by_backend` (501) on DynamoDB.
 
 use std::rc::Rc;
 
 use ringi_core::audit::Actor;
+use ringi_core::audit_export::AuditQuery;
 use ringi_core::config::Storage;
 use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
@@ -19,7 +20,7 @@ use worker::Env;
 
 use super::approvals::Registered;
 use super::dynamo::DynamoStore;
-use super::events::Viewed;
+use super::events::{EventPage, Viewed};
 use super::rows::InboxEntry;
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, Guess, Inserted, Loaded, MailJob, Opened, Registrant,
@@ -60,7 +61,8 @@ approval_store! {
     fn get(&self, id: &ApprovalId) -> Option<Approval>;
     /// The approval with its principals and votes (one snapshot).
     fn load(&self, id: &ApprovalId) -> Option<Loaded>;
-    /// What the approval page shows (D1 also records the first view and reads the timeline and schedule).
+    /// What the approval page shows, with the caller's first view recorded and the approval's timeline (D1
+    /// also reads the schedule).
     fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
     /// Registers an approval unless its ID or task token is taken or the credential is over its rate.
     fn insert(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64, remind_window_ms: i64) -> Inserted;
@@ -91,6 +93,8 @@ approval_store! {
     fn expire_due(&self, now: i64) -> usize;
     /// The cron: claims whose lease ran out go back to pending.
     fn release_stale_claims(&self, now: i64) -> usize;
+    /// One page of the operators' export of the event log.
+    fn audit_page(&self, q: &AuditQuery) -> EventPage;
 }
 
 /// The backend `STORAGE` chose.

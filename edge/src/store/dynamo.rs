@@ -2,22 +2,25 @@
 //! DynamoDB JSON protocol, signed with SigV4 like the Step Functions calls. One item per approval (the
 //! seed's item, ringi's attributes optional: `ringi_core::dynamo`), votes as a map on it, one index entry
 //! per approver for the approver index (`approverUserId`), a `token#…` item that keeps one task token to
-//! one approval, and a `rate#…` counter per credential and minute. The claim is one conditional
+//! one approval, a `rate#…` counter per credential and minute, and one `event#…` item per audit event
+//! (`ringi_core::dynamo::event_item`, read through two indexes of their own). The claim is one conditional
 //! `UpdateItem` that also records the attempt, as D1's one conditional UPDATE. Every write is conditional
-//! or keyed, so a retried write is the write once.
+//! or keyed, so a retried write is the write once; a change with an event is one `TransactWriteItems`
+//! holding both, so they land together or not at all.
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
-use futures_util::future::join_all;
+use futures_util::future::{join3, join_all};
 use ringi_core::approval::ApprovalStatus;
-use ringi_core::audit::Actor;
+use ringi_core::audit::{Actor, EventKind};
+use ringi_core::audit_export::AuditQuery;
 use ringi_core::config::{Config, DynamoDbConfig};
 use ringi_core::delegation::{listed, Seat};
 use ringi_core::dynamo::{
-    self as item, approval_columns, attempt_columns, classify, decision_columns, DdbOutcome, CONTENT_TYPE, KEY,
-    TARGET_PREFIX,
+    self as item, approval_columns, attempt_columns, classify, decision_columns, event_columns, DdbOutcome, NewEvent,
+    CONTENT_TYPE, KEY, TARGET_PREFIX,
 };
 use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
@@ -33,7 +36,7 @@ use worker::Delay;
 
 use super::approvals::Registered;
 use super::backend::ApprovalStore;
-use super::events::Viewed;
+use super::events::{events, random_key, EventPage, EventRow, Viewed, TIMELINE_MAX};
 use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxRow, MailRow};
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, Guess, Inserted, Loaded, MailJob, Opened, Registrant, Vote,
@@ -129,6 +132,23 @@ fn attempt_status(verdict: Option<&str>) -> &'static str {
     }
 }
 
+/// Who made the attempt on record (its `sub` and `by`), as the event log names them: the system without a sub.
+fn attempt_actor(attempt: &Item) -> Actor {
+    match attempt.get("sub").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(sub) => Actor::User {
+            sub: sub.to_owned(),
+            display: attempt.get("by").and_then(Value::as_str).unwrap_or(sub).to_owned(),
+        },
+        None => Actor::System,
+    }
+}
+
+/// The detail of a `decided` event of an attempt that may have been delivered (its verdict, unconfirmed).
+fn unconfirmed_detail(attempt: &Item) -> Item {
+    obj(json!({"verdict": attempt.get("verdict").and_then(Value::as_str), "confirmed": false,
+               "status": ApprovalStatus::DecidedUnconfirmed.as_str()}))
+}
+
 impl DynamoStore {
     pub fn new(cfg: Rc<Config>, ddb: DynamoDbConfig, probe: Rc<Probe>) -> Self {
         Self { cfg, ddb, probe }
@@ -193,22 +213,6 @@ impl DynamoStore {
         }
     }
 
-    /// An update that writes into the item's `votes` map: a seed item has none yet, which DynamoDB refuses
-    /// as an invalid document path; the map is then added (only if still absent) and the update made again.
-    async fn update_with_vote(&self, id: &ApprovalId, body: Value) -> Result<Option<Value>, ApiError> {
-        match self.call("UpdateItem", body.clone()).await? {
-            DdbOutcome::Ok(v) => return Ok(Some(v)),
-            DdbOutcome::ConditionFailed => return Ok(None),
-            DdbOutcome::Permanent(ty) if ty == "ValidationException" => {}
-            other => return Err(refused("UpdateItem", &other)),
-        }
-        let add_map = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes = :empty",
-            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes)",
-            "ExpressionAttributeValues": {":empty": {"M": {}}}});
-        self.conditional("UpdateItem", add_map).await?;
-        self.conditional("UpdateItem", body).await
-    }
-
     /// The item under `k` (strongly consistent), as plain JSON.
     async fn item(&self, k: &str) -> Result<Option<Item>, ApiError> {
         let answer = self.ok("GetItem", json!({"Key": key(k), "ConsistentRead": true})).await?;
@@ -235,6 +239,107 @@ impl DynamoStore {
             }
         }
         Ok(out)
+    }
+
+    /// The Put of one event, for the transaction of the change it records. `once`: the event happens once
+    /// (`decided`, `viewed:<sub>` …, after the approval's ID as on D1) and is written only if absent; else its
+    /// key is drawn here, once per write, so a retry of the same write puts the same item again.
+    fn event_put(&self, e: (&ApprovalId, i64, EventKind), actor: &Actor, detail: &Item, once: Option<&str>) -> Value {
+        let (id, at, kind) = e;
+        let dedupe_key = once.map_or_else(|| random_key(id), |k| format!("{}:{k}", id.as_str()));
+        let event = NewEvent { approval_id: id.as_str(), at, kind, actor, detail, dedupe_key: &dedupe_key };
+        let item = item::event_item(&event, self.cfg.audit_retention_ms);
+        let mut put = json!({"Put": {"TableName": self.ddb.table, "Item": item}});
+        if once.is_some() {
+            put["Put"]["ConditionExpression"] = Value::from("attribute_not_exists(approvalId)");
+        }
+        put
+    }
+
+    /// An UpdateItem's body as one action of a transaction.
+    fn tx_update(&self, mut body: Value) -> Value {
+        body["TableName"] = Value::from(self.ddb.table.as_str());
+        json!({ "Update": body })
+    }
+
+    /// A change and its event in one TransactWriteItems: `true` if made, `false` if a condition did not hold
+    /// (then nothing of it was written: a lost race, or a retry of a write that went through).
+    async fn transact(&self, actions: Vec<Value>) -> Result<bool, ApiError> {
+        match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
+            DdbOutcome::Ok(_) => Ok(true),
+            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ConditionalCheckFailed") => Ok(false),
+            other => Err(refused("TransactWriteItems", &other)),
+        }
+    }
+
+    /// [`Self::transact`] of an update that writes into the item's `votes` map: a seed item has none yet, which
+    /// DynamoDB refuses as an invalid document path; the map is then added (only if still absent) and the
+    /// transaction made again.
+    async fn transact_with_vote(&self, id: &ApprovalId, actions: Vec<Value>) -> Result<bool, ApiError> {
+        let body = json!({"TransactItems": actions});
+        match self.call("TransactWriteItems", body.clone()).await? {
+            DdbOutcome::Ok(_) => return Ok(true),
+            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ConditionalCheckFailed") => return Ok(false),
+            DdbOutcome::Permanent(ty) if ty == "ValidationException" => {}
+            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ValidationError") => {}
+            other => return Err(refused("TransactWriteItems", &other)),
+        }
+        self.add_votes_map(id).await?;
+        self.transact(body["TransactItems"].as_array().cloned().unwrap_or_default()).await
+    }
+
+    /// Adds the empty `votes` map a seed item lacks (only if still absent).
+    async fn add_votes_map(&self, id: &ApprovalId) -> Result<(), ApiError> {
+        let add_map = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes = :empty",
+            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes)",
+            "ExpressionAttributeValues": {":empty": {"M": {}}}});
+        self.conditional("UpdateItem", add_map).await.map(drop)
+    }
+
+    /// The approval's events (oldest first, [`TIMELINE_MAX`] at most) as D1's event rows, through
+    /// [`item::EVENTS_BY_APPROVAL`].
+    async fn timeline(&self, id: &ApprovalId) -> Result<Vec<Value>, ApiError> {
+        let answer = self
+            .ok(
+                "Query",
+                json!({"IndexName": item::EVENTS_BY_APPROVAL, "KeyConditionExpression": "#o = :id",
+                       "ExpressionAttributeNames": {"#o": item::EVENT_OF},
+                       "ExpressionAttributeValues": {":id": {"S": id.as_str()}}, "Limit": TIMELINE_MAX}),
+            )
+            .await?;
+        event_rows(&answer)
+    }
+
+    /// The ConditionCheck that the caller (`keys`: their principal keys) is a listed approver of `id`: in
+    /// ringi's `approvers`, or the seed item's `approverUserId`.
+    fn listed_check(&self, id: &ApprovalId, keys: &[String]) -> Value {
+        let mut vals = Map::new();
+        let mut listed = Vec::new();
+        let mut seed = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            listed.push(format!("contains(approvers, :p{i})"));
+            vals.insert(format!(":p{i}"), json!({ "S": k }));
+            if let Some(p) = Principal::from_key(k) {
+                seed.push(format!(":u{i}"));
+                vals.insert(format!(":u{i}"), json!({"S": item::index_key(&p)}));
+            }
+        }
+        if !seed.is_empty() {
+            listed.push(format!("{} IN ({})", item::INDEX_KEY, seed.join(", ")));
+        }
+        json!({"ConditionCheck": {"TableName": self.ddb.table, "Key": key(id.as_str()),
+            "ConditionExpression": format!("attribute_exists(approvalId) AND ({})", listed.join(" OR ")),
+            "ExpressionAttributeValues": vals}})
+    }
+
+    /// The body of [`ApprovalStore::release`]'s update; `forget`: the claim's own attempt record goes too.
+    fn release_body(id: &ApprovalId, claim_id: &str, forget: bool) -> Value {
+        let (remove, cond) = if forget { (", attempt", " AND attempt.id = :cid") } else { ("", "") };
+        json!({"Key": key(id.as_str()),
+            "UpdateExpression": format!("SET #st = :pending REMOVE claimId, claimedUntil{remove}"),
+            "ConditionExpression": format!("claimId = :cid AND #st = :claimed{cond}"),
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(json!({":pending": "pending", ":claimed": "claimed", ":cid": claim_id}))})
     }
 
     fn approval(item: &Item) -> Result<Approval, ApiError> {
@@ -379,7 +484,7 @@ fn refused(op: &str, outcome: &DdbOutcome) -> ApiError {
         "error",
         "ddb_refused",
         json!({"op": op, "error": ty,
-        "action": "check DYNAMODB_TABLE, DYNAMODB_INDEX, the region and the worker's IAM policy (GetItem, PutItem, UpdateItem, Query, DeleteItem, BatchGetItem, Scan)"}),
+        "action": "check DYNAMODB_TABLE, DYNAMODB_INDEX, the region and the worker's IAM policy (GetItem, PutItem, UpdateItem, ConditionCheckItem, Query, DeleteItem, BatchGetItem, Scan on the table and its indexes)"}),
     );
     ApiError::Internal
 }
@@ -395,6 +500,17 @@ fn plain(k: &str, i: &Item) -> Result<Item, ApiError> {
     })
 }
 
+/// The event items of a Query's answer as D1's event rows (`seq`, `at` … as `approval_events` names them).
+fn event_rows(answer: &Value) -> Result<Vec<Value>, ApiError> {
+    let items = answer["Items"].as_array().into_iter().flatten().filter_map(Value::as_object);
+    items.map(|i| event_row(&plain("event", i)?)).collect()
+}
+
+fn event_row(i: &Item) -> Result<Value, ApiError> {
+    let id = i.get(item::EVENT_OF).and_then(Value::as_str).unwrap_or("event");
+    event_columns(i).map_err(corrupt(id))
+}
+
 impl ApprovalStore for DynamoStore {
     async fn get(&self, id: &ApprovalId) -> Result<Option<Approval>, ApiError> {
         self.approval_item(id).await?.as_ref().map(Self::approval).transpose()
@@ -404,10 +520,36 @@ impl ApprovalStore for DynamoStore {
         self.approval_item(id).await?.as_ref().map(Self::loaded).transpose()
     }
 
-    /// No first-view event, timeline or schedule on this backend (the audit trail is D1's).
-    async fn view(&self, id: &ApprovalId, _: &Actor, _: &str, _: i64, _: i64) -> Result<Viewed, ApiError> {
-        let loaded = self.load(id).await?;
-        Ok(Viewed { loaded: loaded.map(|l| (l, Default::default())), events: Vec::new() })
+    /// The approval, its timeline and the caller's first-view event at once (GetItem, the timeline's Query
+    /// and a TransactWriteItems of a ConditionCheck — the caller is listed — with the event's Put once per
+    /// approver): three requests side by side, one round trip's time. The index behind the timeline is
+    /// read as it is (eventually consistent): the view's own event, when this request wrote it, is added.
+    /// No schedule on this backend.
+    async fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, _: i64) -> Result<Viewed, ApiError> {
+        let Actor::User { sub, .. } = actor else { return Err(ApiError::Internal) };
+        let keys: Vec<String> = serde_json::from_str(keys).map_err(|_| ApiError::Internal)?;
+        let event = self.event_put((id, now, EventKind::Viewed), actor, &Map::new(), Some(&format!("viewed:{sub}")));
+        let first_view = async {
+            if keys.is_empty() {
+                return Ok(false);
+            }
+            self.transact(vec![self.listed_check(id, &keys), event.clone()]).await
+        };
+        let (found, timeline, recorded) = join3(self.approval_item(id), self.timeline(id), first_view).await;
+        let Some(found) = found? else { return Ok(Viewed { loaded: None, events: Vec::new() }) };
+        let mut rows = timeline?;
+        if recorded? {
+            let own = event_row(&plain(id.as_str(), event["Put"]["Item"].as_object().unwrap_or(&Map::new()))?)?;
+            if !rows.iter().any(|r| r["seq"] == own["seq"]) {
+                rows.push(own);
+            }
+        }
+        let position = |r: &Value| (r["at"].as_f64().unwrap_or(0.0) as i64, r["seq"].as_f64().unwrap_or(0.0) as i64);
+        rows.sort_by_key(position);
+        rows.truncate(TIMELINE_MAX as usize);
+        let rows: Vec<EventRow> =
+            rows.into_iter().map(|r| columns(id.as_str(), "event", r)).collect::<Result<_, _>>()?;
+        Ok(Viewed { loaded: Some((Self::loaded(&found)?, Default::default())), events: events(rows)? })
     }
 
     async fn insert(
@@ -428,7 +570,12 @@ impl ApprovalStore for DynamoStore {
         if !a.channels.is_empty() {
             return Err(ApiError::NotSupportedByBackend("chat notifications"));
         }
-        let actions = self.registration(id, a, registrant, now);
+        let mut actions = self.registration(id, a, registrant, now);
+        // Once per approval: a redelivered registration is refused by the approval's own condition anyway.
+        let detail =
+            obj(json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()}));
+        let registrant_actor = Actor::Registrant { id: registrant.label.to_owned() };
+        actions.push(self.event_put((id, now, EventKind::Registered), &registrant_actor, &detail, Some("registered")));
         match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
             DdbOutcome::Ok(_) => Ok(Inserted::Created { routed: Vec::new() }),
             DdbOutcome::Cancelled(reasons) if reasons.first().is_some_and(|r| r == "ConditionalCheckFailed") => {
@@ -536,7 +683,14 @@ impl ApprovalStore for DynamoStore {
             "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes.#sub)",
             "ExpressionAttributeNames": {"#sub": vote.sub},
             "ExpressionAttributeValues": {":v": item::to_attr(&vote_value(vote))}});
-        self.update_with_vote(id, body).await.map(drop)
+        let detail = obj(json!({"verdict": vote.verdict.as_str()}));
+        let event = self.event_put(
+            (id, vote.at, EventKind::Voted),
+            &vote.actor(),
+            &detail,
+            Some(&format!("voted:{}", vote.sub)),
+        );
+        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
     /// The claim: one conditional UpdateItem that takes the lease and records this attempt unless one that
@@ -565,7 +719,9 @@ impl ApprovalStore for DynamoStore {
             "ExpressionAttributeNames": {"#st": "status", "#sub": vote.sub},
             "ExpressionAttributeValues": values(json!({":status": status, ":one": 1, ":at": vote.at, ":cid": claim_id,
                 ":v": vote_value(vote)}))});
-        self.update_with_vote(id, body).await.map(drop)
+        let detail = obj(json!({"verdict": vote.verdict.as_str(), "status": status, "confirmed": true}));
+        let event = self.event_put((id, vote.at, EventKind::Decided), &vote.actor(), &detail, Some("decided"));
+        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
     async fn unconfirmed(
@@ -594,7 +750,13 @@ impl ApprovalStore for DynamoStore {
             "UpdateExpression": format!("{set} REMOVE taskToken, claimId, claimedUntil"),
             "ConditionExpression": "claimId = :cid AND attribute_exists(attempt)",
             "ExpressionAttributeNames": names, "ExpressionAttributeValues": values(vals)});
-        self.update_with_vote(id, body).await.map(drop)
+        let event = self.event_put(
+            (id, now, EventKind::Decided),
+            &attempt_actor(attempt),
+            &unconfirmed_detail(attempt),
+            Some("decided"),
+        );
+        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
     async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
@@ -603,42 +765,50 @@ impl ApprovalStore for DynamoStore {
             "ConditionExpression": "claimId = :cid",
             "ExpressionAttributeNames": {"#st": "status"},
             "ExpressionAttributeValues": values(json!({":expired": ApprovalStatus::Expired.as_str(), ":now": now, ":cid": claim_id}))});
-        self.conditional("UpdateItem", body).await.map(drop)
+        let detail = obj(json!({"reason": "task_closed"}));
+        let event = self.event_put((id, now, EventKind::Expired), &Actor::System, &detail, Some("expired"));
+        self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 
     /// Back to pending. `not_sent`: no try of this claim can have reached Step Functions, so its own attempt
     /// record goes too (DynamoDB has no CASE: the write that also drops it is tried first, conditional on
     /// the attempt being this claim's).
     async fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> Result<(), ApiError> {
-        let body = |forget: bool| {
-            let (remove, cond) = if forget { (", attempt", " AND attempt.id = :cid") } else { ("", "") };
-            json!({"Key": key(id.as_str()),
-                "UpdateExpression": format!("SET #st = :pending REMOVE claimId, claimedUntil{remove}"),
-                "ConditionExpression": format!("claimId = :cid AND #st = :claimed{cond}"),
-                "ExpressionAttributeNames": {"#st": "status"},
-                "ExpressionAttributeValues": values(json!({":pending": "pending", ":claimed": "claimed", ":cid": claim_id}))})
-        };
-        if not_sent && self.conditional("UpdateItem", body(true)).await?.is_some() {
+        if not_sent && self.conditional("UpdateItem", Self::release_body(id, claim_id, true)).await?.is_some() {
             return Ok(());
         }
-        self.conditional("UpdateItem", body(false)).await.map(drop)
+        self.conditional("UpdateItem", Self::release_body(id, claim_id, false)).await.map(drop)
     }
 
-    /// [`ApprovalStore::release`]; the failure's event is D1's audit trail.
+    /// [`ApprovalStore::release`] with the `callback_failed` event (the error class, never the token) in the
+    /// same transaction. Recorded whatever became of the claim, as on D1: if the claim is no longer this
+    /// request's (its lease ran out and another took it), the event is put alone.
     async fn release_failed(
         &self,
         id: &ApprovalId,
         claim_id: &str,
         not_sent: bool,
-        _: &CallbackFailure,
+        failure: &CallbackFailure,
     ) -> Result<(), ApiError> {
-        self.release(id, claim_id, not_sent).await
+        let detail = obj(json!({"verdict": failure.verdict.as_str(), "error": failure.class, "code": failure.code,
+                                "maybeDelivered": !not_sent}));
+        let event = self.event_put((id, failure.at, EventKind::CallbackFailed), &failure.actor, &detail, None);
+        let tries: &[bool] = if not_sent { &[true, false] } else { &[false] };
+        for &forget in tries {
+            let update = self.tx_update(Self::release_body(id, claim_id, forget));
+            if self.transact(vec![update, event.clone()]).await? {
+                return Ok(());
+            }
+        }
+        self.ok("PutItem", json!({"Item": event["Put"]["Item"]})).await.map(drop)
     }
 
     async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
         let Some(i) = self.approval_item(id).await? else { return Ok(None) };
         let mut cols = approval_columns(&i).map_err(corrupt(id.as_str()))?;
         cols["notify_json"] = Value::from(i.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
+        // No channel is ever due: chat notifications are refused at registration on this backend.
+        cols["chat_due_json"] = Value::from("[]");
         let row: MailRow = columns(id.as_str(), "mail", cols)?;
         rows::mail_job(row).map(Some)
     }
@@ -647,12 +817,14 @@ impl ApprovalStore for DynamoStore {
         &self,
         id: &ApprovalId,
         state: MailState,
-        _: Option<(&Map<String, Value>, i64)>,
+        mailed: Option<(&Map<String, Value>, i64)>,
     ) -> Result<(), ApiError> {
         let body = json!({"Key": key(id.as_str()), "UpdateExpression": "SET mailState = :s ADD mailAttempts :one",
             "ConditionExpression": "attribute_exists(approvalId)",
             "ExpressionAttributeValues": values(json!({":s": state.as_str(), ":one": 1}))});
-        self.conditional("UpdateItem", body).await.map(drop)
+        let Some((detail, now)) = mailed else { return self.conditional("UpdateItem", body).await.map(drop) };
+        let event = self.event_put((id, now, EventKind::Mailed), &Actor::System, detail, None);
+        self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 
     /// Open approvals past their expiry close, as on D1: `expired`, or — an attempt that may have been
@@ -669,6 +841,16 @@ impl ApprovalStore for DynamoStore {
             let Some(i) = self.approval_item(&id).await? else { continue };
             let attempt = i.get("attempt").and_then(Value::as_object);
             let decided_at = item::expires_at_ms(&i).unwrap_or(now);
+            let (at, kind) = (decided_at, if attempt.is_some() { EventKind::Decided } else { EventKind::Expired });
+            let event = match attempt {
+                None => self.event_put(
+                    (&id, at, kind),
+                    &Actor::System,
+                    &obj(json!({"reason": "deadline"})),
+                    Some("expired"),
+                ),
+                Some(a) => self.event_put((&id, at, kind), &attempt_actor(a), &unconfirmed_detail(a), Some("decided")),
+            };
             let (set, extra) = match attempt {
                 None => (
                     "SET #st = :expired, confirmed = :one, decidedAt = :at".to_owned(),
@@ -686,7 +868,7 @@ impl ApprovalStore for DynamoStore {
                 "ConditionExpression": due,
                 "ExpressionAttributeNames": {"#st": "status"},
                 "ExpressionAttributeValues": values(merge(merge(vals.clone(), extra), json!({":at": decided_at})))});
-            if self.conditional("UpdateItem", body).await?.is_some() {
+            if self.transact(vec![self.tx_update(body), event]).await? {
                 closed += 1;
                 log("info", "expired", json!({"approvalId": id.as_str(), "unconfirmed": attempt.is_some()}));
             }
@@ -698,5 +880,46 @@ impl ApprovalStore for DynamoStore {
     /// and readers show a claim as pending.
     async fn release_stale_claims(&self, _now: i64) -> Result<usize, ApiError> {
         Ok(0)
+    }
+
+    /// Events with `from <= at < to` after the cursor, in `(at, seq)` order: the months of the range, oldest
+    /// first, through [`item::EVENTS_BY_MONTH`] (a key condition on the sort key, pages of the index).
+    async fn audit_page(&self, q: &AuditQuery) -> Result<EventPage, ApiError> {
+        let start = item::event_sort(q.from, 0);
+        let lo = match q.cursor {
+            Some(c) => start.max(item::event_sort(c.at, c.seq + 1)),
+            None => start,
+        };
+        let hi = item::event_sort(q.to - 1, item::EVENT_SEQ_END);
+        let first = q.cursor.map_or(q.from, |c| c.at.max(q.from));
+        let mut rows = Vec::new();
+        'months: for month in item::event_months(first, q.to) {
+            let mut next: Option<Value> = None;
+            loop {
+                let mut body = json!({"IndexName": item::EVENTS_BY_MONTH,
+                    "KeyConditionExpression": "#m = :m AND #s BETWEEN :lo AND :hi",
+                    "ExpressionAttributeNames": {"#m": item::EVENT_MONTH, "#s": item::EVENT_SORT},
+                    "ExpressionAttributeValues": {":m": {"S": month}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+                    "Limit": q.limit + 1 - rows.len()});
+                if let Some(k) = next.take() {
+                    body["ExclusiveStartKey"] = k;
+                }
+                let answer = self.ok("Query", body).await?;
+                rows.extend(event_rows(&answer)?);
+                if rows.len() > q.limit {
+                    break 'months;
+                }
+                match answer.get("LastEvaluatedKey") {
+                    Some(k) if !k.is_null() => next = Some(k.clone()),
+                    _ => break,
+                }
+            }
+        }
+        let mut rows: Vec<EventRow> =
+            rows.into_iter().map(|r| columns("audit", "event", r)).collect::<Result<_, _>>()?;
+        let more = rows.len() > q.limit;
+        rows.truncate(q.limit);
+        let last = rows.last().filter(|_| more).map(|r| (r.at as i64, r.seq as i64));
+        Ok(EventPage { events: events(rows)?, last })
     }
 }

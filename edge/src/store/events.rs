@@ -48,7 +48,7 @@ fn args(
 }
 
 /// A key drawn once per statement (the same on each retry of it), for events that may happen more than once.
-fn random_key(id: &ApprovalId) -> String {
+pub(super) fn random_key(id: &ApprovalId) -> String {
     format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()))
 }
 
