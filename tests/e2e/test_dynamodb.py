@@ -12,14 +12,14 @@ import requests
 
 from support.api import Api, decide_concurrently, round_trips, wait_execution_done
 from support.leaks import SEEN
+from ringi_stack import DDB_TABLE
 
-TABLE = "ringi-approvals"
+TABLE = DDB_TABLE
 
 
 @pytest.fixture(scope="module")
-def ddb_url(stack):
-    # The latency switch on (no delay asked for): responses carry their round-trip counts.
-    return stack.extra_worker("dynamodb", {**stack.dynamodb_vars(TABLE), "INJECT_LATENCY": "header"})
+def ddb_url(dynamodb_url):
+    return dynamodb_url  # the session's DynamoDB worker (conftest.py), on TABLE
 
 
 @pytest.fixture(scope="module")
