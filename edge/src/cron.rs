@@ -61,8 +61,11 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     };
 
     let (mut retried, mut chat_retried) = (0, 0);
-    let due =
-        step_rows(&mut step, "mail_retries", store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await);
+    let due = step_rows(
+        &mut step,
+        "mail_retries",
+        store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
+    );
     for row in due.mail {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
