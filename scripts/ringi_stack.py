@@ -62,10 +62,10 @@ DDB_TABLE = "ringi-approvals"
 DDB_INDEX = "byApprover"
 DDB_EVENT_INDEXES = {"eventsByApproval": "eventOf", "eventsByMonth": "eventMonth"}
 # What the worker may do on the table (deploy/aws/ringi.yaml grants the same, on the table and its index ARNs):
-# item reads and writes, the inbox's Query and BatchGetItem, the cron's expiry Scan — no table management. moto
-# authorizes a transaction as `dynamodb:TransactWriteItems` (AWS checks each item's PutItem/UpdateItem instead),
-# and every non-S3 action against the resource "*" (so the policy here cannot name the table; tests/deploy
-# checks the template's scoping).
+# item reads and writes, the inbox's Query and BatchGetItem, the cron's Scans (expiry, mail retries) — no table
+# management. moto authorizes a transaction as `dynamodb:TransactWriteItems` (AWS checks each item's
+# PutItem/UpdateItem instead), and every non-S3 action against the resource "*" (so the policy here cannot name
+# the table; tests/deploy checks the template's scoping).
 DDB_ACTIONS = ["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
                "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"]
 DDB_MOTO_ONLY_ACTIONS = ["dynamodb:TransactWriteItems"]

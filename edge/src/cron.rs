@@ -52,26 +52,34 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     };
     let released = step("release_stale_claims", store.release_stale_claims(now).await);
     let expired = step("expire_due", store.expire_due(now).await);
-    // The rest is the governance D1 keeps (retention, mail retries, reminders, schedules, onExpiry); the
-    // DynamoDB backend leaves retention to the table's TTL and has no schedules to run.
-    let Ok(d1) = store.governance("the cron's governance steps") else {
-        log(
-            "info",
-            "cron",
-            json!({"released": released, "expired": expired, "storage": "dynamodb", "failedSteps": failed,
-                   "roundTrips": probe.round_trips().to_string()}),
-        );
-        return outcome(&failed);
+    // Retention is D1's step (the DynamoDB backend leaves it to the table's TTL); it keeps its place before the
+    // mail retries, which run on both backends.
+    let d1 = store.governance("the cron's governance steps").ok();
+    let purged = match d1 {
+        Some(d1) => step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await),
+        None => 0,
     };
-    let purged = step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
     let (mut retried, mut chat_retried) = (0, 0);
-    let due =
-        step_rows(&mut step, "mail_retries", d1.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await);
+    let due = step_rows(
+        &mut step,
+        "mail_retries",
+        store.mail_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
+    );
     for row in due.mail {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
     }
+    // The rest is the governance D1 keeps (chat, reminders, audit retention, schedules, onExpiry).
+    let Some(d1) = d1 else {
+        log(
+            "info",
+            "cron",
+            json!({"released": released, "expired": expired, "mailRetried": retried, "storage": "dynamodb",
+                   "failedSteps": failed, "roundTrips": probe.round_trips().to_string()}),
+        );
+        return outcome(&failed);
+    };
     // Chat notifications by the same rule (failed, or still pending past the sender's grace), channels still
     // due only; their look-up came in the mail retries' round trip.
     for row in due.chat {

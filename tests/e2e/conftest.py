@@ -11,10 +11,11 @@ from playwright.sync_api import sync_playwright
 
 from support import ARTIFACTS, ROOT, leaks
 from support.api import Api, Workflows, paused_factory
+from support.backends import Backend
 from support.pages import Tab
 
 import chromium  # noqa: E402  (scripts/, on sys.path through support)
-from ringi_stack import MIN_CLAIM_LEASE_SECONDS, Ports, Stack, free_port, fresh_state  # noqa: E402
+from ringi_stack import DDB_TABLE, MIN_CLAIM_LEASE_SECONDS, Ports, Stack, free_port, fresh_state  # noqa: E402
 
 STARTED: list[Stack] = []
 
@@ -83,6 +84,24 @@ def okta_stack():
 def profile_stack(request):
     """The Cognito stack, then the generic OpenID Connect one: for the tests that must hold for both."""
     return request.getfixturevalue("stack" if request.param == "cognito" else "generic_stack")
+
+
+@pytest.fixture(scope="session")
+def dynamodb_url(stack):
+    """The session's one worker on the DynamoDB backend (the table in moto), started by the first test that
+    needs it: test_dynamodb.py and every backend-parametrized module share it. The latency switch is on (no
+    delay asked for): responses carry their round-trip counts."""
+    # ADMIN_GROUP and AUDIT_RETENTION_DAYS: test_dynamodb.py's audit export and event retention.
+    return stack.extra_worker("dynamodb", {**stack.dynamodb_vars(DDB_TABLE), "INJECT_LATENCY": "header",
+                                           "ADMIN_GROUP": "admin", "AUDIT_RETENTION_DAYS": "30"})
+
+
+@pytest.fixture(scope="module", params=["d1", "dynamodb"])
+def backend(request, stack, workflows):
+    """The session's D1 worker, then the DynamoDB one: for the decision-path tests that must hold on both (a
+    module's tests run on one backend, then on the other, so the DynamoDB worker starts once)."""
+    url = stack.base_url if request.param == "d1" else request.getfixturevalue("dynamodb_url")
+    return Backend(request.param, stack, url, workflows)
 
 
 @pytest.fixture(scope="session")

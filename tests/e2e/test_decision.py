@@ -1,11 +1,13 @@
-"""The decision path against workerd + moto executing real state machines (IAM auth on)."""
+"""The decision path against workerd + moto executing real state machines (IAM auth on), on both storage
+backends (`backend`: D1, then DynamoDB) but for the worker-configuration faults at the end."""
 import json
 import time
 
-from support.api import Api, d1, decide_concurrently
+from support.api import Api, decide_concurrently
+from support.backends import api, paused  # noqa: F401  (fixtures: the module's backend's)
 
 
-def test_approve_resumes_the_execution_with_the_decision(stack, api, paused, workflows):
+def test_approve_resumes_the_execution_with_the_decision(backend, api, paused, workflows):
     form = [{"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"], "required": True},
             {"name": "ticket", "label": "Ticket", "type": "text"}]
     approval_id, arn = paused(form=form)
@@ -32,8 +34,7 @@ def test_approve_resumes_the_execution_with_the_decision(stack, api, paused, wor
     assert view["myDecision"]["decision"] == "approve"
     assert [d["comment"] for d in view["decisions"]] == ["ship it"]
     assert "taskToken" not in json.dumps(view)
-    assert d1(stack, f"SELECT task_token, status FROM approvals WHERE id = '{approval_id}'") == [
-        {"task_token": None, "status": "approved"}]
+    assert backend.stored(approval_id, "task_token", "status") == {"task_token": None, "status": "approved"}
 
 
 def test_reject_takes_the_rejected_catch(api, paused, workflows):
@@ -94,15 +95,15 @@ def test_group_and_email_approvers(api, paused):
     assert api.get(approval_id, as_user="carol", email="carol@example.com", email_verified=False).status_code == 404
 
 
-def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, api, paused, workflows):
+def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, backend, paused, workflows):
     approval_id, arn = paused()
-    results = decide_concurrently(stack, stack.base_url, approval_id)
+    results = decide_concurrently(stack, backend.url, approval_id)
     codes = sorted(r.status_code for r in results)
     assert codes == [200] + [409] * 19, [(r.status_code, r.text) for r in results]
     assert {r.json()["error"]["code"] for r in results if r.status_code == 409} <= {"in_progress", "already_decided", "already_voted"}
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
-    calls = [line for line in stack.worker_log().splitlines() if '"sfn_callback"' in line and approval_id in line]
+    calls = [line for line in backend.worker_log().splitlines() if '"sfn_callback"' in line and approval_id in line]
     assert len(calls) == 1, calls
 
 
@@ -130,7 +131,8 @@ def test_feedback_is_validated_against_the_form(api, paused):
 
 
 def test_refused_signature_gives_502_and_the_approval_stays_decidable(stack, workflows):
-    """A worker whose AWS secret is wrong: moto checks the SigV4 signature and refuses."""
+    """A worker whose AWS secret is wrong: moto checks the SigV4 signature and refuses. (D1 only: on DynamoDB
+    the same secret signs the storage calls, so nothing registers.)"""
     bad = stack.extra_worker("badkey", {"AWS_SECRET_ACCESS_KEY": "not-the-secret"})
     api = Api(stack, bad)
     arn, token = workflows.start_paused()
@@ -146,7 +148,8 @@ def test_refused_signature_gives_502_and_the_approval_stays_decidable(stack, wor
 
 
 def test_unavailable_step_functions_gives_503_and_stays_decidable(stack, workflows):
-    """Step Functions unreachable (nothing listens): bounded retries, then 503 and still pending."""
+    """Step Functions unreachable (nothing listens): bounded retries, then 503 and still pending. (On DynamoDB:
+    test_dynamodb.py's own dead-SFN worker.)"""
     dead = stack.extra_worker("nosfn", {"SFN_ENDPOINT": "http://127.0.0.1:9"})
     api = Api(stack, dead)
     arn, token = workflows.start_paused()

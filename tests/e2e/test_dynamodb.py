@@ -19,19 +19,18 @@ import requests
 
 from support.api import Api, decide_concurrently, round_trips, wait_execution_done
 from support.leaks import SEEN
+from ringi_stack import DDB_TABLE
 
-TABLE = "ringi-approvals"
-OPS = "admin"  # the operators' group (ADMIN_GROUP)
-RETENTION_DAYS = 30
+TABLE = DDB_TABLE
+OPS = "admin"  # the operators' group (ADMIN_GROUP of the session's DynamoDB worker, conftest.py)
+RETENTION_DAYS = 30  # its AUDIT_RETENTION_DAYS
 DAY_MS = 86_400_000
 ALICE = {"email": "alice@example.com"}
 
 
 @pytest.fixture(scope="module")
-def ddb_url(stack):
-    # The latency switch on (no delay asked for): responses carry their round-trip counts.
-    return stack.extra_worker("dynamodb", {**stack.dynamodb_vars(TABLE), "INJECT_LATENCY": "header",
-                                           "ADMIN_GROUP": OPS, "AUDIT_RETENTION_DAYS": str(RETENTION_DAYS)})
+def ddb_url(dynamodb_url):
+    return dynamodb_url  # the session's DynamoDB worker (conftest.py), on TABLE
 
 
 @pytest.fixture(scope="module")

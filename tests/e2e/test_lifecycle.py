@@ -1,5 +1,7 @@
 """Registration → email with the short link → inbox → decision → workflow; quorum, groups,
-cron expiry and reminders, against workerd + moto (SES v2 and Step Functions)."""
+cron expiry and reminders, against workerd + moto (SES v2 and Step Functions). The decision path and the mail
+retry run on both storage backends (`backend`: D1, then DynamoDB); reminders, the slow-SES timing and the
+cron's batches are D1's (each test says why)."""
 import json
 import secrets
 import time
@@ -8,15 +10,8 @@ import pytest
 import requests
 
 from support.api import Api, d1
+from support.backends import Backend, api, paused  # noqa: F401  (fixtures: the module's backend's)
 from support.faultproxy import FaultProxy
-
-
-def inbox(stack, user, status="pending", cursor=None, **claims):
-    params = {"status": status, **({"cursor": cursor} if cursor else {})}
-    r = requests.get(f"{stack.base_url}/api/v1/approvals", params=params,
-                     headers={"authorization": f"Bearer {stack.mint(user, **claims)}"}, timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def mails_to(stack, address):
@@ -33,18 +28,17 @@ def wait_mails(stack, address, n, timeout=15.0):
     return mails_to(stack, address)
 
 
-def mail_state(stack, approval_id, persist=None, settled=True):
+def mail_state(backend, approval_id, worker=None, settled=True):
     """`mail_state`/`mail_attempts` of an approval; with `settled`, once the sender has finished."""
-    sql = f"SELECT mail_state, mail_attempts FROM approvals WHERE id = '{approval_id}'"
     deadline = time.monotonic() + 30
     while True:
-        rows = d1(stack, sql, persist=persist)
-        if not settled or rows[0]["mail_state"] != "pending" or time.monotonic() > deadline:
-            return rows
+        row = backend.stored(approval_id, "mail_state", "mail_attempts", worker=worker)
+        if not settled or row["mail_state"] != "pending" or time.monotonic() > deadline:
+            return row
         time.sleep(0.5)
 
 
-def test_register_mail_inbox_decide_resume(stack, api, workflows):
+def test_register_mail_inbox_decide_resume(stack, backend, api, workflows):
     who = f"erin-{secrets.token_hex(4)}@example.com"
     arn, token = workflows.start_paused()
     r = api.register(token, approvers=[{"email": who}], summary="Rolls out <b>v2</b> & migrates",
@@ -55,18 +49,18 @@ def test_register_mail_inbox_decide_resume(stack, api, workflows):
     [mail] = wait_mails(stack, who, 1)
     assert mail["source"] == "ringi@example.com"
     assert "Deploy v2 to production" in mail["subject"]
-    assert f"{stack.base_url}/a/{approval_id}" in mail["body"]
+    assert f"{backend.url}/a/{approval_id}" in mail["body"]
     assert "decision" not in mail["body"].lower() and token not in mail["body"]
     assert "&lt;b&gt;v2&lt;/b&gt; &amp; migrates" in mail["body"]
     assert arn in mail["body"], "requested by"
     # The approver (identified by verified email) sees it in the inbox, decides, the workflow resumes.
-    page = inbox(stack, "erin-sub", email=who)
+    page = backend.inbox("erin-sub", email=who)
     assert [i["id"] for i in page["items"]] == [approval_id]
     assert page["items"][0]["progress"] == {"approvals": 0, "required": 1}
     assert api.decide(approval_id, as_user="erin-sub", email=who).json()["status"] == "approved"
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
-    assert inbox(stack, "erin-sub", email=who)["items"] == []
-    decided = inbox(stack, "erin-sub", status="decided", email=who)["items"]
+    assert backend.inbox("erin-sub", email=who)["items"] == []
+    decided = backend.inbox("erin-sub", status="decided", email=who)["items"]
     assert [(i["id"], i["status"]) for i in decided] == [(approval_id, "approved")]
 
 
@@ -122,45 +116,46 @@ def test_quorum_rejection_by_any_approver_rejects(api, paused, workflows):
     assert json.loads(workflows.wait_done(arn)["output"])["rejection"]["Error"] == "Rejected"
 
 
-def test_group_approver_sees_it_in_the_inbox(stack, api, paused):
+def test_group_approver_sees_it_in_the_inbox(backend, api, paused):
     group = "ops-" + secrets.token_hex(3)
     approval_id, _ = paused(approvers=[{"group": group}])
-    assert [i["id"] for i in inbox(stack, "frank", **{"cognito:groups": [group]})["items"]] == [approval_id]
-    assert inbox(stack, "frank")["items"] == [] or approval_id not in [i["id"] for i in inbox(stack, "frank")["items"]]
+    assert [i["id"] for i in backend.inbox("frank", **{"cognito:groups": [group]})["items"]] == [approval_id]
+    assert approval_id not in [i["id"] for i in backend.inbox("frank")["items"]]
     assert api.decide(approval_id, as_user="frank", **{"cognito:groups": [group]}).status_code == 200
 
 
-def test_inbox_is_sorted_by_expiry_and_paginates(stack, api):
+def test_inbox_is_sorted_by_expiry_and_paginates(stack, backend, api):
     user = "pager-" + secrets.token_hex(3)
     ids = []
     for i in range(27):
         r = api.register("tok-" + secrets.token_hex(6), approvers=[{"sub": user}], timeoutSeconds=3600 + (27 - i) * 60)
         ids.append(r.json()["id"])
     expected = list(reversed(ids))  # later registered = sooner expiry
-    first = inbox(stack, user)
+    first = backend.inbox(user)
     assert len(first["items"]) == 25 and first["nextCursor"]
-    second = inbox(stack, user, cursor=first["nextCursor"])
+    second = backend.inbox(user, cursor=first["nextCursor"])
     assert second["nextCursor"] is None
     assert [i["id"] for i in first["items"] + second["items"]] == expected
-    bad = requests.get(f"{stack.base_url}/api/v1/approvals", params={"cursor": "garbage"},
+    bad = requests.get(f"{backend.url}/api/v1/approvals", params={"cursor": "garbage"},
                        headers={"authorization": f"Bearer {stack.mint(user)}"}, timeout=30)
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "cursor"
 
 
-def test_cron_marks_expired_and_the_decision_then_gets_409(stack, api, workflows):
+def test_cron_marks_expired_and_the_decision_then_gets_409(backend, api, workflows):
     arn, token = workflows.start_paused()
     approval_id = api.register(token, timeoutSeconds=2).json()["id"]
     time.sleep(2.5)
-    stack.run_cron()
-    assert d1(stack, f"SELECT status, task_token FROM approvals WHERE id = '{approval_id}'") == [
-        {"status": "expired", "task_token": None}]
+    backend.run_cron()
+    assert backend.stored(approval_id, "status", "task_token") == {"status": "expired", "task_token": None}
     r = api.decide(approval_id)
     assert r.status_code == 409 and r.json()["error"]["code"] == "expired"
     assert api.get(approval_id).json()["status"] == "expired"
     assert workflows.status(arn) == "RUNNING", "ringi never answered the task"
 
 
-def test_cron_sends_one_reminder_inside_the_window(stack, api):
+def test_cron_sends_one_reminder_inside_the_window(stack):
+    """D1 only: reminders are D1's (501 on DynamoDB)."""
+    api = Api(stack)
     who = f"rem-{secrets.token_hex(4)}@example.com"
     approval_id = api.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}],
                                timeoutSeconds=3 * 86400).json()["id"]
@@ -177,19 +172,23 @@ def test_cron_sends_one_reminder_inside_the_window(stack, api):
     assert mails[1]["subject"].startswith("[ringi] Reminder") and approval_id in mails[1]["body"]
 
 
-def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, workflows):
-    """SES refuses (unverified sender): the approval is stored, decidable, and the mail marked for retry."""
-    url = stack.extra_worker("badmail", {"MAIL_FROM": "unverified@example.com"})
+def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, backend, workflows):
+    """SES refuses (unverified sender): the approval is stored, decidable, and the mail marked for retry; the
+    cron retries it (and, SES still refusing, counts the attempt)."""
+    url = backend.extra_worker("badmail", {"MAIL_FROM": "unverified@example.com"})
     api = Api(stack, url)
     who = f"retry-{secrets.token_hex(4)}@example.com"
     arn, token = workflows.start_paused()
     r = api.register(token, approvers=[{"email": who}])
     assert r.status_code == 201
     approval_id = r.json()["id"]
-    persist = stack.state / "worker-badmail-d1"
-    assert mail_state(stack, approval_id, persist) == [{"mail_state": "failed", "mail_attempts": 1}]
-    stack.run_cron(url)
-    assert mail_state(stack, approval_id, persist) == [{"mail_state": "failed", "mail_attempts": 2}]
+    assert mail_state(backend, approval_id, "badmail") == {"mail_state": "failed", "mail_attempts": 1}
+    backend.run_cron(url)
+    assert mail_state(backend, approval_id, "badmail") == {"mail_state": "failed", "mail_attempts": 2}
+    [*_, cron] = [json.loads(line) for line in backend.worker_log("badmail").splitlines() if '"event":"cron"' in line]
+    assert cron["mailRetried"] == 1 and cron["failedSteps"] == [], cron
+    if backend.name == "dynamodb":
+        assert cron["roundTrips"].endswith("ddb=4"), "two Scans (expiry, mails), one BatchGetItem, the record"
     assert api.decide(approval_id, as_user="x", email=who).json()["status"] == "approved"
     assert not [m for m in stack.sent_mail() if m["source"] == "unverified@example.com"]
 
@@ -205,10 +204,11 @@ def slow_ses(stack):
 def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack, workflows, slow_ses):
     """An EventBridge API destination waits 5 s at most: the answer must not wait for SES. With SES taking
     10 s, the registration answers at once, the mail arrives later, once, and neither the cron nor a
-    redelivery of the same registration sends it again."""
+    redelivery of the same registration sends it again. (D1 only: the answer's timing is the mailer's, the same
+    on both backends; the mail bookkeeping on DynamoDB is the retry test's.)"""
     url = stack.extra_worker("slowses", {"SES_ENDPOINT": f"http://127.0.0.1:{slow_ses.port}"})
     api = Api(stack, url)
-    persist = stack.state / "worker-slowses-d1"
+    d1_backend = Backend("d1", stack, stack.base_url, workflows)
     who = f"slow-{secrets.token_hex(4)}@example.com"
     arn, token = workflows.start_paused()
     t0 = time.monotonic()
@@ -219,11 +219,11 @@ def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack,
     assert took < 1.0, f"registration took {took:.2f}s"
     approval_id = r.json()["id"]
     assert mails_to(stack, who) == [], "SES has not answered yet"
-    assert mail_state(stack, approval_id, persist, settled=False)[0]["mail_state"] == "pending"
+    assert mail_state(d1_backend, approval_id, "slowses", settled=False)["mail_state"] == "pending"
     # The same registration again, as EventBridge redelivers it: the same approval, nothing new to mail.
     again = api.register(token, approvers=[{"email": who}])
     assert again.status_code == 200 and again.json() == r.json()
-    assert mail_state(stack, approval_id, persist) == [{"mail_state": "sent", "mail_attempts": 1}]
+    assert mail_state(d1_backend, approval_id, "slowses") == {"mail_state": "sent", "mail_attempts": 1}
     assert time.monotonic() - t0 >= slow_ses.slow_seconds
     stack.run_cron(url)
     [mail] = wait_mails(stack, who, 1)
@@ -233,7 +233,7 @@ def test_registration_answers_before_a_slow_ses_and_the_mail_follows_once(stack,
 
 def test_cron_works_in_bounded_batches(stack):
     """A backlog (here 700 approvals past their expiry) drains over cron runs, 500 rows a step at most,
-    instead of one unbounded statement."""
+    instead of one unbounded statement. (D1 only: the backlog is written in SQL.)"""
     url = stack.extra_worker("backlog", {})
     persist = stack.state / "worker-backlog-d1"
     just_expired = int(time.time() * 1000) - 1000  # expired, but far from the retention purge

@@ -1,18 +1,19 @@
 """Separation of duty: an approval registered with `requestedBy` (people, by `sub` or email) shows itself to a
 requester who is also an approver, read-only and with the reason, but never lets them decide (403
 `self_approval`, refused in the SQL of the decision's first round trip too), and they do not count toward the
-quorum; a registration whose quorum the requesters would block is refused. Real paused executions in moto."""
+quorum; a registration whose quorum the requesters would block is refused. Real paused executions in moto; the
+API tests on both storage backends (`backend`: D1, then DynamoDB), the page on D1."""
 from __future__ import annotations
 
 import json
 import secrets
 import time
 
-import requests
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
-from support.api import d1
+from support.api import Api
+from support.backends import api  # noqa: F401  (fixture: the module's backend's)
 from support.pages import DESKTOP, Tab, axe_check, sub
 
 
@@ -21,11 +22,8 @@ def field(r) -> str:
     return r.json()["error"]["field"]
 
 
-def inbox(stack, user, status="pending", **claims):
-    r = requests.get(f"{stack.base_url}/api/v1/approvals", params={"status": status},
-                     headers={"authorization": f"Bearer {stack.mint(user, **claims)}"}, timeout=30)
-    assert r.status_code == 200, r.text
-    return {i["id"]: i for i in r.json()["items"]}
+def inbox(backend, user, **claims):
+    return {i["id"]: i for i in backend.inbox(user, **claims)["items"]}
 
 
 def test_registration_refuses_a_quorum_the_requesters_would_block(api):
@@ -54,7 +52,7 @@ def test_registration_refuses_a_quorum_the_requesters_would_block(api):
                         allowSelfApproval=True).status_code == 201
 
 
-def test_a_requester_sees_it_read_only_and_another_approver_decides(stack, api, workflows):
+def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, api, workflows):
     arn, token = workflows.start_paused()
     group = "fin-" + secrets.token_hex(3)
     who = f"req-{secrets.token_hex(3)}@example.com"
@@ -66,26 +64,25 @@ def test_a_requester_sees_it_read_only_and_another_approver_decides(stack, api, 
     assert view.status_code == 200, view.text
     assert view.json()["cannotDecide"] == "self_approval" and view.json()["requestedBy"] == [{"email": who}]
     # Listed through the group, still: their inbox shows it, marked.
-    assert inbox(stack, "req-sub", email=who, groups=[group])[approval_id]["cannotDecide"] == "self_approval"
+    assert inbox(backend, "req-sub", email=who, groups=[group])[approval_id]["cannotDecide"] == "self_approval"
     for verdict in ("approve", "reject"):
         refused = api.decide(approval_id, verdict, **requester)
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "self_approval", refused.text
     # Nothing taken, nothing recorded; the workflow still waits.
-    assert d1(stack, f"SELECT status, claim_id, attempt_id FROM approvals WHERE id = '{approval_id}'") == [
-        {"status": "pending", "claim_id": None, "attempt_id": None}]
-    assert d1(stack, f"SELECT count(*) AS n FROM decisions WHERE approval_id = '{approval_id}'") == [{"n": 0}]
+    assert backend.stored(approval_id, "status", "claim_id", "attempt_id", "votes") == {
+        "status": "pending", "claim_id": None, "attempt_id": None, "votes": 0}
     assert workflows.status(arn) == "RUNNING"
     # Without email_verified the token carries no email: not recognisable as the requester, and a group member.
     other = api.get(approval_id, as_user="colleague", groups=[group])
     assert other.json()["cannotDecide"] is None
-    assert inbox(stack, "colleague", groups=[group])[approval_id]["cannotDecide"] is None
+    assert inbox(backend, "colleague", groups=[group])[approval_id]["cannotDecide"] is None
     done = api.decide(approval_id, "approve", as_user="colleague", groups=[group])
     assert done.status_code == 200 and done.json()["status"] == "approved", done.text
     out = json.loads(workflows.wait_done(arn)["output"])["approval"]
     assert out["decision"] == "approved" and out["approvedBy"]["sub"] == "colleague"
 
 
-def test_requesters_do_not_count_toward_the_quorum(stack, api, workflows):
+def test_requesters_do_not_count_toward_the_quorum(api, workflows):
     """`all` over a group and a person: the requester in the group cannot fill the group's slot (a colleague
     can), and a requester named by `sub` is refused whatever principal they would vote through."""
     arn, token = workflows.start_paused()
@@ -131,9 +128,10 @@ def test_the_mail_names_the_requester(stack, api):
     assert "<p>Requested by: alice@example.com</p>" in mails[0]["body"], mails[0]["body"][:600]
 
 
-def test_the_page_is_read_only_for_the_requester(stack, api, workflows, browser):
+def test_the_page_is_read_only_for_the_requester(stack, workflows, browser):
     """375×812: the reason instead of the form, the requester named, axe-core clean; Japanese too; the inbox marks
-    the row."""
+    the row. (D1 only: the SPA is the same on both backends, and signs in on the session's worker.)"""
+    api = Api(stack)
     arn, token = workflows.start_paused()
     approval_id = api.register(token, approvers=[{"group": "finance"}], requestedBy=[{"sub": sub("alice")}],
                                title="Refund 4,200 EUR to ACME", summary="Asked by alice; finance decides.").json()["id"]

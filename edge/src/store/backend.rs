@@ -21,6 +21,7 @@ use worker::Env;
 use super::approvals::Registered;
 use super::dynamo::DynamoStore;
 use super::events::{EventPage, Viewed};
+use super::maintenance::Retries;
 use super::rows::InboxEntry;
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, Guess, Inserted, Loaded, MailJob, Opened, Registrant,
@@ -95,6 +96,9 @@ approval_store! {
     fn release_stale_claims(&self, now: i64) -> usize;
     /// One page of the operators' export of the event log.
     fn audit_page(&self, q: &AuditQuery) -> EventPage;
+    /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
+    /// (at most `max_attempts` tries); D1 also returns the chat notifications due by the same rule.
+    fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
 }
 
 /// The backend `STORAGE` chose.

@@ -37,6 +37,7 @@ use worker::Delay;
 use super::approvals::Registered;
 use super::backend::ApprovalStore;
 use super::events::{events, random_key, EventPage, EventRow, Viewed, TIMELINE_MAX};
+use super::maintenance::Retries;
 use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxRow, MailRow};
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, Guess, Inserted, Loaded, MailJob, Opened, Registrant, Vote,
@@ -49,6 +50,8 @@ use crate::probe::Probe;
 const INBOX_QUERY_LIMIT: usize = 200;
 /// Items one cron step scans per run (a backlog drains over runs).
 const CRON_SCAN_LIMIT: usize = 500;
+/// Mails one cron run retries at most (D1's batch).
+const MAIL_RETRY_LIMIT: usize = 50;
 /// Keys one BatchGetItem may ask for.
 const BATCH_GET_MAX: usize = 100;
 
@@ -364,11 +367,12 @@ impl DynamoStore {
         self.item(id.as_str()).await
     }
 
-    /// Scans for open items past their expiry (or with a claim whose lease ran out: `claimed`), bounded.
-    async fn scan_ids(&self, filter: &str, vals: Value) -> Result<Vec<String>, ApiError> {
+    /// The IDs of the items `filter` matches, `limit` at most: a Scan, page after page (one request per MB
+    /// of table while nothing matches). The cron's look-ups: no index serves "due", and it runs every 5 minutes.
+    async fn scan_ids(&self, filter: &str, vals: Value, limit: usize) -> Result<Vec<String>, ApiError> {
         let mut ids = Vec::new();
         let mut start: Option<Value> = None;
-        while ids.len() < CRON_SCAN_LIMIT {
+        while ids.len() < limit {
             let mut body = json!({"FilterExpression": filter, "ProjectionExpression": "approvalId",
                 "ExpressionAttributeNames": {"#st": "status"}, "ExpressionAttributeValues": values(vals.clone())});
             if let Some(s) = start.take() {
@@ -387,7 +391,7 @@ impl DynamoStore {
                 _ => break,
             }
         }
-        ids.truncate(CRON_SCAN_LIMIT);
+        ids.truncate(limit);
         Ok(ids)
     }
 
@@ -433,6 +437,17 @@ impl DynamoStore {
                 KEY: item::index_entry_key(id.as_str(), p), item::INDEX_KEY: item::index_key(p), "expiresAt": ttl})))}})
         }));
         actions
+    }
+
+    /// What a mail of one approval item needs (D1's mail row).
+    fn mail_job_of(item: &Item) -> Result<MailJob, ApiError> {
+        let id = item.get(KEY).and_then(Value::as_str).unwrap_or("");
+        let mut cols = approval_columns(item).map_err(corrupt(id))?;
+        cols["notify_json"] = Value::from(item.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
+        // No channel is ever due: chat notifications are refused at registration on this backend.
+        cols["chat_due_json"] = Value::from("[]");
+        let row: MailRow = columns(id, "mail", cols)?;
+        rows::mail_job(row)
     }
 
     /// An inbox row (the columns of D1's inbox query) of one approval item.
@@ -804,13 +819,7 @@ impl ApprovalStore for DynamoStore {
     }
 
     async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
-        let Some(i) = self.approval_item(id).await? else { return Ok(None) };
-        let mut cols = approval_columns(&i).map_err(corrupt(id.as_str()))?;
-        cols["notify_json"] = Value::from(i.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
-        // No channel is ever due: chat notifications are refused at registration on this backend.
-        cols["chat_due_json"] = Value::from("[]");
-        let row: MailRow = columns(id.as_str(), "mail", cols)?;
-        rows::mail_job(row).map(Some)
+        self.approval_item(id).await?.as_ref().map(Self::mail_job_of).transpose()
     }
 
     async fn set_mail_state(
@@ -836,7 +845,7 @@ impl ApprovalStore for DynamoStore {
             AND (attribute_not_exists(#st) OR #st IN (:pending, :seed_pending) OR (#st = :claimed AND claimedUntil <= :now))";
         let vals = json!({":now": now, ":now_s": now.div_euclid(1000), ":pending": "pending", ":seed_pending": "PENDING", ":claimed": "claimed"});
         let mut closed = 0;
-        for raw in self.scan_ids(due, vals.clone()).await? {
+        for raw in self.scan_ids(due, vals.clone(), CRON_SCAN_LIMIT).await? {
             let Ok(id) = ApprovalId::parse(&raw) else { continue };
             let Some(i) = self.approval_item(&id).await? else { continue };
             let attempt = i.get("attempt").and_then(Value::as_object);
@@ -874,6 +883,20 @@ impl ApprovalStore for DynamoStore {
             }
         }
         Ok(closed)
+    }
+
+    /// D1's rule on the item's `mailState` / `mailAttempts`: found by a bounded Scan (50 a run, as on D1), then
+    /// read in one BatchGetItem. With nothing due the step costs its Scan alone (one request per MB of table).
+    /// Seed items carry no `mailState` (nothing of ringi's to mail) and never match; chat is D1's.
+    async fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Result<Retries, ApiError> {
+        let due = "(mailState = :failed OR (mailState = :unsent AND createdAt < :gone)) AND mailAttempts < :max
+            AND expiresAtMs > :now AND #st IN (:pending, :claimed)";
+        let vals = json!({":failed": MailState::Failed.as_str(), ":unsent": MailState::Pending.as_str(),
+            ":gone": sender_gone_before, ":max": max_attempts, ":now": now, ":pending": "pending", ":claimed": "claimed"});
+        let ids = self.scan_ids(due, vals, MAIL_RETRY_LIMIT).await?;
+        let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
+        let mail = self.items(&ids).await?.iter().map(Self::mail_job_of).collect::<Result<_, _>>()?;
+        Ok(Retries { mail, chat: Vec::new() })
     }
 
     /// Nothing to do: a lapsed lease is claimable as it is (the claim's condition takes `claimedUntil <= now`),

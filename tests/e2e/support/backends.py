@@ -1,0 +1,92 @@
+"""The two storage backends as the decision-path tests see them: a worker (the session's on D1, one extra on
+DynamoDB), its API and paused executions, and what it stored read the same way on both (D1's rows, the
+DynamoDB table's item in moto)."""
+from __future__ import annotations
+
+import pytest
+import requests
+from ringi_stack import DDB_TABLE, Stack
+
+from .api import Api, Workflows, d1, paused_factory
+
+# The columns `Backend.stored` answers, as D1 names them, and the DynamoDB attribute each one is read from.
+_DDB_ATTRIBUTES = {"status": "status", "task_token": "taskToken", "claim_id": "claimId", "mail_state": "mailState",
+                   "mail_attempts": "mailAttempts"}
+
+
+def _plain(attr: dict | None):
+    """A DynamoDB attribute value as plain Python (the few types these columns use)."""
+    if not attr:
+        return None
+    (ty, v), = attr.items()
+    return int(v) if ty == "N" else v
+
+
+class Backend:
+    """One backend under test: `name` (`d1` | `dynamodb`), its worker's `url`, `api`, `paused(...)`."""
+
+    def __init__(self, name: str, stack: Stack, url: str, workflows: Workflows):
+        self.name, self.stack, self.url = name, stack, url
+        self.api = Api(stack, url)
+        self.paused = paused_factory(workflows, self.api)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def extra_worker(self, name: str, overrides: dict) -> str:
+        """Another worker of this backend (on DynamoDB: the same table) with some settings changed; again with
+        the same name, restarted on its port (after `kill`)."""
+        if self.name == "d1":
+            return self.stack.extra_worker(name, overrides)
+        return self.stack.extra_worker(f"{name}-dynamodb", {**self.stack.dynamodb_vars(DDB_TABLE), **overrides})
+
+    def kill(self, name: str) -> None:
+        """SIGKILLs the extra worker `name` of this backend."""
+        self.stack.kill(self._extra(name))
+
+    def _extra(self, name: str) -> str:
+        return f"worker-{name}" if self.name == "d1" else f"worker-{name}-dynamodb"
+
+    def worker_log(self, name: str | None = None) -> str:
+        """The log of this backend's worker, or of its extra worker `name`."""
+        log = self._extra(name) if name else "worker" if self.name == "d1" else "worker-dynamodb"
+        return (self.stack.state / f"{log}.log").read_text(errors="replace")
+
+    def run_cron(self, url: str | None = None) -> None:
+        self.stack.run_cron(url or self.url)
+
+    def inbox(self, user: str, status: str = "pending", cursor: str | None = None, **claims) -> dict:
+        params = {"status": status, **({"cursor": cursor} if cursor else {})}
+        r = requests.get(f"{self.url}/api/v1/approvals", params=params,
+                         headers={"authorization": f"Bearer {self.stack.mint(user, **claims)}"}, timeout=30)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def stored(self, approval_id: str, *columns: str, worker: str | None = None) -> dict:
+        """What the backend keeps of an approval, as D1's column names: `status`, `task_token`, `claim_id`,
+        `attempt_id`, `mail_state`, `mail_attempts`, `votes` (how many). `worker`: an extra worker's name (D1:
+        its own database; DynamoDB: the one table)."""
+        if self.name == "d1":
+            persist = self.stack.state / f"worker-{worker}-d1" if worker else None
+            picked = ", ".join(f"(SELECT count(*) FROM decisions WHERE approval_id = a.id) AS votes" if c == "votes"
+                               else c for c in columns)
+            [row] = d1(self.stack, f"SELECT {picked} FROM approvals a WHERE id = '{approval_id}'", persist=persist)
+            return row
+        item = self.stack.aws("dynamodb").get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
+                                                   ConsistentRead=True)["Item"]
+        read = {c: _plain(item.get(a)) for c, a in _DDB_ATTRIBUTES.items()}
+        read["attempt_id"] = _plain(item.get("attempt", {}).get("M", {}).get("id"))
+        read["votes"] = len(item.get("votes", {}).get("M", {}))
+        return {c: read[c] for c in columns}
+
+
+# Fixtures for a module whose tests run on both backends: imported there, they take the place of conftest.py's
+# session-wide `api` / `paused` (the D1 worker's) with the module's `backend`.
+@pytest.fixture(scope="module")
+def api(backend):
+    return backend.api
+
+
+@pytest.fixture
+def paused(backend):
+    return backend.paused
