@@ -6,38 +6,14 @@ worker's configuration; a person signs in through the stand-in in Chromium and a
 provider's end_session_endpoint."""
 from __future__ import annotations
 
-import jwt
 import requests
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import Api, Workflows
-from support.leaks import SEEN
+from support.oidc import discovery, register, signed, view
 from support.pages import HostedUi
 from ringi_stack import CLIENT_ID, MACHINE_CLIENT_ID, REGISTER_SCOPE
-
-
-def discovery(stack) -> dict:
-    return requests.get(f"{stack.issuer}/.well-known/openid-configuration", timeout=10).json()
-
-
-def register(stack, approvers, **fields):
-    arn, token = Workflows(stack).start_paused()
-    r = Api(stack).register(token, approvers=approvers, **fields)
-    assert r.status_code == 201, r.text
-    return r.json()["id"], arn
-
-
-def signed(stack, claims: dict) -> str:
-    """A token of exactly these claims, signed with the stack's IdP key (remembered by the leak check)."""
-    token = jwt.encode(claims, stack.private_key, algorithm="RS256", headers={"kid": stack.kid})
-    SEEN.jwts.add(token)
-    return token
-
-
-def view(stack, approval_id, token):
-    return requests.get(f"{stack.base_url}/api/v1/approvals/{approval_id}",
-                        headers={"authorization": f"Bearer {token}"}, timeout=30)
 
 
 def test_the_spa_configuration_carries_the_discovered_endpoints(generic_stack):
