@@ -7,12 +7,9 @@ provider's end_session_endpoint."""
 from __future__ import annotations
 
 import requests
-from playwright.sync_api import expect
 
-from support import ARTIFACTS
-from support.api import Api, Workflows
-from support.oidc import discovery, register, signed, view
-from support.pages import HostedUi
+from support.api import Workflows
+from support.oidc import discovery, register, sign_in_approve_and_sign_out, signed, view
 from ringi_stack import CLIENT_ID, MACHINE_CLIENT_ID, REGISTER_SCOPE
 
 
@@ -78,34 +75,5 @@ def test_machine_tokens_register_with_azp_and_scp(generic_stack):
 
 
 def test_sign_in_through_the_generic_provider_and_approve(generic_stack, tab):
-    s = generic_stack
-    workflows = Workflows(s)
-    arn, task_token = workflows.start_paused()
-    r = Api(s).register(task_token, approvers=[{"group": "finance"}], title="Deploy ledger v3 to production")
-    assert r.status_code == 201, r.text
-    approval_id = r.json()["id"]
-    page, approval = tab.page, tab.approval
-    page.goto(f"{s.base_url}/a/{approval_id}")
-    HostedUi(page, s).wait()
-    doc = discovery(s)
-    authorize = next(u for u in tab.navigations if u.startswith(doc["authorization_endpoint"]))
-    assert "code_challenge_method=S256" in authorize and "ui_locales=" in authorize and "lang=" not in authorize
-    HostedUi(page, s).sign_in("alice")
-    page.wait_for_url(f"{s.base_url}/a/{approval_id}", timeout=30_000)
-    expect(approval.title).to_have_text("Deploy ledger v3 to production")
-    expect(approval.by("user-name")).to_have_text("alice")
-    approval.screenshot(ARTIFACTS / "oidc-generic-approval-mobile.png")
-    approval.decide("approve")
-    approval.expect_result("approved")
-    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
-    assert not tab.csp_problems(), tab.csp_problems()
-
-    # Sign-out ends the provider's session through its end_session_endpoint and comes back to ringi.
-    page.goto(f"{s.base_url}/")
-    tab.inbox.by("sign-out").click()
-    page.wait_for_url(f"{s.base_url}/", timeout=30_000)
-    logout = next(u for u in tab.navigations if u.startswith(doc["end_session_endpoint"]))
-    assert "post_logout_redirect_uri=" in logout and "id_token_hint=" in logout
-    # The provider's session is gone: the next sign-in asks for the password again.
-    page.goto(f"{s.base_url}/a/{approval_id}")
-    expect(HostedUi(page, s).wait().password).to_be_visible()
+    sign_in_approve_and_sign_out(generic_stack, tab, [{"group": "finance"}], "Deploy ledger v3 to production",
+                                 user_name="alice", screenshot="oidc-generic-approval-mobile.png")

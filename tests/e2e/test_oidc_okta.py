@@ -6,12 +6,8 @@ OIDC_ISSUER, TOKEN_USE=id, GROUPS_CLAIM=groups, EMAIL_VERIFIED=require. Workflow
 from __future__ import annotations
 
 import requests
-from playwright.sync_api import expect
 
-from support import ARTIFACTS
-from support.api import Api, Workflows
-from support.oidc import discovery, register, signed, view
-from support.pages import HostedUi
+from support.oidc import discovery, register, sign_in_approve_and_sign_out, signed, view
 from ringi_stack import CLIENT_ID
 
 
@@ -50,36 +46,10 @@ def test_the_id_token_is_the_bearer_with_groups_and_a_verified_email(okta_stack)
 
 def test_sign_in_through_okta_approve_and_sign_out_with_the_id_token_hint(okta_stack, tab):
     s = okta_stack
-    workflows = Workflows(s)
-    arn, task_token = workflows.start_paused()
-    r = Api(s).register(task_token, approvers=[{"email": "alice@example.com"}], title="Renew the TLS certificate")
-    assert r.status_code == 201, r.text
-    approval_id = r.json()["id"]
-    page, approval = tab.page, tab.approval
-    page.goto(f"{s.base_url}/a/{approval_id}")
-    HostedUi(page, s).wait()
-    doc = discovery(s)
-    authorize = next(u for u in tab.navigations if u.startswith(doc["authorization_endpoint"]))
-    assert "code_challenge_method=S256" in authorize and "ui_locales=" in authorize
-    HostedUi(page, s).sign_in("alice")
-    page.wait_for_url(f"{s.base_url}/a/{approval_id}", timeout=30_000)
-    # The approval was addressed to alice's verified email, which only the ID token carries.
-    expect(approval.title).to_have_text("Renew the TLS certificate")
-    expect(approval.by("user-name")).to_have_text("alice@example.com")
-    approval.screenshot(ARTIFACTS / "oidc-okta-approval-mobile.png")
-    approval.decide("approve")
-    approval.expect_result("approved")
-    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
-    assert not tab.csp_problems(), tab.csp_problems()
-
-    # Okta refuses a sign-out without the ID token it issued; ringi sends it, and comes back signed out.
-    bare = requests.get(doc["end_session_endpoint"], params={"post_logout_redirect_uri": f"{s.base_url}/"},
+    # Okta refuses a sign-out without the ID token it issued; the round below shows ringi sends it.
+    bare = requests.get(discovery(s)["end_session_endpoint"], params={"post_logout_redirect_uri": f"{s.base_url}/"},
                         allow_redirects=False, timeout=10)
     assert bare.status_code == 400
-    page.goto(f"{s.base_url}/")
-    tab.inbox.by("sign-out").click()
-    page.wait_for_url(f"{s.base_url}/", timeout=30_000)
-    logout = next(u for u in tab.navigations if u.startswith(doc["end_session_endpoint"]))
-    assert "post_logout_redirect_uri=" in logout and "id_token_hint=" in logout
-    page.goto(f"{s.base_url}/a/{approval_id}")
-    expect(HostedUi(page, s).wait().password).to_be_visible()
+    # The approval is addressed to alice's verified email, which only the ID token carries.
+    sign_in_approve_and_sign_out(s, tab, [{"email": "alice@example.com"}], "Renew the TLS certificate",
+                                 user_name="alice@example.com", screenshot="oidc-okta-approval-mobile.png")
