@@ -9,13 +9,12 @@ import io
 import time
 
 import pytest
-import requests
 
 from support import ARTIFACTS
 from support.api import Api, d1
+from support.audit import OPS, events_of, export, operator, wait_for_kind
 from support.pages import DESKTOP, MOBILE, USERS, Tab, axe_check, sub
 
-OPS = "admin"  # the operators' group; the Hosted UI stand-in's `dave` is in it
 RETENTION_DAYS = 30
 DAY_MS = 86_400_000
 
@@ -30,31 +29,6 @@ def audited(stack):
 
 def persist(stack):
     return stack.state / "worker-audit-d1"
-
-
-def operator(stack, **claims):
-    return {"authorization": f"Bearer {stack.mint('ops-1', groups=[OPS], **claims)}"}
-
-
-def export(stack, url, headers=None, **params):
-    return requests.get(f"{url}/api/v1/audit", params=params, headers=headers if headers is not None else operator(stack),
-                        timeout=30)
-
-
-def events_of(stack, url, approval_id):
-    """The approval's events as the operators' export has them (reading them records nothing)."""
-    r = export(stack, url, limit=1000)
-    assert r.status_code == 200, r.text
-    return [e for e in r.json()["items"] if e["approvalId"] == approval_id]
-
-
-def wait_for_kind(stack, url, approval_id, kind, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if kind in [e["kind"] for e in events_of(stack, url, approval_id)]:
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"no {kind} event for {approval_id}: {events_of(stack, url, approval_id)}")
 
 
 def register(workflows, api, approvers, **fields):

@@ -18,11 +18,11 @@ import pytest
 import requests
 
 from support.api import Api, decide_concurrently, round_trips, wait_execution_done
+from support.audit import events_of, export, kinds_of, operator, wait_for_kind
 from support.leaks import SEEN
 from ringi_stack import DDB_TABLE
 
 TABLE = DDB_TABLE
-OPS = "admin"  # the operators' group (ADMIN_GROUP of the session's DynamoDB worker, conftest.py)
 RETENTION_DAYS = 30  # its AUDIT_RETENTION_DAYS
 DAY_MS = 86_400_000
 ALICE = {"email": "alice@example.com"}
@@ -52,35 +52,6 @@ def inbox(stack, url: str, user: str, status: str, **claims) -> list:
                      headers={"authorization": f"Bearer {stack.mint(user, **claims)}"}, timeout=30)
     assert r.status_code == 200, r.text
     return [i["id"] for i in r.json()["items"]]
-
-
-def operator(stack):
-    return {"authorization": f"Bearer {stack.mint('ops-1', groups=[OPS])}"}
-
-
-def export(stack, url, headers=None, **params):
-    return requests.get(f"{url}/api/v1/audit", params=params, headers=headers if headers is not None else operator(stack),
-                        timeout=30)
-
-
-def events_of(stack, url, approval_id):
-    """The approval's events as the operators' export has them (reading them records nothing)."""
-    r = export(stack, url, limit=1000)
-    assert r.status_code == 200, r.text
-    return [e for e in r.json()["items"] if e["approvalId"] == approval_id]
-
-
-def kinds_of(stack, url, approval_id):
-    return [e["kind"] for e in events_of(stack, url, approval_id)]
-
-
-def wait_for_kind(stack, url, approval_id, kind, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if kind in kinds_of(stack, url, approval_id):
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"no {kind} event for {approval_id}: {events_of(stack, url, approval_id)}")
 
 
 def event_items(table, approval_id):
