@@ -76,6 +76,9 @@ def summary_rows(r: Results) -> list[tuple[str, str, str]]:
         row("SPA /a/{id} signed in, cold → approval readable (boot.js preview), 4× CPU + Slow 4G (median; gzip / brotli)",
             f"{ms(inn, 'median_readable_ms')} / {ms(inn_br, 'median_readable_ms')} ms",
             f"preview first in {inn.previews_first} of {len(inn.runs)} runs")
+        row("SPA /a/{id} signed in, cold → decision usable (boot.js's form), 4× CPU + Slow 4G (median; gzip / brotli)",
+            f"{ms(inn, 'median_usable_ms')} / {ms(inn_br, 'median_usable_ms')} ms",
+            f"boot.js's form first in {inn.forms_first} of {len(inn.runs)} runs")
         row("SPA /a/{id} signed in, cold → decision form interactive (wasm), 4× CPU + Slow 4G (median; gzip / brotli)",
             f"{ms(inn)} / {ms(inn_br)} ms", f"unthrottled {ms(tti.get('signed_in_unthrottled'))} ms")
         if warm := tti.get("signed_in_warm_throttled"):
@@ -128,6 +131,10 @@ def target_rows(r: Results) -> list[tuple[str, str, str, str, str]]:
         rows.append(("signed-in `/a/{id}` → approval readable (boot.js preview), cold",
                      f"{ISSUE_BASELINE['signed in']:.0f} ms (app rendered)", both(rd, rd_br), "≤ 2500 ms",
                      verdict(max(rd, rd_br) <= 2500)))
+        us, us_br = tti["signed_in_throttled"].median_usable_ms, tti["signed_in_throttled_br"].median_usable_ms
+        rows.append(("signed-in `/a/{id}` → decision usable (boot.js's form before the wasm), cold",
+                     f"{ISSUE_BASELINE['signed in']:.0f} ms", both(us, us_br), "≤ 2500 ms",
+                     verdict(max(us, us_br) <= 2500)))
         ia, ia_br = tti["signed_in_throttled"].median_tti_ms, tti["signed_in_throttled_br"].median_tti_ms
         rows.append(("signed-in `/a/{id}` → decision form interactive (wasm), cold",
                      f"{ISSUE_BASELINE['signed in']:.0f} ms", both(ia, ia_br), "≤ 2500 ms",

@@ -220,8 +220,10 @@ class SpaRun:
     serial_waves: int
     wasm_instantiate: dict | None
     resources: list[dict]
-    # When boot.js showed the prefetched approval read-only (signed in, before the wasm).
+    # When boot.js showed the prefetched approval (signed in, before the wasm).
     preview_ms: float | None = None
+    # When Approve could first be pressed: boot.js's decision form, or the app's.
+    usable_ms: float | None = None
 
 
 @dataclass
@@ -253,6 +255,19 @@ class SpaLoad:
         xs = [min(r.preview_ms, r.tti_ms) if r.preview_ms else r.tti_ms
               for r in self.runs if r.ended_by == "approval rendered"]
         return statistics.median(xs) if xs else None
+
+    @property
+    def median_usable_ms(self) -> float | None:
+        """Signed in: when a decision could first be made — boot.js's decision form before the wasm, or the app's
+        form when that came first. None when signed out."""
+        xs = [min(r.usable_ms, r.tti_ms) if r.usable_ms else r.tti_ms
+              for r in self.runs if r.ended_by == "approval rendered"]
+        return statistics.median(xs) if xs else None
+
+    @property
+    def forms_first(self) -> int:
+        """Runs in which boot.js's decision form appeared before the app rendered the approval."""
+        return sum(1 for r in self.runs if r.usable_ms and r.usable_ms < r.tti_ms)
 
     @property
     def previews_first(self) -> int:

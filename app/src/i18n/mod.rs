@@ -207,3 +207,71 @@ pub fn texts(locale: Locale) -> &'static Texts {
         Locale::Ja => &ja::JA,
     }
 }
+
+#[cfg(test)]
+mod boot_texts {
+    //! app/boot.js draws the decision form before the wasm has arrived, in these texts and limits: it must say
+    //! what the app says.
+    use super::*;
+
+    const BOOT_JS: &str = include_str!("../../boot.js");
+
+    /// The block of one language in boot.js's `TEXTS` (`  en: {` … `  },`).
+    fn block(lang: &str) -> &'static str {
+        let start = BOOT_JS.find(&format!("\n  {lang}: {{\n")).unwrap_or_else(|| panic!("no {lang} block"));
+        let rest = &BOOT_JS[start..];
+        &rest[..rest.find("\n  },").expect("unterminated block")]
+    }
+
+    fn has(block: &str, key: &str, value: &str) {
+        let line = format!("\n    {key}: {},", serde_json::to_string(value).unwrap());
+        assert!(block.contains(&line), "boot.js does not say{line}");
+    }
+
+    #[test]
+    fn boot_js_speaks_the_apps_texts() {
+        for (lang, t) in [("en", texts(Locale::En)), ("ja", texts(Locale::Ja))] {
+            let b = block(lang);
+            let pairs = [
+                ("form_heading", t.form_heading),
+                ("required", t.required),
+                ("choose", t.choose),
+                ("comment_label", t.comment_label),
+                ("comment_help", t.comment_help),
+                ("approve", t.approve),
+                ("reject", t.reject),
+                ("decide_hint", t.decide_hint),
+                ("confirm_approve_title", t.confirm_approve_title),
+                ("confirm_reject_title", t.confirm_reject_title),
+                ("confirm_approve_body", t.confirm_approve_body),
+                ("confirm_reject_body", t.confirm_reject_body),
+                ("confirm_approve", t.confirm_approve),
+                ("confirm_reject", t.confirm_reject),
+                ("cancel", t.cancel),
+                ("sending", t.sending),
+                ("result_approved", t.result_approved),
+                ("result_rejected", t.result_rejected),
+                ("err_fix_fields", t.err_fix_fields),
+                ("err_unavailable", t.err_unavailable),
+                ("err_server", t.err_server),
+            ];
+            for (key, value) in pairs {
+                has(b, key, value);
+            }
+            // The one with numbers: a template literal with `${k}` and `${n}` where the app formats them.
+            let recorded = (t.result_recorded)(7_777, 8_888).replace("7777", "${k}").replace("8888", "${n}");
+            assert!(b.contains(&format!("result_recorded: (k, n) => `{recorded}`,")), "{lang}: result_recorded");
+        }
+    }
+
+    #[test]
+    fn boot_js_keeps_cores_limits() {
+        use ringi_core::{decision::COMMENT_MAX_CHARS, form::TEXT_MAX_CHARS};
+        for line in [
+            format!("const COMMENT_MAX_CHARS = {COMMENT_MAX_CHARS};"),
+            format!("const TEXT_MAX_CHARS = {TEXT_MAX_CHARS};"),
+        ] {
+            assert!(BOOT_JS.contains(&line), "boot.js lacks {line}");
+        }
+    }
+}

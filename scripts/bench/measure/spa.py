@@ -54,6 +54,9 @@ SPA_PROBE = """(() => {
       window.__ringiReady = performance.now();
     if (window.__ringiPreview === undefined && document.querySelector('[data-testid=approval-preview]'))
       window.__ringiPreview = performance.now();
+    // A decision can be made: boot.js's form before the wasm, or the app's.
+    if (window.__ringiUsable === undefined && document.querySelector('[data-testid=boot-approve], [data-testid=approve]'))
+      window.__ringiUsable = performance.now();
   };
   new MutationObserver(mark).observe(document, {subtree: true, childList: true, attributes: true,
                                                 attributeFilter: ['data-testid']});
@@ -79,7 +82,7 @@ SPA_STATS = """() => {
     transfer: e.transferSize, encoded: e.encodedBodySize, decoded: e.decodedBodySize, duration: e.duration,
     initiator: e.initiatorType}));
   return {ready: window.__ringiReady, leave: window.__ringiLeave, shell: window.__ringiShell,
-          preview: window.__ringiPreview,
+          preview: window.__ringiPreview, usable: window.__ringiUsable,
           fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
           html: {response_start: nav.responseStart, end: nav.responseEnd, transfer: nav.transferSize,
                  encoded: nav.encodedBodySize, decoded: nav.decodedBodySize},
@@ -92,7 +95,10 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
     WebAssembly compile+instantiate, the first render of the app shell and the end (view shown or redirect)."""
     reqs = [r for r in stats["resources"] if r["start"] < end_ms]
     wasm_res = next((r for r in reqs if r["name"].endswith(".wasm")), None)
-    inst = next((w for w in stats["wasm"] if w.get("end") and w["name"].startswith("instantiate")), None)
+    # boot.js compiles the streamed wasm (compileStreaming) and then instantiates the module: the step spans both.
+    done = [w for w in stats["wasm"] if w.get("end") and not w.get("failed")]
+    last = next((w for w in reversed(done) if w["name"].startswith("instantiate")), None)
+    inst = {"start": min(w["start"] for w in done), "end": last["end"]} if last else None
     # Requests that happen one after another: a request starts a new wave when it starts after every request of
     # the previous wave has ended (DevTools throttling adds the latency once per request).
     waves, wave_end = 1, stats["html"]["end"] or 0
@@ -101,7 +107,8 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
             waves += 1
         wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
     return {
-        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"), "fcp_ms": stats.get("fcp"),
+        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"),
+        "usable_ms": stats.get("usable"), "fcp_ms": stats.get("fcp"),
         "html": stats["html"],
         "requests": [{k: r[k] for k in ("name", "start", "end", "transfer", "encoded", "decoded")} for r in reqs],
         "bytes_before_end": (stats["html"].get("transfer") or 0) + sum(r["transfer"] or 0 for r in reqs),
@@ -229,8 +236,12 @@ def median_steps(results: list[SpaRun]) -> list[Step]:
                          med([i["start"] for i in inst]), med([i["end"] for i in inst]), None))
     previews = [r.preview_ms for r in results if r.preview_ms]
     if previews:
-        rows.append(Step("approval readable: boot.js shows the prefetched approval read-only (runs where it came "
-                         "before the app)", None, med(previews), None))
+        rows.append(Step("approval readable: boot.js shows the prefetched approval (runs where it came before the "
+                         "app)", None, med(previews), None))
+    usable = [r.usable_ms for r in results if r.usable_ms and r.usable_ms < r.tti_ms]
+    if usable:
+        rows.append(Step("decision usable: boot.js's decision form, before the wasm (runs where it came before the "
+                         "app)", None, med(usable), None))
     rows.append(Step("first render of the app shell", None, med([r.shell_ms for r in results if r.shell_ms]), None))
     ends = {"approval rendered": "decision form interactive (the app rendered the approval)"}
     rows.append(Step("end: " + "/".join(sorted({ends.get(r.ended_by, r.ended_by) for r in results})), None,

@@ -90,11 +90,17 @@ pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
     ok.then_some(feedback).ok_or(())
 }
 
-/// What is stashed in sessionStorage while the user signs in again.
+/// What is stashed in sessionStorage while the user signs in again, or what was typed into app/boot.js's form
+/// before the wasm had started (`handedOver`, with the id of the control that had the focus).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Draft {
     pub comment: String,
     pub text: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handed_over: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
 }
 
 impl Draft {
@@ -114,7 +120,7 @@ pub fn draft_of(fields: &[FieldState], comment: &str) -> Draft {
         };
         text.insert(s.field.name.clone(), v);
     }
-    Draft { comment: comment.to_owned(), text }
+    Draft { comment: comment.to_owned(), text, ..Draft::default() }
 }
 
 pub fn restore(fields: &[FieldState], draft: &Draft) {
@@ -172,6 +178,27 @@ mod tests {
         assert!(s.iter().all(|f| f.problem.get_untracked().is_none()));
         s[2].text.set("2.5".into());
         assert_eq!(collect(&s).unwrap()["amount"], json!(2.5));
+    }
+
+    #[test]
+    fn boot_js_switches_to_a_select_where_the_app_does() {
+        let line = format!("const RADIO_MAX = {RADIO_MAX};");
+        assert!(include_str!("../../../boot.js").contains(&line), "app/boot.js lacks {line}");
+    }
+
+    #[test]
+    fn a_draft_handed_over_by_boot_js_reads_as_one() {
+        let draft: Draft = serde_json::from_value(json!({
+            "comment": "c", "text": {"reason": "why", "urgent": true}, "handedOver": true, "focus": "field-reason"
+        }))
+        .unwrap();
+        assert!(draft.handed_over && draft.focus.as_deref() == Some("field-reason"));
+        let s = states();
+        restore(&s, &draft);
+        assert_eq!(s[0].text.get_untracked(), "why");
+        assert!(s[3].checked.get_untracked());
+        let stashed = serde_json::to_value(draft_of(&s, "x")).unwrap();
+        assert!(stashed.get("handedOver").is_none() && stashed.get("focus").is_none(), "{stashed}");
     }
 
     #[test]

@@ -44,13 +44,20 @@ impl FormState {
         }
         self.adopted.set_value(true);
         let states: Vec<FieldState> = view.form.iter().cloned().map(FieldState::new).collect();
+        let mut focus = None;
         if let Some(draft) = storage::session_get_json::<Draft>(&draft_key(id)) {
             storage::session_remove(&draft_key(id));
             feedback::restore(&states, &draft);
             self.comment.set(draft.comment);
-            self.restored.set(true);
+            // Typed a moment ago into the form before the wasm: nothing to announce, the caret goes on where it was.
+            self.restored.set(!draft.handed_over);
+            focus = draft.focus.filter(|_| draft.handed_over);
         }
         self.fields.set(states);
+        if let Some(id) = focus {
+            // After the form has rendered (it follows this view).
+            request_animation_frame(move || focus_id(&id));
+        }
     }
 
     /// Keeps what was typed (if anything) for the page the user comes back to after signing in again.
