@@ -3,7 +3,7 @@
 
     python scripts/mailbox.py --port 8025 --moto http://127.0.0.1:5000
 
-GET / reads {moto}/moto-api/data.json → ses.Message ({source, destinations, subject, body (HTML)}) on every
+GET / reads {moto}/moto-api/ringi/ses-messages.json ({source, destinations, subject, body (HTML)}) on every
 request and renders each mail: headers as escaped text, the HTML body inside a fully sandboxed iframe (no
 scripts, no forms, no navigation of this page, an opaque origin) fed through an escaped `srcdoc`, and the
 http(s) links found in the body listed as ordinary links (the short link `…/a/{id}` opens the app).
@@ -92,9 +92,9 @@ def render(messages: list, moto_url: str) -> str:
 
 
 def fetch_messages(moto_url: str) -> list:
-    with urllib.request.urlopen(f"{moto_url}/moto-api/data.json", timeout=10) as r:
-        data = json.load(r)
-    msgs = (data.get("ses") or {}).get("Message") or []
+    # scripts/moto_server.py's list of the mail SES accepted (moto's data.json would serialise all its state).
+    with urllib.request.urlopen(f"{moto_url}/moto-api/ringi/ses-messages.json", timeout=10) as r:
+        msgs = json.load(r).get("messages") or []
     return msgs if isinstance(msgs, list) else []
 
 
@@ -129,7 +129,7 @@ def make_handler(moto_url: str, port: int):
                 messages = fetch_messages(moto_url)
             except Exception as e:  # moto down: say so, escaped
                 return self._send(502, f"<!doctype html><meta charset=utf-8><title>ringi mailbox</title>"
-                                       f"<p>Cannot read {esc(moto_url)}/moto-api/data.json: {esc(e)}</p>")
+                                       f"<p>Cannot read {esc(moto_url)}/moto-api/ringi/ses-messages.json: {esc(e)}</p>")
             self._send(200, render(messages, moto_url))
 
         do_HEAD = do_GET

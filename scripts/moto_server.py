@@ -12,7 +12,9 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
   3.-4. SendTaskSuccess/Failure/Heartbeat: TaskTimedOut for a task that was answered, timed out or whose
      execution ended; InvalidToken for an unknown token; InvalidOutput for non-JSON output;
   5. StartExecution without a name gets a UUID name;
-  6. SendTaskFailure keeps `cause`.
+  6. SendTaskFailure keeps `cause`;
+  7. GET /moto-api/ringi/ses-messages.json lists the mail SES accepted ({messages: [{id, source, destinations,
+     subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does.
 It patches moto internals, hence the exact version pin.
 """
 import argparse
@@ -45,6 +47,7 @@ from moto.stepfunctions.parser.asl.eval.callback.callback import (  # noqa: E402
 )
 from moto.stepfunctions.parser.models import StepFunctionsParserBackend  # noqa: E402
 from moto.stepfunctions.responses import StepFunctionResponse  # noqa: E402
+from moto.moto_api._internal import urls as moto_api_urls  # noqa: E402
 
 ADMIN_KEY = os.environ.get("MOTO_ADMIN_ACCESS_KEY", "ringi-admin")
 
@@ -158,6 +161,19 @@ def _send_task_failure_response(self):
 
 
 StepFunctionResponse.send_task_failure = _send_task_failure_response
+
+
+# 7. The mail SES accepted, and nothing else: /moto-api/data.json serialises every tracked instance of every
+#    service (each SQS queue, execution, table item…), which grows through a test run while tests poll for mail.
+def _ses_messages(request, full_url, headers):
+    from moto.ses.models import Message
+    keys = ("id", "source", "destinations", "subject", "body")
+    messages = [{k: getattr(m, k, None) for k in keys} for m in list(Message.instances_tracked)]
+    return 200, {"Content-Type": "application/json"}, json.dumps({"messages": messages})
+
+
+SES_MESSAGES_PATH = "/moto-api/ringi/ses-messages.json"
+moto_api_urls.url_paths["{0}" + SES_MESSAGES_PATH] = _ses_messages
 
 
 def main():

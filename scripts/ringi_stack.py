@@ -302,7 +302,7 @@ class Stack:
         p = self._spawn("moto", [sys.executable, str(ROOT / "scripts/moto_server.py"), "-H", "127.0.0.1",
                                  "-p", str(self.ports.moto)], env={"MOTO_ADMIN_ACCESS_KEY": ADMIN_KEY},
                         drop=("AWS_", "MOTO_"))
-        self._wait(p, lambda: http_ok(f"{self.moto_url}/moto-api/data.json"), 60)
+        self._wait(p, lambda: http_ok(f"{self.moto_url}/moto-api/ringi/ses-messages.json"), 60)
 
     def aws(self, service: str, key: str = ADMIN_KEY, secret: str = "admin"):
         import boto3
@@ -601,8 +601,8 @@ class Stack:
 
     def sent_mail(self) -> list:
         """Every message SES (moto) accepted: {source, destinations, subject, body (HTML)}."""
-        with urllib.request.urlopen(f"{self.moto_url}/moto-api/data.json", timeout=30) as r:
-            return json.load(r)["ses"].get("Message", [])
+        with urllib.request.urlopen(f"{self.moto_url}/moto-api/ringi/ses-messages.json", timeout=30) as r:
+            return json.load(r)["messages"]
 
     def chat_messages(self) -> list:
         """Every message the chat stand-in accepted: {channel, kind, receivedAt, body, signature}."""
