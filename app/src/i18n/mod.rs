@@ -210,26 +210,26 @@ pub fn texts(locale: Locale) -> &'static Texts {
 
 #[cfg(test)]
 mod boot_texts {
-    //! app/boot.js draws the decision form before the wasm has arrived, in these texts and limits: it must say
+    //! app/boot-form.js draws the decision form before the wasm has arrived, in these texts and limits: it must say
     //! what the app says.
     use super::*;
 
-    const BOOT_JS: &str = include_str!("../../boot.js");
+    const BOOT_FORM_JS: &str = include_str!("../../boot-form.js");
 
-    /// The block of one language in boot.js's `TEXTS` (`  en: {` … `  },`).
+    /// The block of one language in boot-form.js's `TEXTS` (`  en: {` … `  },`).
     fn block(lang: &str) -> &'static str {
-        let start = BOOT_JS.find(&format!("\n  {lang}: {{\n")).unwrap_or_else(|| panic!("no {lang} block"));
-        let rest = &BOOT_JS[start..];
+        let start = BOOT_FORM_JS.find(&format!("\n  {lang}: {{\n")).unwrap_or_else(|| panic!("no {lang} block"));
+        let rest = &BOOT_FORM_JS[start..];
         &rest[..rest.find("\n  },").expect("unterminated block")]
     }
 
     fn has(block: &str, key: &str, value: &str) {
         let line = format!("\n    {key}: {},", serde_json::to_string(value).unwrap());
-        assert!(block.contains(&line), "boot.js does not say{line}");
+        assert!(block.contains(&line), "boot-form.js does not say{line}");
     }
 
     #[test]
-    fn boot_js_speaks_the_apps_texts() {
+    fn boot_form_js_speaks_the_apps_texts() {
         for (lang, t) in [("en", texts(Locale::En)), ("ja", texts(Locale::Ja))] {
             let b = block(lang);
             let pairs = [
@@ -265,13 +265,13 @@ mod boot_texts {
     }
 
     #[test]
-    fn boot_js_keeps_cores_limits() {
+    fn boot_form_js_keeps_cores_limits() {
         use ringi_core::{decision::COMMENT_MAX_CHARS, form::TEXT_MAX_CHARS};
         for line in [
             format!("const COMMENT_MAX_CHARS = {COMMENT_MAX_CHARS};"),
             format!("const TEXT_MAX_CHARS = {TEXT_MAX_CHARS};"),
         ] {
-            assert!(BOOT_JS.contains(&line), "boot.js lacks {line}");
+            assert!(BOOT_FORM_JS.contains(&line), "boot-form.js lacks {line}");
         }
     }
 }

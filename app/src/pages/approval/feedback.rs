@@ -90,7 +90,7 @@ pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
     ok.then_some(feedback).ok_or(())
 }
 
-/// What is stashed in sessionStorage while the user signs in again, or what was typed into app/boot.js's form
+/// What is stashed in sessionStorage while the user signs in again, or what was typed into app/boot-form.js's form
 /// before the wasm had started (`handedOver`, with the id of the control that had the focus).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -181,9 +181,9 @@ mod tests {
     }
 
     #[test]
-    fn boot_js_switches_to_a_select_where_the_app_does() {
+    fn boot_form_js_switches_to_a_select_where_the_app_does() {
         let line = format!("const RADIO_MAX = {RADIO_MAX};");
-        assert!(include_str!("../../../boot.js").contains(&line), "app/boot.js lacks {line}");
+        assert!(include_str!("../../../boot-form.js").contains(&line), "app/boot-form.js lacks {line}");
     }
 
     #[test]
