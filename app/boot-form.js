@@ -75,6 +75,11 @@ function mayDecide(view) {
     && view.cannotDecide == null && view.mySeat?.holds !== false && Array.isArray(view.form);
 }
 
+// The id of a field's control (`boot-` + the app's `field-{name}`: the draft's focus maps one onto the other).
+const fieldId = (name) => `boot-field-${name}`;
+// A text field's length limit, as ringi-core `form::text_limit`.
+const textLimit = (f) => Math.min(f.maxLength ?? TEXT_MAX_CHARS, TEXT_MAX_CHARS);
+
 const node = (tag, attrs = {}, ...children) => {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
@@ -129,7 +134,7 @@ class BootForm {
   }
 
   fieldView(f) {
-    const id = `boot-field-${f.name}`;
+    const id = fieldId(f.name);
     const t = this.t;
     const describedby = `${id}-help ${id}-error`;
     const label = (tag, attrs) => node(tag, { class: "field__label", id: `${id}-label`, ...attrs }, f.label,
@@ -144,8 +149,7 @@ class BootForm {
           step: "any", min: f.min ?? undefined, max: f.max ?? undefined });
         break;
       case "textarea":
-        control = node("textarea", { ...common, class: "input input--area", rows: 4,
-          maxlength: Math.min(f.maxLength ?? TEXT_MAX_CHARS, TEXT_MAX_CHARS) });
+        control = node("textarea", { ...common, class: "input input--area", rows: 4, maxlength: textLimit(f) });
         break;
       case "boolean":
         control = node("input", { id, type: "checkbox", class: "checkbox", "aria-describedby": describedby });
@@ -165,11 +169,11 @@ class BootForm {
         break;
       default:
         control = node("input", { ...common, type: "text", class: "input", autocomplete: "off",
-          maxlength: Math.min(f.maxLength ?? TEXT_MAX_CHARS, TEXT_MAX_CHARS) });
+          maxlength: textLimit(f) });
     }
     head ??= label("label", { for: id });
     const isCheck = f.type === "boolean";
-    return node("div", { class: isCheck ? "field field--check" : "field", "data-testid": `boot-field-${f.name}` },
+    return node("div", { class: isCheck ? "field field--check" : "field", "data-testid": id },
       ...(isCheck ? [control, head] : [head, control]),
       node("p", { id: `${id}-help`, class: "field__help" }, typeof f.help === "string" ? f.help : ""),
       node("p", { id: `${id}-error`, class: "field__error" }));
@@ -213,7 +217,7 @@ class BootForm {
 
   // A field's value as typed: the ticked box, the chosen radio's option, or the control's text.
   value(f) {
-    const id = `boot-field-${f.name}`;
+    const id = fieldId(f.name);
     if (f.type === "boolean") return document.getElementById(id)?.checked === true;
     const control = this.form.querySelector(`input[name="${id}"]:checked`) || document.getElementById(id);
     return control?.value ?? "";
@@ -286,7 +290,7 @@ class BootForm {
   // A 400 naming `comment` or `feedback.X`: the worker's message next to that field.
   place(field, message) {
     const name = field === "comment" ? "comment" : field.startsWith("feedback.") ? field.slice(9) : null;
-    const id = name === "comment" ? "boot-comment" : name && `boot-field-${name}`;
+    const id = name === "comment" ? "boot-comment" : name && fieldId(name);
     const error = id && document.getElementById(`${id}-error`);
     if (!error) return false;
     error.textContent = message;

@@ -39,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_KEY = "ringi-admin"  # scripts/moto_server.py lets this key through IAM auth, for setup only
 REGION = "us-east-1"
+# scripts/moto_server.py's list of the mail SES accepted (moto's data.json serialises all of its state).
+SES_MESSAGES = "/moto-api/ringi/ses-messages.json"
 POOL_ID = "local_RingiPool1"
 CLIENT_ID = "ringi-local-client"
 # The app client whose client-credentials tokens may register approvals (REGISTER_CLIENT_IDS); people sign in
@@ -302,7 +304,7 @@ class Stack:
         p = self._spawn("moto", [sys.executable, str(ROOT / "scripts/moto_server.py"), "-H", "127.0.0.1",
                                  "-p", str(self.ports.moto)], env={"MOTO_ADMIN_ACCESS_KEY": ADMIN_KEY},
                         drop=("AWS_", "MOTO_"))
-        self._wait(p, lambda: http_ok(f"{self.moto_url}/moto-api/ringi/ses-messages.json"), 60)
+        self._wait(p, lambda: http_ok(self.moto_url + SES_MESSAGES), 60)
 
     def aws(self, service: str, key: str = ADMIN_KEY, secret: str = "admin"):
         import boto3
@@ -601,7 +603,7 @@ class Stack:
 
     def sent_mail(self) -> list:
         """Every message SES (moto) accepted: {source, destinations, subject, body (HTML)}."""
-        with urllib.request.urlopen(f"{self.moto_url}/moto-api/ringi/ses-messages.json", timeout=30) as r:
+        with urllib.request.urlopen(self.moto_url + SES_MESSAGES, timeout=30) as r:
             return json.load(r)["messages"]
 
     def chat_messages(self) -> list:
