@@ -15,6 +15,7 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
   6. SendTaskFailure keeps `cause`;
   7. GET /moto-api/ringi/ses-messages.json lists the mail SES accepted ({messages: [{id, source, destinations,
      subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does.
+  8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes).
 It patches moto internals, hence the exact version pin.
 """
 import argparse
@@ -174,6 +175,28 @@ def _ses_messages(request, full_url, headers):
 
 SES_MESSAGES_PATH = "/moto-api/ringi/ses-messages.json"
 moto_api_urls.url_paths["{0}" + SES_MESSAGES_PATH] = _ses_messages
+
+
+# 8. DynamoDB one operation at a time, as atomic as AWS's: moto's server is threaded and its backend takes no lock.
+#    A TransactWriteItems deep-copies the table first and puts that copy back when a condition fails, wiping
+#    whatever another request wrote in between (a claim taken, a decision finished), and a read may see an
+#    UpdateItem half applied. The copy grows with the table, so the longer a test run, the wider that window.
+def _serialised(method, lock):
+    def locked(*args, **kwargs):
+        with lock:
+            return method(*args, **kwargs)
+    return locked
+
+
+def _serialise_dynamodb():
+    from moto.dynamodb.models import DynamoDBBackend
+    lock = threading.RLock()
+    for name, method in list(vars(DynamoDBBackend).items()):
+        if callable(method) and not name.startswith("_") and not isinstance(method, (staticmethod, classmethod)):
+            setattr(DynamoDBBackend, name, _serialised(method, lock))
+
+
+_serialise_dynamodb()
 
 
 def main():

@@ -9,8 +9,10 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
@@ -344,6 +346,40 @@ def test_edge_user_cannot_call_other_actions(moto_url, edge_key):
 
 
 # ---------------------------------------------------------------- launcher guard
+
+def test_a_failed_transaction_keeps_what_others_wrote_meanwhile(moto_url, ddb):
+    """A TransactWriteItems whose condition fails leaves the table as it was, except for what other requests
+    wrote while it ran: writes to DynamoDB are atomic with respect to each other, as on AWS (patch 8)."""
+    table = "ringi-concurrency"
+    ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}])
+    # A table of some size: moto copies all of it at the start of every transaction.
+    for i in range(300):
+        ddb.put_item(TableName=table, Item={"k": {"S": f"pad-{i}"}, "v": {"S": "x" * 200}})
+    ddb.put_item(TableName=table, Item={"k": {"S": "counter"}, "n": {"N": "0"}})
+    increments, stop = 60, threading.Event()
+
+    def failing_transactions():
+        db = client(moto_url, "dynamodb")
+        while not stop.is_set():
+            with pytest.raises(ClientError, match="TransactionCanceled"):
+                db.transact_write_items(TransactItems=[{"Update": {
+                    "TableName": table, "Key": {"k": {"S": "pad-0"}}, "UpdateExpression": "SET v = :v",
+                    "ConditionExpression": "attribute_exists(nothing)", "ExpressionAttributeValues": {":v": {"S": "y"}}}}])
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        busy = [pool.submit(failing_transactions) for _ in range(2)]
+        db = client(moto_url, "dynamodb")
+        for _ in range(increments):
+            db.update_item(TableName=table, Key={"k": {"S": "counter"}}, UpdateExpression="ADD n :one",
+                           ExpressionAttributeValues={":one": {"N": "1"}})
+        stop.set()
+        for f in busy:
+            f.result()
+    item = ddb.get_item(TableName=table, Key={"k": {"S": "counter"}}, ConsistentRead=True)["Item"]
+    assert item["n"]["N"] == str(increments)
+
 
 def test_launcher_refuses_other_moto_versions(tmp_path):
     fake = tmp_path / "moto"
