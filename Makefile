@@ -50,8 +50,11 @@ worker:
 deploy-check:
 	$(ENV) python -m pytest -q tests/deploy
 
+## e2e: the browser and API suite, its modules spread over E2E_WORKERS pytest-xdist workers (default 2), each on a
+## stack of its own (tests/e2e/conftest.py: ports 20 apart); E2E_WORKERS=0 runs it in this one process
+E2E_WORKERS ?= 2
 e2e:
-	$(ENV) python -m pytest -q --durations=20 tests/e2e
+	$(ENV) python -m pytest -q --durations=30 $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile) tests/e2e
 
 ## make bench: benchmarks on an own stack (ports 8887/5410/9410) → docs/benchmarks.md; BENCH_OPT_LEVELS=1 adds
 ## the opt-level "s" builds (target/opt-s, several minutes). BENCH_ONLY=spa (or any of sizes,cold,decision,placement,types,

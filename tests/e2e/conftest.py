@@ -31,15 +31,29 @@ def no_secret_leaks():
         print("\n" + leaks.check(stack))
 
 
+# `make e2e` runs the modules on two pytest-xdist workers (gw0, gw1), each with a stack of its own: the suite
+# mostly waits (paused executions, leases, schedules), so two stacks share two cores well.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+XDIST_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
+
+
+def suite_port(name: str, default: int) -> int:
+    """RINGI_TEST_{name}_PORT, else the default, 20 further per xdist worker."""
+    return int(os.environ.get(f"RINGI_TEST_{name}_PORT", default + 20 * XDIST_INDEX if default else 0))
+
+
+def main_state_dir() -> Path:
+    """RINGI_TEST_STATE_DIR, else .ringi/test (and .ringi/test-gw1 … for the other xdist workers)."""
+    default = ROOT / ".ringi" / ("test" if XDIST_INDEX == 0 else f"test-{XDIST_WORKER}")
+    return Path(os.environ.get("RINGI_TEST_STATE_DIR", default))
+
+
 @pytest.fixture(scope="session")
 def stack():
-    ports = Ports(worker=int(os.environ.get("RINGI_TEST_WORKER_PORT", "8797")),
-                  moto=int(os.environ.get("RINGI_TEST_MOTO_PORT", "5010")),
-                  idp=int(os.environ.get("RINGI_TEST_IDP_PORT", "9010")),
-                  mailbox=int(os.environ.get("RINGI_TEST_MAILBOX_PORT", "8035")),
-                  chat=int(os.environ.get("RINGI_TEST_CHAT_PORT", "0")))
+    ports = Ports(worker=suite_port("WORKER", 8797), moto=suite_port("MOTO", 5010), idp=suite_port("IDP", 9010),
+                  mailbox=suite_port("MAILBOX", 8035), chat=suite_port("CHAT", 0))
     # Another suite may run at the same time on other ports (RINGI_TEST_*_PORT): it needs its own state dir.
-    state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
+    state = main_state_dir()
     # The shortest lease the worker accepts: test_faults waits for a dead worker's claim to run out.
     # RINGI_TEST_STORAGE=dynamodb runs the session's worker on the DynamoDB backend (D1's governance features
     # then answer 501); test_dynamodb.py runs the decision path on DynamoDB in every session either way.
@@ -56,7 +70,7 @@ def provider_stack(profile: str):
     """Another stack, started only by the tests that ask for it, with one of the IdP stand-in's OpenID Connect
     profiles and a worker configured with OIDC_ISSUER. Its own state dir beside the main one, free ports (its
     callbacks are registered at its own IdP), no demo components."""
-    main = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
+    main = main_state_dir()
     ports = Ports(worker=free_port(), moto=free_port(), idp=free_port(), mailbox=free_port())
     s = Stack(state=fresh_state(main.with_name(f"{main.name}-{profile}")), ports=ports,
               claim_lease_seconds=MIN_CLAIM_LEASE_SECONDS, profile=profile)
