@@ -38,14 +38,15 @@ XDIST_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
 
 
 def suite_port(name: str, default: int) -> int:
-    """RINGI_TEST_{name}_PORT, else the default, 20 further per xdist worker."""
-    return int(os.environ.get(f"RINGI_TEST_{name}_PORT", default + 20 * XDIST_INDEX if default else 0))
+    """RINGI_TEST_{name}_PORT, else the default; 20 further up per xdist worker after the first (0: a free port)."""
+    port = int(os.environ.get(f"RINGI_TEST_{name}_PORT", default))
+    return port + 20 * XDIST_INDEX if port else 0
 
 
 def main_state_dir() -> Path:
-    """RINGI_TEST_STATE_DIR, else .ringi/test (and .ringi/test-gw1 … for the other xdist workers)."""
-    default = ROOT / ".ringi" / ("test" if XDIST_INDEX == 0 else f"test-{XDIST_WORKER}")
-    return Path(os.environ.get("RINGI_TEST_STATE_DIR", default))
+    """RINGI_TEST_STATE_DIR, else .ringi/test; `-gw1` … appended for the xdist workers after the first."""
+    state = Path(os.environ.get("RINGI_TEST_STATE_DIR", ROOT / ".ringi" / "test"))
+    return state if XDIST_INDEX == 0 else state.with_name(f"{state.name}-{XDIST_WORKER}")
 
 
 @pytest.fixture(scope="session")
