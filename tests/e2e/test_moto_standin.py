@@ -345,7 +345,7 @@ def test_edge_user_cannot_call_other_actions(moto_url, edge_key):
     assert_auth_failure(*error_of(edge.send_task_heartbeat, taskToken="garbage"))  # not in its policy
 
 
-# ---------------------------------------------------------------- launcher guard
+# ---------------------------------------------------------------- DynamoDB writes
 
 def test_a_failed_transaction_keeps_what_others_wrote_meanwhile(moto_url, ddb):
     """A TransactWriteItems whose condition fails leaves the table as it was, except for what other requests
@@ -368,7 +368,7 @@ def test_a_failed_transaction_keeps_what_others_wrote_meanwhile(moto_url, ddb):
                     "TableName": table, "Key": {"k": {"S": "pad-0"}}, "UpdateExpression": "SET v = :v",
                     "ConditionExpression": "attribute_exists(nothing)", "ExpressionAttributeValues": {":v": {"S": "y"}}}}])
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         busy = [pool.submit(failing_transactions) for _ in range(2)]
         db = client(moto_url, "dynamodb")
         for _ in range(increments):
@@ -380,6 +380,8 @@ def test_a_failed_transaction_keeps_what_others_wrote_meanwhile(moto_url, ddb):
     item = ddb.get_item(TableName=table, Key={"k": {"S": "counter"}}, ConsistentRead=True)["Item"]
     assert item["n"]["N"] == str(increments)
 
+
+# ---------------------------------------------------------------- launcher guard
 
 def test_launcher_refuses_other_moto_versions(tmp_path):
     fake = tmp_path / "moto"
