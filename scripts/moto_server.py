@@ -15,7 +15,8 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
   6. SendTaskFailure keeps `cause`;
   7. GET /moto-api/ringi/ses-messages.json lists the mail SES accepted ({messages: [{id, source, destinations,
      subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does.
-  8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes).
+  8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes);
+  9. StopExecution right after StartExecution aborts the execution instead of failing with a 500.
 It patches moto internals, hence the exact version pin.
 """
 import argparse
@@ -23,6 +24,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 
 import moto
@@ -38,6 +40,7 @@ from moto.core.authorization import ActionAuthenticatorMixin  # noqa: E402
 from moto.core.exceptions import AWSError  # noqa: E402
 from moto.core.responses import EmptyResult  # noqa: E402
 from moto.stepfunctions.parser.api import ExecutionStatus  # noqa: E402
+from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker  # noqa: E402
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
     state_task_service_callback as cb_mod,
 )
@@ -197,6 +200,20 @@ def _serialise_dynamodb():
 
 
 _serialise_dynamodb()
+
+
+# 9. StopExecution at once after StartExecution: the execution's thread builds its environment only after parsing
+#    the definition, and a stop arriving before that failed with a 500 (AttributeError on None). AWS aborts it.
+def _stop_when_started(stop):
+    def stop_started(self, stop_date, error, cause):
+        deadline = time.monotonic() + 10
+        while self.env is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return stop(self, stop_date=stop_date, error=error, cause=cause)
+    return stop_started
+
+
+ExecutionWorker.stop = _stop_when_started(ExecutionWorker.stop)
 
 
 def main():

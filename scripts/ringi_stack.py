@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -131,6 +132,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The end of a component's log, for an error raised where the log file itself is out of reach (CI output).
+    The logs hold no secrets: the e2e leak check reads every one of them."""
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+    except FileNotFoundError:
+        return ""
+    return "; its last lines:\n" + "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", line) for line in tail)
+
+
 def http_ok(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
@@ -166,6 +177,8 @@ class Stack:
     # "cognito" (a user pool's shapes), "generic" (any OpenID Connect provider; the stand-in's Entra profile) or
     # "okta" (the stand-in's Okta profile: ID tokens as the bearer, sign-out needs `id_token_hint`).
     profile: str = "cognito"
+    # extra_worker's name → port (filled by it; may be called from several threads at once).
+    extra_ports: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ derived settings
     @property
@@ -291,12 +304,12 @@ class Stack:
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             if proc.popen.poll() is not None:
-                raise StackError(f"{proc.name} exited with {proc.popen.returncode}; see {proc.log}")
+                raise StackError(f"{proc.name} exited with {proc.popen.returncode}; see {proc.log}{log_tail(proc.log)}")
             if ready():
                 self.say(f"  {proc.name:<7} ready in {time.monotonic() - t0:4.1f}s  (log: {proc.log})")
                 return
             time.sleep(0.2)
-        raise StackError(f"{proc.name} not ready after {timeout:.0f}s; see {proc.log}")
+        raise StackError(f"{proc.name} not ready after {timeout:.0f}s; see {proc.log}{log_tail(proc.log)}")
 
     # ------------------------------------------------------------------ moto
     def _start_moto(self) -> None:
@@ -519,7 +532,10 @@ class Stack:
         if migrate.returncode != 0:
             raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
         self.say(f"  {name:<7} D1 migrations applied in {time.monotonic() - t0:4.1f}s")
+        # An inspector port of its own: left to itself every wrangler probes 9229 upwards and binds later, so two
+        # starting at once (two test stacks, an extra worker) can both pick 9229 and one dies on EADDRINUSE.
         p = self._spawn(name, ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", str(port),
+                               "--inspector-port", str(free_port()),
                                "--persist-to", str(persist), "--env-file", str(env_file),
                                "--show-interactive-dev-session=false", "--log-level", "log", "--test-scheduled"],
                         cwd=ROOT / "edge")
@@ -531,14 +547,13 @@ class Stack:
         """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret. Calling it
         again with the same name restarts that worker on the same port and D1 (after `kill`). `signs_in`: on
         the port whose sign-in callback the IdP accepts (one such worker at a time)."""
-        self._extra = getattr(self, "_extra", {})
-        port = self._extra.get(name) or (self.sign_in_port if signs_in else free_port())
+        port = self.extra_ports.get(name) or (self.sign_in_port if signs_in else free_port())
         # One worker at a time on the sign-in port: an earlier one there is stopped (its D1 stays on disk).
-        for other, used in list(self._extra.items()):
+        for other, used in list(self.extra_ports.items()):
             if used == port and other != name:
                 self.stop_component(f"worker-{other}")
-                del self._extra[other]
-        self._extra[name] = port
+                del self.extra_ports[other]
+        self.extra_ports[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides})
 
