@@ -16,6 +16,16 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def session_record(bearer: str, ttl_ms: int) -> dict:
+    """A signed-in tab's session as the SPA keeps it (sessionStorage['ringi.session'], app/src/infra/auth.rs
+    `Session`), put there by the benchmark instead of a sign-in. `accessToken` is the bearer's name in the builds
+    before OpenID Connect (the first-load baseline, measure/baseline.py): each build reads its own and ignores the
+    other."""
+    now_ms = int(time.time() * 1000)
+    return {"bearer": bearer, "accessToken": bearer, "expiresAt": now_ms + ttl_ms, "obtainedAt": now_ms,
+            "viaReauth": False}
+
+
 # --------------------------------------------------------------------------------------------- HTTP
 class Client:
     """One keep-alive HTTP/1.1 connection to 127.0.0.1:port (http.client: little client-side overhead)."""

@@ -78,16 +78,17 @@ def other_root(root: Path):
         ringi_stack.ROOT = saved
 
 
-def make_tree(tree: Path, edge_build: Path, dist: Path) -> Path:
+def make_tree(tree: Path, edge_build: Path, dist: Path, edge: Path = ROOT / "edge") -> Path:
     """A tree `wrangler dev` can run in (edge/ with wrangler.toml, migrations and a build; dist/ beside it), made of
-    copies: other people rebuilding edge/build or dist/ (wrangler dev reloads on change) cannot touch it."""
+    copies: other people rebuilding edge/build or dist/ (wrangler dev reloads on change) cannot touch it. `edge`:
+    where wrangler.toml and the migrations come from (another checkout's, for a build of another commit)."""
     if tree.exists():
         shutil.rmtree(tree)
     (tree / "edge").mkdir(parents=True)
     shutil.copytree(edge_build, tree / "edge" / "build")
     shutil.copytree(dist, tree / "dist", ignore=shutil.ignore_patterns(".stage"))
-    shutil.copytree(ROOT / "edge" / "migrations", tree / "edge" / "migrations")
-    shutil.copy2(ROOT / "edge" / "wrangler.toml", tree / "edge" / "wrangler.toml")
+    shutil.copytree(edge / "migrations", tree / "edge" / "migrations")
+    shutil.copy2(edge / "wrangler.toml", tree / "edge" / "wrangler.toml")
     html = (tree / "dist" / "index.html").read_text()
     missing = [ref for ref in re.findall(r'(?:src|href|content)="/([^"]+)"', html) if not (tree / "dist" / ref).exists()]
     if missing or not (tree / "edge" / "build" / "worker" / "shim.mjs").exists():
@@ -202,6 +203,15 @@ def setup_seed(stack: Stack, table: str = "seed-approvals", port: int = SEED_POR
                         drop=("AWS_",))
     stack._wait(proc, lambda: http_ok(f"http://127.0.0.1:{port}/healthz"), 30)
     return proc
+
+
+def register_inbox(client, api_key: str, n: int = 30) -> list[str]:
+    """The inbox user's approvals (`bench-inbox`, also reachable through group `ops`): the request types' and the
+    first loads' approvals, registered alike on every build the benchmark measures."""
+    return [register_synthetic(client, api_key, [{"sub": "bench-inbox"}, {"group": "ops"}], f"Deploy #{i}",
+                               summary="A change to review. " * 8, timeoutSeconds=86400 + i * 60,
+                               context={"executionArn": f"arn:aws:states:us-east-1:123456789012:execution:demo:{i}"})
+            for i in range(n)]
 
 
 def register_synthetic(client, api_key: str, approvers: list, title: str, **fields) -> str:

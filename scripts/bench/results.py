@@ -389,6 +389,17 @@ class Lighthouse:
     setup_seconds: float = 0.0  # the install check (and install, when it was not there)
 
 
+@dataclass
+class Baseline:
+    """The commit the first-load targets were set against, built and measured in this run (measure/baseline.py)."""
+    rev: str
+    subject: str  # short hash, commit date, subject
+    build_times: dict[str, float]  # worker/spa → seconds (empty when an earlier run's build was reused)
+    sizes: BundleSizes
+    tti: dict[str, SpaLoad]  # keys of measure/spa.py's SPA_CONDITIONS: the cold loads
+    lighthouse: Lighthouse | None = None
+
+
 # ------------------------------------------------------------------------------------------------ the run
 @dataclass
 class Results:
@@ -409,6 +420,7 @@ class Results:
     twiggy: Twiggy | None = None
     lighthouse: Lighthouse | None = None
     lighthouse_missing: str | None = None  # why the Lighthouse section was not measured in a full run
+    baseline: Baseline | None = None
     storage: dict | None = None  # D1 vs DynamoDB (measure/storage.py)
     duration_s: float = 0.0
     loadavg_at_end: tuple = ()

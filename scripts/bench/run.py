@@ -26,6 +26,8 @@ then measures (one module of measure/ each, typed results in results.py, the doc
   10. D1 vs DynamoDB (`STORAGE=dynamodb`): register / view / decide latency and round trips (measure/storage.py);
   9. Lighthouse (mobile preset) on the approval page and the inbox, signed in (measure/lighthouse.py; Lighthouse is
      installed into $RINGI_HOME/lighthouse at bench time; without it the previous document's section is kept).
+  and the first-load baseline: the commit the first-load targets were set against, built once into target/baseline
+     and measured in the same run (cold loads, sizes, Lighthouse) beside this build (measure/baseline.py).
 Every loop is bounded in count and time; everything listens on 127.0.0.1; everything started is stopped.
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ from harness import (DOC, PORTS, ROOT, SEED_PORT, STATE, T0, Paused, log, make_t
 from common import Client, cpu_ticks, machine, versions
 from ringi_stack import Stack, fresh_state
 
+from measure.baseline import REV as BASELINE_REV, build_baseline, measure_baseline
 from measure.decision import side_by_side
 from measure.inbox import inbox_scale, inbox_sql
 from measure.lighthouse import ensure_installed, lighthouse
@@ -60,7 +63,8 @@ from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, OPT_BEGIN, OPT_END, STORAG
                     TWIGGY_END, placement_text, previous_section, report, storage_text)
 from results import Params, Results
 
-SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse", "storage")
+SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse", "storage",
+            "baseline")
 
 
 def main() -> None:
@@ -108,6 +112,9 @@ def main() -> None:
     if "opt" in sections:
         log("building both wasm artefacts at opt-level z and s into target/opt-{z,s}, before the stack starts …")
         opt_build = build_opt_levels()
+    if "baseline" in sections:
+        log(f"baseline: building {BASELINE_REV[:7]} into target/baseline (once per commit), before the stack starts …")
+        baseline_build = build_baseline()
     # The benchmark registers thousands of approvals a minute with one API key: lift the per-credential limit
     # (REGISTER_RATE_PER_MINUTE, default 600) to its maximum.
     stack = Stack(state=fresh_state(STATE), ports=PORTS, claim_lease_seconds=30, say=lambda m: log(m.strip()),
@@ -173,6 +180,10 @@ def main() -> None:
             lh.setup_seconds = lighthouse_setup_s
             for page in lh.pages.values():
                 log(f"Lighthouse {page.label}: " + ", ".join(f"{c} {s:.0f}" for c, s in page.scores.items()))
+        if "baseline" in sections:
+            lh_runs = params.lighthouse_runs if "lighthouse" in sections and not r.lighthouse_missing else None
+            log(f"baseline {BASELINE_REV[:7]}: first loads{' and Lighthouse' if lh_runs else ''} …")
+            r.baseline = measure_baseline(stack, baseline_build, params.tti_runs, lh_runs)
     finally:
         stack.stop()
     r.duration_s = time.monotonic() - T0
@@ -191,6 +202,10 @@ def main() -> None:
         for s in d.steps:
             f = lambda x: "" if x is None else f"{x:.0f}"  # noqa: E731
             print(f"  {s.label:<90} {f(s.start):>6} → {f(s.end):>6} ms  {'' if s.bytes is None else f'{s.bytes:,.0f} B'}")
+    if bl := r.baseline:
+        for key, d in bl.tti.items():
+            print(f"\nbaseline {bl.rev[:7]}, {SPA_LABELS[key]}: median {d.median_tti_ms:.0f} ms, runs "
+                  + ", ".join("%.0f" % x.tti_ms for x in d.runs))
     if r.storage:
         print("\n" + storage_text(r))
     if lh := r.lighthouse:

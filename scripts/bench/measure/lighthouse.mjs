@@ -1,5 +1,5 @@
 // Lighthouse runs for measure/lighthouse.py, signed in: run from the directory Lighthouse was installed into (the
-// bench copies this file there so that `lighthouse` and its `puppeteer-core` resolve), with one JSON argument
+// bench copies this file there so that `lighthouse` and its `puppeteer-core` resolve), with one JSON job on stdin
 //   {chromium, args, runs, pages: [{key, url, headers}], setup_url, session, categories}
 // and prints one JSON object: {lighthouse, browser, settings, pages: {key: [run, …]}}.
 // Per run: a fresh browser (cold HTTP cache, nothing left from the previous run), one tab opened on the origin, the
@@ -10,7 +10,8 @@ import lighthouse from 'lighthouse';
 import puppeteer from 'puppeteer-core';
 import { readFileSync } from 'node:fs';
 
-const job = JSON.parse(process.argv[2]);
+// On stdin: the job carries a bearer token, which must not show on a command line.
+const job = JSON.parse(readFileSync(0, 'utf8'));
 const version = JSON.parse(readFileSync(new URL('./node_modules/lighthouse/package.json', import.meta.url))).version;
 const METRICS = ['first-contentful-paint', 'largest-contentful-paint', 'total-blocking-time',
   'cumulative-layout-shift', 'speed-index'];

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import chromium
+from common import session_record
 from harness import HERE
 from measure.spa import BROTLI_FIRST
 from results import Lighthouse, LighthousePage
@@ -55,17 +56,15 @@ def lighthouse(stack, base_url: str, approval_id: str, signed_in_as: str, runs: 
     """`runs` Lighthouse runs per page (each in a fresh browser: cold cache), signed in as `signed_in_as`."""
     script = lighthouse_dir() / "ringi-lighthouse.mjs"
     shutil.copy2(HERE / "measure" / "lighthouse.mjs", script)  # beside its node_modules, so its imports resolve
-    now_ms = int(time.time() * 1000)
-    # The shape of app/src/infra/auth.rs `Session` (sessionStorage['ringi.session']), as measure/spa.py puts it.
-    session = {"bearer": stack.mint(signed_in_as, groups=["ops"], ttl=7200), "expiresAt": now_ms + 7200_000,
-               "obtainedAt": now_ms, "viaReauth": False}
+    session = session_record(stack.mint(signed_in_as, groups=["ops"], ttl=7200), 7200_000)
     job = {"chromium": chromium.EXECUTABLE, "args": ["--headless=new", *chromium.ARGS], "runs": runs,
            "setup_url": base_url + "/healthz", "session": session, "categories": CATEGORIES,
            "pages": [{"key": key, "url": base_url + path.replace("{id}", approval_id),
                       "headers": {"Accept-Encoding": encoding} if encoding else None} for key, _, path, encoding in PAGES]}
     t0 = time.monotonic()
-    done = subprocess.run(["node", str(script), json.dumps(job)], cwd=lighthouse_dir(), capture_output=True, text=True,
-                          timeout=300 * runs * len(PAGES))
+    # The job holds a bearer token: on stdin, never on a command line.
+    done = subprocess.run(["node", str(script)], input=json.dumps(job), cwd=lighthouse_dir(), capture_output=True,
+                          text=True, timeout=300 * runs * len(PAGES))
     if done.returncode != 0:
         raise RuntimeError(f"lighthouse failed:\n{done.stderr[-3000:]}")
     out = json.loads(done.stdout)

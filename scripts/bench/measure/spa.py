@@ -8,6 +8,7 @@ import statistics
 import time
 
 import chromium
+from common import session_record
 from results import SpaLoad, SpaRun, Step
 
 # Chromium DevTools' "Slow 4G" preset, exactly: `Slow4GConditions` in devtools-frontend
@@ -140,10 +141,7 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
                 page = context.new_page()
                 page.add_init_script(SPA_PROBE % json.dumps(selector))
                 if signed_in_as:
-                    # The shape of app/src/infra/auth.rs `Session` (sessionStorage['ringi.session']).
-                    now_ms = int(time.time() * 1000)
-                    session = {"bearer": stack.mint(signed_in_as), "expiresAt": now_ms + 3600_000,
-                               "obtainedAt": now_ms, "viaReauth": False}
+                    session = session_record(stack.mint(signed_in_as), 3600_000)
                     page.add_init_script("if (location.origin === %s) sessionStorage.setItem('ringi.session', %s);"
                                          % (json.dumps(base_url), json.dumps(json.dumps(session))))
                 redirected = {}

@@ -11,7 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from common import Client, WorkerProcs, start_boottime
-from harness import bearer, launch_worker, log, register_synthetic, worker_cpu, worker_procs
+from harness import bearer, launch_worker, log, register_inbox, worker_cpu, worker_procs
 from ringi_stack import free_port
 from results import ColdRun, ColdStart, Endpoint, Latency, RequestType, RequestTypes, Throughput
 
@@ -21,10 +21,7 @@ VIEW = "view (GET one approval)"
 
 def request_types(stack, wp: WorkerProcs, n: int, rounds: int) -> RequestTypes:
     c = Client(stack.ports.worker)
-    inbox_ids = [register_synthetic(c, stack.api_key, [{"sub": "bench-inbox"}, {"group": "ops"}], f"Deploy #{i}",
-                                    summary="A change to review. " * 8, timeoutSeconds=86400 + i * 60,
-                                    context={"executionArn": f"arn:aws:states:us-east-1:123456789012:execution:demo:{i}"})
-                 for i in range(30)]
+    inbox_ids = register_inbox(c, stack.api_key)
     kinds = {
         "healthz": lambda i: ("GET", "/healthz", None, {}, 200),
         VERIFY: lambda i: ("GET", "/api/v1/approvals/x", None, bearer(tokens[i]), 404),
