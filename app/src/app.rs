@@ -193,16 +193,23 @@ fn ApprovalRoute() -> impl IntoView {
 #[cfg(feature = "admin")]
 #[component(transparent)]
 fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
+    use leptos_router::any_nested_route::IntoAnyNestedRoute;
+    // One nested route, whichever way the views are built (typed, or erased: scripts/wasm-env.sh).
     view! {
         <Route path=path!("/settings") view=SettingsRoute />
         <Route path=path!("/audit") view=AuditRoute />
     }
     .into_inner()
+    .into_any_nested_route()
 }
 
 #[cfg(not(feature = "admin"))]
 #[component(transparent)]
-fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {}
+fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
+    use leptos_router::any_nested_route::IntoAnyNestedRoute;
+    // No routes, as one nested route (see above).
+    ().into_any_nested_route()
+}
 
 /// `/audit`: the operators' event log (signed in; the worker refuses everyone else with a 403).
 #[cfg(feature = "admin")]
