@@ -210,7 +210,7 @@ def target_gaps(r: Results) -> list[str]:
             heavy = sorted((a for a in page.failing if a["category"] == "performance" and a["weight"]),
                            key=lambda a: -a["weight"])[:2]
             gaps.append(f"**Lighthouse, {page.label}** ({next(iter(page.scores.values())):.0f}): "
-                        + "; ".join(f"`{a['id']}` {a['display']} (weight {a['weight']}, scores {a['scores']})"
+                        + "; ".join(f"`{a['id']}` {a['display']} in its first failing run (weight {a['weight']}, scores {a['scores']})"
                                     for a in heavy) + ".")
     return gaps
 
