@@ -6,7 +6,7 @@ import jinja2
 
 from harness import DOC, HERE, SEED_PORT
 from measure.lighthouse import INSTALL_HINT
-from measure.spa import SPA_LABELS
+from measure.spa import SLOW_4G, SPA_LABELS
 from results import PLACEMENTS, Results
 
 # The sections measured only on request: kept across runs without their switch, between these markers.
@@ -176,7 +176,7 @@ def target_gaps(r: Results) -> list[str]:
     share of the transfer, what the app's form waits for after the wasm's last byte, and Lighthouse's two heaviest
     failing metrics."""
     gaps = []
-    slow_4g, latency = 180_000, 562.5  # B/s and ms, measure/spa.py SLOW_4G
+    slow_4g, latency = SLOW_4G["downloadThroughput"], SLOW_4G["latency"]  # B/s, ms
     if sz := r.sizes:
         spa = sz.spa
         rest = spa.total.br - spa.wasm.br
@@ -187,9 +187,9 @@ def target_gaps(r: Results) -> list[str]:
                         f"{100 * (1 - (200 * 1024 - rest) / spa.wasm.br):.0f} % less than this build's "
                         f"({spa.wasm.raw:,} B raw).")
     load = (r.tti or {}).get("signed_in_throttled_br")
-    steps = {s.label.split(" (")[0]: s for s in load.steps} if load else {}
-    wasm = next((s for label, s in steps.items() if label.endswith("_bg.wasm")), None)
-    end = next((s for label, s in steps.items() if label.startswith("end:")), None)
+    steps = load.steps if load else []
+    wasm = next((s for s in steps if s.label.endswith("_bg.wasm")), None)
+    end = next((s for s in steps if s.label.startswith("end:")), None)
     if load and wasm and end and wasm.start and wasm.end and wasm.bytes and end.end and load.median_tti_ms > 2500:
         after = end.end - wasm.end
         budget = 2500 - after - wasm.start
@@ -199,17 +199,18 @@ def target_gaps(r: Results) -> list[str]:
         fits = max(budget - latency, 0) * rate
         gaps.append(f"**The app's own form** (brotli, {load.median_tti_ms:.0f} ms): the wasm downloads from "
                     f"{wasm.start:.0f} to {wasm.end:.0f} ms ({wasm.bytes:,.0f} B: {latency} ms of latency, then "
-                    f"{1000 * rate:,.0f} B/s of the {slow_4g:,}), then compile, instantiation, the shell and the "
+                    f"{1000 * rate:,.0f} B/s of the {slow_4g:,.0f}), then compile, instantiation, the shell and the "
                     f"approval's render take {after:.0f} ms under 4× CPU. With those unchanged, 2,500 ms leaves "
                     f"{max(budget, 0):.0f} ms for the download: a wasm of about {fits / 1024:.0f} KiB brotli. The "
                     f"decision itself does not wait for it (decision usable, boot-form.js).")
     if lh := r.lighthouse:
         for page in lh.pages.values():
-            if next(iter(page.scores.values()), 100) >= 95:
+            performance = next(iter(page.scores.values()), 100)
+            if performance >= 95:
                 continue
             heavy = sorted((a for a in page.failing if a["category"] == "performance" and a["weight"]),
                            key=lambda a: -a["weight"])[:2]
-            gaps.append(f"**Lighthouse, {page.label}** ({next(iter(page.scores.values())):.0f}): "
+            gaps.append(f"**Lighthouse, {page.label}** ({performance:.0f}): "
                         + "; ".join(f"`{a['id']}` {a['display']} in its first failing run (weight {a['weight']}, scores {a['scores']})"
                                     for a in heavy) + ".")
     return gaps
