@@ -460,6 +460,18 @@ impl Config {
         self.admin_group.as_ref().is_some_and(|g| who.groups.iter().any(|mine| mine == g))
     }
 
+    /// Can a caller's email ever be verified? Not with Cognito access tokens (`TOKEN_USE=access`, the
+    /// default): they carry no email. Then approvers and requesters can be matched by `sub` only.
+    pub fn emails_verifiable(&self) -> bool {
+        !(self.profile == IdpProfile::Cognito && self.token_use == TokenUse::Access)
+    }
+
+    /// Whether out-of-office routing may match an absent approver by email: only a verified email, never
+    /// one a provider sends unchecked (`EMAIL_VERIFIED=trust`), which anyone could claim.
+    pub fn routes_by_email(&self) -> bool {
+        self.mapping.email != EmailPolicy::Trust
+    }
+
     fn audience_rule(&self, token_use: TokenUse, client_required: bool) -> AudienceRule {
         match self.profile {
             IdpProfile::Cognito => AudienceRule::Cognito(token_use),

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::body::{from_object, json_value, top_field};
 use crate::error::ApiError;
+use crate::form::strip_invisible;
 use crate::principal::{Identity, Principal};
 use crate::register::{approvers, checked_principal};
 use crate::time::{format_rfc3339, parse_rfc3339};
@@ -95,66 +96,6 @@ pub fn check_holder(seats: &[Seat], who: &Identity) -> Result<(), ApiError> {
     }
 }
 
-/// Who asked for the approval, for the rule that a requester never decides their own request unless the
-/// approval allows self-approval (the registration's `requestedBy` and `allowSelfApproval`; [`Requester::unknown`]
-/// where nobody is named).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Requester {
-    pub principals: Vec<Principal>,
-    pub allow_self_approval: bool,
-}
-
-impl Requester {
-    pub fn unknown() -> Self {
-        Self { principals: Vec::new(), allow_self_approval: true }
-    }
-
-    /// `to` may receive a slot of this approval.
-    pub fn check_delegate(&self, to: &Principal) -> Result<(), ApiError> {
-        let to = to.normalized();
-        match !self.allow_self_approval && self.principals.iter().any(|p| p.normalized() == to) {
-            true => Err(ApiError::DelegateIsRequester),
-            false => Ok(()),
-        }
-    }
-}
-
-/// What a delegation does: `from` (the caller's seat) hands `slot` to `to`, which becomes a seat at `depth`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Handover {
-    pub from: Principal,
-    pub slot: Principal,
-    pub to: Principal,
-    pub depth: u32,
-}
-
-/// The delegation rules, checked against the approval's seats: the caller hands on the first seat of theirs
-/// that holds a slot (their key order); the chain stays within [`MAX_DELEGATION_DEPTH`]; nobody already in
-/// the slot's chain receives it again (no loops, also not back to oneself); nobody who holds or held another
-/// slot of the approval receives it (one person counts once); and not the requester unless self-approval is
-/// allowed.
-pub fn plan_delegation(
-    seats: &[Seat],
-    who: &Identity,
-    to: &Principal,
-    requester: &Requester,
-) -> Result<Handover, ApiError> {
-    check_holder(seats, who)?;
-    let from = seats_of(seats, who).into_iter().find(|s| s.holds()).ok_or(ApiError::Delegated)?;
-    let to = to.normalized();
-    if who.principals().contains(&to) || seats.iter().any(|s| s.slot == from.slot && s.principal.normalized() == to) {
-        return Err(ApiError::DelegationLoop);
-    }
-    if from.depth >= MAX_DELEGATION_DEPTH {
-        return Err(ApiError::DelegationTooDeep);
-    }
-    if seats.iter().any(|s| s.principal.normalized() == to) {
-        return Err(ApiError::DelegateIsApprover);
-    }
-    requester.check_delegate(&to)?;
-    Ok(Handover { from: from.principal.clone(), slot: from.slot.clone(), to, depth: from.depth + 1 })
-}
-
 /// `POST /api/v1/approvals/{id}/delegation`: `{to, note?}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DelegationRequest {
@@ -179,12 +120,14 @@ fn principal_explain(path: &str, _: String) -> ApiError {
     }
 }
 
-/// A note as stored: at most [`NOTE_MAX_CHARS`] as sent, then trimmed; empty → none.
+/// A note as stored: at most [`NOTE_MAX_CHARS`] as sent, invisible and bidi control characters removed (they
+/// could make a note shown in mail and on the page read differently from what was written), then trimmed;
+/// empty → none.
 fn note(field: &str, n: Option<String>) -> Result<Option<String>, ApiError> {
     if n.as_ref().is_some_and(|n| n.chars().count() > NOTE_MAX_CHARS) {
         return Err(ApiError::invalid(field, format!("must be at most {NOTE_MAX_CHARS} characters")));
     }
-    Ok(n.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()))
+    Ok(n.map(|n| strip_invisible(&n).trim().to_owned()).filter(|n| !n.is_empty()))
 }
 
 impl DelegationRequest {
@@ -216,28 +159,6 @@ impl ReassignRequest {
         let reason = note("reason", b.reason)?.ok_or_else(|| ApiError::invalid("reason", "is required"))?;
         Ok(Self { approvers, reason })
     }
-}
-
-/// What a reassignment changes: listed principals removed (with their chains) and added.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reassignment {
-    pub removed: Vec<Principal>,
-    pub added: Vec<Principal>,
-}
-
-/// The reassignment rules: a slot that already approved stays (its approval counts), and a new listed
-/// principal must not already hold a delegated seat of the approval.
-pub fn plan_reassign(seats: &[Seat], satisfied: &[Principal], new: &[Principal]) -> Result<Reassignment, ApiError> {
-    let old = listed(seats);
-    let removed: Vec<Principal> = old.iter().filter(|p| !new.contains(p)).cloned().collect();
-    if let Some(p) = removed.iter().find(|p| satisfied.contains(p)) {
-        return Err(ApiError::invalid("approvers", format!("{} has approved already and stays listed", p.key())));
-    }
-    let added: Vec<Principal> = new.iter().filter(|p| !old.contains(p)).cloned().collect();
-    if let Some(p) = added.iter().find(|p| seats.iter().any(|s| s.depth > 0 && s.principal == **p)) {
-        return Err(ApiError::invalid("approvers", format!("{} holds a delegated slot of this approval", p.key())));
-    }
-    Ok(Reassignment { removed, added })
 }
 
 /// `PUT /api/v1/me/out-of-office`: `{delegate, from?, until, note?}` (`from` defaults to now).
@@ -390,6 +311,24 @@ pub fn principal_value(p: &Principal) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::{ApprovalState, ApprovalStatus, Quorum};
+    use crate::rules::{delegate, reassign, Handover, Requesters, Snapshot};
+
+    const OPEN: ApprovalState = ApprovalState { status: ApprovalStatus::Pending, expires_at: 10, claimed_until: None };
+    const NONE: Requesters<'static> = Requesters { principals: &[], allow_self_approval: false };
+
+    fn snap<'a>(seats: &'a [Seat], requesters: Requesters<'a>) -> Snapshot<'a> {
+        Snapshot { state: OPEN, seats, votes: &[], requesters, quorum: Quorum::Any }
+    }
+
+    fn plan_delegation(
+        seats: &[Seat],
+        who: &Identity,
+        to: &Principal,
+        r: &Requesters<'_>,
+    ) -> Result<Handover, ApiError> {
+        delegate(&snap(seats, *r), who, to, 1)
+    }
 
     fn person(sub: &str, email: Option<&str>) -> Identity {
         Identity {
@@ -424,8 +363,8 @@ mod tests {
     #[test]
     fn a_delegate_takes_over_the_slot_and_the_delegator_no_longer_decides() {
         let mut seats = vec![Seat::listed(sub("alice")), Seat::listed(sub("bob"))];
-        let h = plan_delegation(&seats, &person("alice", None), &sub("carol"), &Requester::unknown()).unwrap();
-        assert_eq!(h, Handover { from: sub("alice"), slot: sub("alice"), to: sub("carol"), depth: 1 });
+        let h = plan_delegation(&seats, &person("alice", None), &sub("carol"), &NONE).unwrap();
+        assert_eq!((&h.from, &h.slot, &h.to, h.depth), (&sub("alice"), &sub("alice"), &sub("carol"), 1));
         apply(&mut seats, &h, "alice");
         assert_eq!(check_holder(&seats, &person("alice", None)), Err(ApiError::Delegated));
         assert!(may_view(&seats, &person("alice", None)), "the delegator still sees it");
@@ -443,7 +382,7 @@ mod tests {
     #[test]
     fn chains_are_bounded_and_never_loop() {
         let mut seats = vec![Seat::listed(sub("a"))];
-        let none = Requester::unknown();
+        let none = NONE;
         for (from, to) in [("a", "b"), ("b", "c"), ("c", "d")] {
             let h = plan_delegation(&seats, &person(from, None), &sub(to), &none).unwrap();
             apply(&mut seats, &h, from);
@@ -467,25 +406,26 @@ mod tests {
     #[test]
     fn one_person_counts_once_and_the_requester_is_no_delegate() {
         let seats = vec![Seat::listed(sub("a")), Seat::listed(sub("b"))];
-        let none = Requester::unknown();
+        let none = NONE;
         assert_eq!(plan_delegation(&seats, &person("a", None), &sub("b"), &none), Err(ApiError::DelegateIsApprover));
-        let strict =
-            Requester { principals: vec![Principal::Email("req@example.com".into())], allow_self_approval: false };
+        let req = [Principal::Email("req@example.com".into())];
+        let strict = Requesters { principals: &req, allow_self_approval: false };
         let to = Principal::Email("REQ@example.com".into());
-        assert_eq!(plan_delegation(&seats, &person("a", None), &to, &strict), Err(ApiError::DelegateIsRequester));
-        let lenient = Requester { allow_self_approval: true, ..strict };
-        assert!(plan_delegation(&seats, &person("a", None), &to, &lenient).is_ok());
+        let a = person("a", Some("a@example.com"));
+        assert_eq!(plan_delegation(&seats, &a, &to, &strict), Err(ApiError::DelegateIsRequester));
+        let lenient = Requesters { allow_self_approval: true, ..strict };
+        assert!(plan_delegation(&seats, &a, &to, &lenient).is_ok());
     }
 
     #[test]
     fn reassignment_keeps_satisfied_slots() {
         let mut seats = vec![Seat::listed(sub("a")), Seat::listed(sub("b"))];
-        let h = plan_delegation(&seats, &person("a", None), &sub("c"), &Requester::unknown()).unwrap();
+        let h = plan_delegation(&seats, &person("a", None), &sub("c"), &NONE).unwrap();
         apply(&mut seats, &h, "a");
-        let r = plan_reassign(&seats, &[], &[sub("b"), sub("x")]).unwrap();
-        assert_eq!(r, Reassignment { removed: vec![sub("a")], added: vec![sub("x")] });
-        assert!(plan_reassign(&seats, &[sub("a")], &[sub("b")]).is_err(), "a approved: stays listed");
-        assert!(plan_reassign(&seats, &[], &[sub("a"), sub("b"), sub("c")]).is_err(), "c holds a's slot");
+        let op = person("op", None);
+        let r = reassign(&snap(&seats, NONE), &op, &[sub("b"), sub("x")], 1).unwrap();
+        assert_eq!((r.removed, r.added), (vec![sub("a")], vec![sub("x")]));
+        assert!(reassign(&snap(&seats, NONE), &op, &[sub("a"), sub("b"), sub("c")], 1).is_err(), "c holds a's slot");
     }
 
     #[test]

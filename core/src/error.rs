@@ -35,6 +35,7 @@ pub enum ErrorCode {
     DelegationTooDeep,
     DelegateIsApprover,
     DelegateIsRequester,
+    GroupSeat,
     NotSupportedByBackend,
 }
 
@@ -67,11 +68,12 @@ impl ErrorCode {
             Self::DelegationTooDeep => "delegation_too_deep",
             Self::DelegateIsApprover => "delegate_is_approver",
             Self::DelegateIsRequester => "delegate_is_requester",
+            Self::GroupSeat => "group_seat",
             Self::NotSupportedByBackend => "not_supported_by_backend",
         }
     }
 
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -97,6 +99,7 @@ impl ErrorCode {
         Self::DelegationTooDeep,
         Self::DelegateIsApprover,
         Self::DelegateIsRequester,
+        Self::GroupSeat,
         Self::NotSupportedByBackend,
     ];
 
@@ -193,6 +196,9 @@ pub enum ApiError {
     /// Separation of duty: the requester does not decide their own request.
     #[error("the requester of this approval cannot be its delegate")]
     DelegateIsRequester,
+    /// A `{group}` seat belongs to all of the group's members: one member cannot hand it on.
+    #[error("this approval is assigned to a group you belong to, not to you alone: only operators can reassign it")]
+    GroupSeat,
     /// The configured storage backend (`STORAGE`) does not implement this feature; it names the feature.
     #[error("{0} is not supported by the configured storage backend (STORAGE=dynamodb); use STORAGE=d1")]
     NotSupportedByBackend(&'static str),
@@ -207,7 +213,7 @@ impl ApiError {
         match self {
             Self::Invalid { .. } | Self::MalformedBody(_) => 400,
             Self::Unauthorized => 401,
-            Self::Forbidden(_) | Self::SelfApproval | Self::DelegateIsRequester => 403,
+            Self::Forbidden(_) | Self::SelfApproval | Self::DelegateIsRequester | Self::GroupSeat => 403,
             Self::NotFound | Self::NoRoute => 404,
             Self::MethodNotAllowed { .. } => 405,
             Self::AlreadyDecided(_)
@@ -257,6 +263,7 @@ impl ApiError {
             Self::DelegationTooDeep => ErrorCode::DelegationTooDeep,
             Self::DelegateIsApprover => ErrorCode::DelegateIsApprover,
             Self::DelegateIsRequester => ErrorCode::DelegateIsRequester,
+            Self::GroupSeat => ErrorCode::GroupSeat,
             Self::NotSupportedByBackend(_) => ErrorCode::NotSupportedByBackend,
         }
     }

@@ -68,15 +68,33 @@ pub fn check_reachable(approvers: &[Principal], requesters: &[Principal], quorum
     Ok(())
 }
 
-/// Is this verified caller one of the requesters?
-pub fn is_requester(who: &Identity, requesters: &[Principal]) -> bool {
-    let mine = who.principals();
-    requesters.iter().map(Principal::normalized).any(|p| !matches!(p, Principal::Group(_)) && mine.contains(&p))
+/// Why this caller may not decide: they asked for it themselves, or — with a requester named by email and
+/// no verified email of theirs — nobody can tell that they did not (fails closed). The rule is
+/// `crate::rules::Requesters::may_include`; this is its answer for the approval view and the decision path.
+pub fn refusal(who: &Identity, requesters: &[Principal], allow_self_approval: bool) -> Option<ApiError> {
+    let r = crate::rules::Requesters { principals: requesters, allow_self_approval };
+    crate::rules::requester_guard(who, &r).err()
 }
 
-/// Why this caller, an approver, may not decide: they asked for it themselves.
-pub fn refusal(who: &Identity, requesters: &[Principal], allow_self_approval: bool) -> Option<ApiError> {
-    (!allow_self_approval && is_requester(who, requesters)).then_some(ApiError::SelfApproval)
+/// Registration: requesters named by email are only enforceable where callers' emails can be verified. A
+/// configuration whose tokens never carry a verified email (`email_verifiable` false: Cognito access tokens)
+/// would refuse every approver of such a request, so the registration is refused instead, naming the field.
+pub fn check_enforceable(
+    requesters: &[Principal],
+    allow_self_approval: bool,
+    email_verifiable: bool,
+) -> Result<(), ApiError> {
+    if allow_self_approval || email_verifiable {
+        return Ok(());
+    }
+    match requesters.iter().position(|p| matches!(p, Principal::Email(_))) {
+        Some(i) => Err(ApiError::invalid(
+            format!("requestedBy[{i}].email"),
+            "this ringi's sign-in tokens carry no verified email (TOKEN_USE=access), so a requester named by email \
+             cannot be told apart from an approver: name the requester by {\"sub\": …}",
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -151,15 +169,25 @@ mod tests {
     }
 
     #[test]
-    fn a_requester_is_matched_by_verified_claims_only() {
+    fn a_requester_is_matched_by_verified_claims_and_an_unknown_email_fails_closed() {
         let req = [sub("alice"), email("pat@example.com")];
-        assert!(is_requester(&person("alice", None, &[]), &req));
-        assert!(is_requester(&person("p2", Some("Pat@Example.com"), &[]), &req));
-        // Without email_verified there is no email claim to match (Identity never carries an unverified one).
-        assert!(!is_requester(&person("p2", None, &[]), &req));
-        assert!(!is_requester(&person("bob", None, &["alice"]), &req), "a group name is not a person");
-        assert_eq!(refusal(&person("alice", None, &[]), &req, false), Some(ApiError::SelfApproval));
+        let refused = |who: &Identity| refusal(who, &req, false) == Some(ApiError::SelfApproval);
+        assert!(refused(&person("alice", Some("a@example.com"), &[])));
+        assert!(refused(&person("p2", Some("Pat@Example.com"), &[])));
+        // Without a verified email, p2 may be pat: refused.
+        assert!(refused(&person("p2", None, &[])));
+        assert!(!refused(&person("bob", Some("bob@example.com"), &["alice"])), "a group name is not a person");
         assert_eq!(refusal(&person("alice", None, &[]), &req, true), None);
-        assert_eq!(refusal(&person("bob", None, &[]), &req, false), None);
+        // Requesters named by sub only: an unknown email does not matter.
+        assert_eq!(refusal(&person("bob", None, &[]), &[sub("alice")], false), None);
+    }
+
+    #[test]
+    fn email_named_requesters_need_verifiable_emails() {
+        let req = [sub("alice"), email("pat@example.com")];
+        assert_eq!(field(check_enforceable(&req, false, false)), "requestedBy[1].email");
+        assert!(check_enforceable(&req, true, false).is_ok());
+        assert!(check_enforceable(&req, false, true).is_ok());
+        assert!(check_enforceable(&[sub("alice")], false, false).is_ok());
     }
 }

@@ -52,6 +52,11 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
     let body = super::body_bytes(req).await?;
     let now = now_ms();
     let new = parse_registration_with_channels(&body, now, &ctx.cfg.mail_allowed_domains, &ctx.cfg.chat_channels)?;
+    ringi_core::self_approval::check_enforceable(
+        &new.requested_by,
+        new.allow_self_approval,
+        ctx.cfg.emails_verifiable(),
+    )?;
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let registrant = Registrant { label: caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;

@@ -1,11 +1,12 @@
 //! `POST /api/v1/approvals/{id}/delegation`: an approver hands their slot on one approval to another principal,
-//! with a note (`ringi_core::delegation`). The delegate is mailed (an `{email}` delegate) and finds it in their
-//! inbox; the hand-over is a `delegated` event. Not an approver: the same 404 as for no approval.
+//! with a note (`ringi_core::rules::delegate` decides; the store commits under its guards). The delegate is
+//! mailed (an `{email}` delegate) and finds it in their inbox; the hand-over is a `delegated` event. Not an
+//! approver: the same 404 as for no approval.
 
-use ringi_core::approval::check_decidable;
-use ringi_core::delegation::{plan_delegation, DelegationRequest, DelegationView};
+use ringi_core::delegation::{DelegationRequest, DelegationView};
 use ringi_core::mail::Handover;
 use ringi_core::principal::Identity;
+use ringi_core::rules;
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};
 
@@ -26,14 +27,10 @@ pub async fn post(
     // Checked after the approver check: a non-approver learns nothing from a 400.
     let request = DelegationRequest::parse(&body)?;
     let now = now_ms();
-    check_decidable(&loaded.approval.state(), now)?;
-    if loaded.votes.iter().any(|v| v.sub == who.sub) {
-        return Err(ApiError::AlreadyVoted);
-    }
-    let handover = plan_delegation(&loaded.seats, who, &request.to, &loaded.approval.requester())?;
+    let handover = rules::delegate(&loaded.snapshot(), who, &request.to, now)?;
     let actor = super::actor(who);
     if !store.delegate(id, &handover, &actor, request.note.as_deref(), now).await? {
-        // Another request changed the approval between the load and the write (decided, or the slot moved).
+        // The approval changed between the load and the write (decided, voted, the slot moved).
         return Err(ApiError::InProgress);
     }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());

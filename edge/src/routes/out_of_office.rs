@@ -8,16 +8,20 @@ use ringi_core::principal::{Identity, Principal};
 use ringi_core::ApiError;
 use worker::{Method, Request, Response};
 
+use super::Ctx;
 use crate::platform::now_ms;
 use crate::store::D1Store;
 
-pub async fn handle(req: &mut Request, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, ctx: &Ctx, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {
             let body = super::body_bytes(req).await?;
             let o = OutOfOfficeRequest::parse(&body, who, now)?;
-            store.set_out_of_office(&who.sub, who.email.as_deref(), &o, now).await?;
+            // The email routes approvals naming the person by email: only a verified one (never under
+            // EMAIL_VERIFIED=trust, where anyone could claim an address and take its approvals).
+            let email = who.email.as_deref().filter(|_| ctx.cfg.routes_by_email());
+            store.set_out_of_office(&who.sub, email, &o, now).await?;
             let shown = OutOfOffice::new(o.delegate, o.starts_at, o.ends_at, o.note, now);
             answer(Some(shown))
         }

@@ -1,12 +1,12 @@
 //! `PUT /api/v1/approvals/{id}/principals`: an operator (a member of `ADMIN_GROUP`) replaces a pending
-//! approval's listed principals, with a reason (`ringi_core::delegation::plan_reassign`). Audited as a
-//! `reassigned` event (who, why, what changed); added `{email}` principals are mailed. Anyone else gets
-//! `403 forbidden` whatever the ID (the answer says nothing about the approval).
+//! approval's listed principals, with a reason (`ringi_core::rules::reassign` decides; the store commits under
+//! its guards). Audited as a `reassigned` event (who, why, what changed); added `{email}` principals are
+//! mailed. Anyone else gets `403 forbidden` whatever the ID (the answer says nothing about the approval).
 
-use ringi_core::approval::{check_decidable, Verdict};
-use ringi_core::delegation::{plan_reassign, ReassignRequest};
+use ringi_core::delegation::ReassignRequest;
 use ringi_core::mail::Handover;
 use ringi_core::principal::Identity;
+use ringi_core::rules;
 use ringi_core::vote::progress;
 use ringi_core::wire::Progress;
 use ringi_core::{ApiError, ApprovalId};
@@ -35,18 +35,18 @@ pub async fn put(
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
     if !ctx.cfg.is_admin(who) {
-        return Err(ApiError::Forbidden("only operators (members of ADMIN_GROUP) reassign approvals".into()));
+        return Err(ApiError::Forbidden("only operators (members of ADMIN_GROUP) reassign approvers".into()));
     }
     let body = super::body_bytes(req).await?;
     let request = ReassignRequest::parse(&body)?;
     let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
     let now = now_ms();
-    check_decidable(&loaded.approval.state(), now)?;
-    let satisfied: Vec<_> =
-        loaded.votes.iter().filter(|v| v.verdict == Verdict::Approve).map(|v| v.principal.clone()).collect();
-    let change = plan_reassign(&loaded.seats, &satisfied, &request.approvers)?;
+    let change = rules::reassign(&loaded.snapshot(), who, &request.approvers, now)?;
     let actor = super::actor(who);
-    store.reassign(id, &change, &request.approvers, &actor, &request.reason, now).await?;
+    if !store.reassign(id, &change, &request.approvers, &actor, &request.reason, now).await? {
+        // Decided, expired or approved through a removed slot between the load and the write.
+        return Err(ApiError::InProgress);
+    }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, reason, by) =
         (emails(&change.added), request.reason.clone(), actor.display().unwrap_or_default().to_owned());

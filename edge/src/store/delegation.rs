@@ -3,20 +3,26 @@
 //! retried batch, or a race lost, changes nothing twice).
 
 use ringi_core::audit::{Actor, EventKind};
-use ringi_core::delegation::{principal_value, Handover, OutOfOfficeRequest, Reassignment};
+use ringi_core::delegation::{principal_value, OutOfOfficeRequest};
+use ringi_core::guard_sql::{guards_sql, SqlArg};
 use ringi_core::principal::Principal;
+use ringi_core::rules::{Handover, Reassignment};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use wasm_bindgen::JsValue;
 
 use super::events::event_stmt_if;
 use super::{n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
 
-/// The approval ?1 can still be decided at ?2 (pending, or a claim whose lease ran out): what every write
-/// here is conditional on.
-const DECIDABLE_SQL: &str = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.task_token IS NOT NULL
-     AND a.expires_at > ?2 AND (a.status = 'pending' OR (a.status = 'claimed' AND a.claimed_until <= ?2)))";
+/// A guard's bound value as D1 takes it.
+pub(super) fn arg(a: &SqlArg) -> JsValue {
+    match a {
+        SqlArg::Text(t) => s(t),
+        SqlArg::Int(i) => n(*i),
+    }
+}
 
 /// The caller's out-of-office row.
 #[derive(Debug, Deserialize)]
@@ -41,8 +47,10 @@ fn detail(v: Value) -> Map<String, Value> {
 
 /// Out-of-office routing, for the statements of a registration (after its principal rows): each listed
 /// `{sub}` or `{email}` whose person is out of office at `now` (by their verified sub or email) hands its slot
-/// to their stand-in, unless the stand-in is already a principal of the approval or one of its requesters while
-/// self-approval is off (the requester does not decide their own request); with a `routed` event per slot. Only
+/// to their stand-in, unless the stand-in is already a principal of the approval, or — while self-approval is
+/// off — the absent person or the stand-in is one of its requesters (a requester neither decides their own
+/// request nor chooses who does); with a `routed` event per slot. The rules are `ringi_core::rules::route`'s,
+/// made here in the registration's own batch so that routing costs no round trip. Only
 /// for the approval this very request created (`created_at = now`, its token and request hashes): a redelivery
 /// changes nothing. Parameters: ?1 id, ?2 now, ?3 token fingerprint, ?4 request hash.
 pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, request_sha256: &str) -> Vec<Stmt> {
@@ -54,7 +62,8 @@ pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, reque
            OR (approval_principals.kind = 'email' AND o.email = approval_principals.value))
          AND o.delegate NOT IN (SELECT x.pkey FROM approval_principals x WHERE x.approval_id = ?1)
          AND NOT EXISTS (SELECT 1 FROM approvals r, json_each(r.requested_by_json) q
-           WHERE r.id = ?1 AND r.allow_self_approval = 0 AND q.value = o.delegate)";
+           WHERE r.id = ?1 AND r.allow_self_approval = 0 AND (q.value = o.delegate OR q.value = approval_principals.pkey
+             OR q.value = 'sub:' || o.sub OR q.value = 'email:' || o.email))";
     let stand_in = |col: &str| format!("substr(l.delegated_to, {col})");
     vec![
         Stmt::new(
@@ -128,9 +137,9 @@ pub(super) fn read_routed(result: &worker::D1Result) -> Result<Vec<(Principal, P
 
 impl D1Store {
     /// Hands the seat `h.from` on to `h.to` (a new seat for `h.slot` at `h.depth`) with its `delegated` event,
-    /// in one batch: only while the approval is decidable, `h.from` still holds the slot and `h.to` is not a
-    /// principal of the approval yet. `true` when the seat is handed to `h.to` now (also when an earlier try
-    /// of this very batch did it).
+    /// in one batch, under the hand-over's guards (`ringi_core::rules::delegate`): nothing is written unless
+    /// all of them still hold. `true` when the seat is handed to `h.to` now (also when an earlier try of this
+    /// very batch did it).
     pub async fn delegate(
         &self,
         id: &ApprovalId,
@@ -140,13 +149,16 @@ impl D1Store {
         now: i64,
     ) -> Result<bool, ApiError> {
         let by = actor.display().unwrap_or_default();
+        let guard = guards_sql(id.as_str(), &h.guards, 3);
+        let mut args = vec![s(&h.to.key()), s(&h.from.key())];
+        args.extend(guard.args.iter().map(arg));
         let hand_on = Stmt::new(
             format!(
-                "UPDATE approval_principals SET delegated_to = ?3
-                 WHERE approval_id = ?1 AND pkey = ?4 AND delegated_to IS NULL AND depth = ?5 AND {DECIDABLE_SQL}
-                   AND NOT EXISTS (SELECT 1 FROM approval_principals o WHERE o.approval_id = ?1 AND o.pkey = ?3)"
+                "UPDATE approval_principals SET delegated_to = ?1
+                 WHERE approval_id = ?3 AND pkey = ?2 AND delegated_to IS NULL AND {}",
+                guard.sql
             ),
-            vec![s(id.as_str()), n(now), s(&h.to.key()), s(&h.from.key()), n(i64::from(h.depth) - 1)],
+            args,
         );
         let seat = Stmt::new(
             "INSERT INTO approval_principals (approval_id, kind, value, pkey, open, sort_at, slot, depth, delegated_by,
@@ -183,9 +195,10 @@ impl D1Store {
         Ok(row.first().and_then(|r| r.delegated_to.as_deref()) == Some(h.to.key().as_str()))
     }
 
-    /// An operator's reassignment, in one batch: the removed listed principals go with their chains of
+    /// An operator's reassignment, in one batch under its guards (`ringi_core::rules::reassign`: decidable, and
+    /// no approval landed on a removed slot meanwhile): the removed listed principals go with their chains of
     /// stand-ins, the added ones get seats of their own, `approver_count` follows, and the `reassigned` event
-    /// names who and why. Only while the approval is decidable.
+    /// names who and why. `false` when a guard no longer held (nothing was written).
     pub async fn reassign(
         &self,
         id: &ApprovalId,
@@ -194,31 +207,35 @@ impl D1Store {
         actor: &Actor,
         reason: &str,
         now: i64,
-    ) -> Result<(), ApiError> {
+    ) -> Result<bool, ApiError> {
         let keys = |ps: &[Principal]| Value::from(ps.iter().map(Principal::key).collect::<Vec<_>>()).to_string();
-        let mut stmts = vec![Stmt::new(
-            format!(
-                "DELETE FROM approval_principals WHERE approval_id = ?1 AND {DECIDABLE_SQL}
-                   AND COALESCE(slot, pkey) IN (SELECT value FROM json_each(?3))"
-            ),
-            vec![s(id.as_str()), n(now), s(&keys(&r.removed))],
+        // Every statement carries the guards: checked before the first write, they would not see a later one's
+        // effect anyway, and none of the writes here undoes a guard.
+        let guarded = |sql: &str, mut lead: Vec<JsValue>| {
+            let guard = guards_sql(id.as_str(), &r.guards, lead.len() + 1);
+            lead.extend(guard.args.iter().map(arg));
+            Stmt::new(
+                sql.replace("{GUARD}", &guard.sql).replace("{ID}", &format!("?{}", lead.len() - guard.args.len() + 1)),
+                lead,
+            )
+        };
+        let mut stmts = vec![guarded(
+            "DELETE FROM approval_principals WHERE approval_id = {ID} AND COALESCE(slot, pkey) IN (SELECT value FROM json_each(?1))
+               AND {GUARD}",
+            vec![s(&keys(&r.removed))],
         )];
         stmts.extend(r.added.iter().map(|p| {
-            Stmt::new(
-                format!(
-                    "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
-                     SELECT ?1, ?3, ?4, ?5, a.expires_at FROM approvals a WHERE a.id = ?1 AND {DECIDABLE_SQL}
-                     ON CONFLICT DO NOTHING"
-                ),
-                vec![s(id.as_str()), n(now), s(p.kind()), s(p.value()), s(&p.key())],
+            guarded(
+                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                 SELECT a.id, ?1, ?2, ?3, a.expires_at FROM approvals a WHERE a.id = {ID} AND {GUARD}
+                 ON CONFLICT DO NOTHING",
+                vec![s(p.kind()), s(p.value()), s(&p.key())],
             )
         }));
-        stmts.push(Stmt::new(
-            format!(
-                "UPDATE approvals SET approver_count = (SELECT COUNT(*) FROM approval_principals p
-                   WHERE p.approval_id = ?1 AND p.depth = 0) WHERE id = ?1 AND {DECIDABLE_SQL}"
-            ),
-            vec![s(id.as_str()), n(now)],
+        stmts.push(guarded(
+            "UPDATE approvals SET approver_count = (SELECT COUNT(*) FROM approval_principals p
+               WHERE p.approval_id = {ID} AND p.depth = 0) WHERE id = {ID} AND {GUARD}",
+            vec![],
         ));
         let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
         let d = detail(json!({
@@ -227,10 +244,10 @@ impl D1Store {
             "approvers": list(listed_after),
             "reason": reason,
         }));
-        // ?2 of an event is its time: `now`, as DECIDABLE_SQL needs.
-        stmts.push(event_stmt_if(id, now, EventKind::Reassigned, actor, &d, DECIDABLE_SQL));
-        self.batch(&stmts, "reassign").await?;
-        Ok(())
+        // Written only when the count above was: the whole change landed.
+        stmts.push(event_stmt_if(id, now, EventKind::Reassigned, actor, &d, "changes() = 1"));
+        let results = self.batch(&stmts, "reassign").await?;
+        Ok(super::changed(results.get(stmts.len() - 2)) == 1)
     }
 
     pub async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {

@@ -4,12 +4,13 @@
 use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
 use ringi_core::chat::ChannelName;
 use ringi_core::context::ApprovalContext;
-use ringi_core::delegation::{Requester, Seat};
+use ringi_core::delegation::Seat;
 use ringi_core::error::CorruptValue;
 use ringi_core::form::FormField;
 use ringi_core::locale::Locale;
 use ringi_core::on_expiry::OnExpiry;
 use ringi_core::principal::{Identity, Principal};
+use ringi_core::rules::{Requesters, Snapshot};
 use ringi_core::time::format_rfc3339;
 use ringi_core::vote::RecordedVote;
 use ringi_core::wire::{InboxItem, Progress};
@@ -169,10 +170,22 @@ impl Approval {
         ringi_core::self_approval::refusal(who, &self.requested_by, self.allow_self_approval)
     }
 
-    /// Who asked for this approval (`requestedBy`, `allowSelfApproval`), for the rule that the requester is no
-    /// delegate unless self-approval is allowed (`ringi_core::delegation::Requester`).
-    pub fn requester(&self) -> Requester {
-        Requester { principals: self.requested_by.clone(), allow_self_approval: self.allow_self_approval }
+    /// Who asked for this approval (`requestedBy`, `allowSelfApproval`), as the rules read it.
+    pub fn requesters(&self) -> Requesters<'_> {
+        Requesters { principals: &self.requested_by, allow_self_approval: self.allow_self_approval }
+    }
+}
+
+impl Loaded {
+    /// The approval as `ringi_core::rules` reads it.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            state: self.approval.state(),
+            seats: &self.seats,
+            votes: &self.votes,
+            requesters: self.approval.requesters(),
+            quorum: self.approval.quorum,
+        }
     }
 }
 

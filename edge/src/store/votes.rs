@@ -84,10 +84,18 @@ pub struct Guess<'a> {
     pub at: i64,
 }
 
-/// The caller (principal keys ?8) is not a requester of the row `approvals`, or requesters may decide
-/// (`ringi_core::self_approval::refusal`, in SQL: a requester neither takes the claim nor votes).
-const NOT_REQUESTER_SQL: &str = "(approvals.allow_self_approval = 1 OR NOT EXISTS (SELECT 1
-   FROM json_each(approvals.requested_by_json) r WHERE r.value IN (SELECT value FROM json_each(?8))))";
+/// The caller (principal keys ?8, verified email `email`) is not a requester of the row `approvals`, or
+/// requesters may decide: `ringi_core::rules::Guard::NotRequester` in the SQL of the first round trip (a
+/// requester neither takes the claim nor votes; a caller without a verified email counts as any requester
+/// named by email).
+fn not_requester_sql(email: &str) -> String {
+    format!(
+        "(approvals.allow_self_approval = 1 OR (NOT EXISTS (SELECT 1 FROM json_each(approvals.requested_by_json) r
+           WHERE r.value IN (SELECT value FROM json_each(?8)))
+         AND ({email} IS NOT NULL OR NOT EXISTS (SELECT 1 FROM json_each(approvals.requested_by_json) r
+           WHERE r.value LIKE 'email:%'))))"
+    )
+}
 /// The listed principal a vote through the seat `p` satisfies (a delegate's seat stands in for its slot).
 const SLOT_SQL: &str = "COALESCE(p.slot, p.pkey)";
 
@@ -102,7 +110,8 @@ impl Guess<'_> {
         format!(
             "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
                WHERE p.approval_id = ?3 AND p.delegated_to IS NULL AND p.pkey IN (SELECT value FROM json_each(?8)))
-               AND {NOT_REQUESTER_SQL}"
+               AND {}",
+            not_requester_sql("?9")
         )
     }
 
@@ -138,12 +147,13 @@ impl Guess<'_> {
                    AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
                    AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)
-                   AND {NOT_REQUESTER_SQL}
+                   AND {not_requester}
                    AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.decision = 'approve'
                      AND (d.principal = {SLOT_SQL} OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
                    AND (SELECT COUNT(DISTINCT d.principal) FROM decisions d
                      WHERE d.approval_id = ?1 AND d.decision = 'approve') + 1 < {REQUIRED_SQL}
-                 ORDER BY k.key LIMIT 1"
+                 ORDER BY k.key LIMIT 1",
+                not_requester = not_requester_sql("?3")
             ),
             vec![
                 s(id.as_str()),
@@ -214,11 +224,29 @@ pub(super) fn close_stmt(id: &ApprovalId, at: i64) -> Stmt {
     )
 }
 
+/// The vote as delivered: recorded whatever happened to its seat since (the decision went out under it).
 fn vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
+    vote_stmt_where(id, v, "")
+}
+
+/// A vote that does not decide: recorded only while a seat still holds the slot it goes through (a
+/// reassignment may have removed it since the load; the vote then lands nowhere and the caller decides again).
+fn held_vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
+    vote_stmt_where(
+        id,
+        v,
+        "WHERE EXISTS (SELECT 1 FROM approval_principals p WHERE p.approval_id = ?1
+           AND COALESCE(p.slot, p.pkey) = ?3 AND p.delegated_to IS NULL)",
+    )
+}
+
+fn vote_stmt_where(id: &ApprovalId, v: &Vote<'_>, condition: &str) -> Stmt {
     Stmt::new(
-        "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
-           feedback_json, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        format!(
+            "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
+               feedback_json, at)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 {condition}"
+        ),
         vec![
             s(id.as_str()),
             s(v.sub),
@@ -267,7 +295,7 @@ impl D1Store {
     /// Records one approver's vote (idempotent: an approver votes once).
     pub async fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> Result<(), ApiError> {
         let event = voted_event(id, vote.sub, &vote.actor(), vote.verdict, vote.at);
-        self.batch(&[vote_stmt(id, vote), event], "record_vote").await.map(drop).map_err(Into::into)
+        self.batch(&[held_vote_stmt(id, vote), event], "record_vote").await.map(drop).map_err(Into::into)
     }
 
     /// Takes the exclusive right to call Step Functions until `until` and, in the same statement, records
