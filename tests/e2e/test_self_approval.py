@@ -1,19 +1,25 @@
 """Separation of duty: an approval registered with `requestedBy` (people, by `sub` or email) shows itself to a
 requester who is also an approver, read-only and with the reason, but never lets them decide (403
-`self_approval`, refused in the SQL of the decision's first round trip too), and they do not count toward the
-quorum; a registration whose quorum the requesters would block is refused. Real paused executions in moto; the
-API tests on both storage backends (`backend`: D1, then DynamoDB), the page on D1."""
+`self_approval`, refused in the SQL of the decision's first round trip too), hand it on, or have it routed; they
+do not count toward the quorum; a caller whose email is not verified counts as any requester named by email
+(fails closed), and a configuration whose tokens never carry a verified email refuses such requesters at
+registration; operators neither assign an approval to themselves nor to a requester. Real paused executions in
+moto; the API tests on both storage backends (`backend`: D1, then DynamoDB), the page on D1."""
 from __future__ import annotations
 
 import json
 import secrets
 import time
+from datetime import datetime, timedelta, timezone
 
+import pytest
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
-from support.api import Api
+from support.api import Api, id_token_claims
 from support.backends import api  # noqa: F401  (fixture: the module's backend's)
+
+OPERATORS = "sod-operators"
 from support.pages import DESKTOP, Tab, axe_check, sub
 
 
@@ -24,6 +30,20 @@ def field(r) -> str:
 
 def inbox(backend, user, **claims):
     return {i["id"]: i for i in backend.inbox(user, **claims)["items"]}
+
+
+@pytest.fixture(scope="module")
+def verified(backend, stack):
+    """The module's backend on a worker that takes Cognito ID tokens (TOKEN_USE=id): its callers' emails are
+    verified, so requesters may be named by email there. Operators: OPERATORS."""
+    url = backend.extra_worker("sod-idtokens", {"TOKEN_USE": "id", "ADMIN_GROUP": OPERATORS})
+    return Api(stack, url, claims=id_token_claims(stack))
+
+
+@pytest.fixture(scope="module")
+def ops(backend):
+    """The module's backend on a worker with operators (ADMIN_GROUP) and the default access tokens."""
+    return Api(backend.stack, backend.extra_worker("sod-ops", {"ADMIN_GROUP": OPERATORS}))
 
 
 def test_registration_refuses_a_quorum_the_requesters_would_block(api):
@@ -41,7 +61,13 @@ def test_registration_refuses_a_quorum_the_requesters_would_block(api):
                         requestedBy=[{"sub": "alice"}]).status_code == 201
     # A group still has other members: eligible under "all".
     assert api.register(tok(), approvers=[{"group": "finance"}, {"sub": "bob"}], quorum="all",
-                        requestedBy=[{"email": "alice@example.com"}]).status_code == 201
+                        requestedBy=[{"sub": "alice"}]).status_code == 201
+    # Cognito access tokens (TOKEN_USE=access) carry no verified email: a requester named by email could never be
+    # told apart from an approver, so the registration is refused rather than every approver later.
+    assert field(api.register(tok(), approvers=[{"group": "finance"}],
+                              requestedBy=[{"sub": "x"}, {"email": "alice@example.com"}])) == "requestedBy[1].email"
+    assert api.register(tok(), approvers=[{"group": "finance"}], requestedBy=[{"email": "alice@example.com"}],
+                        allowSelfApproval=True).status_code == 201
     # A requester is a person; the flags are typed.
     assert field(api.register(tok(), requestedBy=[{"group": "finance"}])) == "requestedBy[0]"
     assert field(api.register(tok(), requestedBy=[{"email": "nope"}])) == "requestedBy[0].email"
@@ -52,7 +78,8 @@ def test_registration_refuses_a_quorum_the_requesters_would_block(api):
                         allowSelfApproval=True).status_code == 201
 
 
-def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, api, workflows):
+def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, verified, workflows):
+    api = verified
     arn, token = workflows.start_paused()
     group = "fin-" + secrets.token_hex(3)
     who = f"req-{secrets.token_hex(3)}@example.com"
@@ -64,19 +91,26 @@ def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, api
     assert view.status_code == 200, view.text
     assert view.json()["cannotDecide"] == "self_approval" and view.json()["requestedBy"] == [{"email": who}]
     # Listed through the group, still: their inbox shows it, marked.
-    assert inbox(backend, "req-sub", email=who, groups=[group])[approval_id]["cannotDecide"] == "self_approval"
+    listed = api.call("GET", "/api/v1/approvals?status=pending", "req-sub", email=who, groups=[group]).json()
+    assert {i["id"]: i for i in listed["items"]}[approval_id]["cannotDecide"] == "self_approval"
     for verdict in ("approve", "reject"):
         refused = api.decide(approval_id, verdict, **requester)
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "self_approval", refused.text
     # Nothing taken, nothing recorded; the workflow still waits.
-    assert backend.stored(approval_id, "status", "claim_id", "attempt_id", "votes") == {
+    assert backend.stored(approval_id, "status", "claim_id", "attempt_id", "votes", worker="sod-idtokens") == {
         "status": "pending", "claim_id": None, "attempt_id": None, "votes": 0}
     assert workflows.status(arn) == "RUNNING"
-    # Without email_verified the token carries no email: not recognisable as the requester, and a group member.
-    other = api.get(approval_id, as_user="colleague", groups=[group])
-    assert other.json()["cannotDecide"] is None
-    assert inbox(backend, "colleague", groups=[group])[approval_id]["cannotDecide"] is None
-    done = api.decide(approval_id, "approve", as_user="colleague", groups=[group])
+    # Without a verified email, a group member may be the requester: nobody can tell, so they are refused too.
+    unverified = {"as_user": "colleague", "groups": [group]}
+    assert api.get(approval_id, **unverified).json()["cannotDecide"] == "self_approval"
+    for refused in (api.decide(approval_id, "approve", **unverified),
+                    api.decide(approval_id, "approve", **unverified, email=who, email_verified=False)):
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "self_approval", refused.text
+    assert backend.stored(approval_id, "status", "votes", worker="sod-idtokens") == {"status": "pending", "votes": 0}
+    # A colleague with a verified email of their own decides.
+    verified_colleague = {**unverified, "email": "colleague@example.com"}
+    assert api.get(approval_id, **verified_colleague).json()["cannotDecide"] is None
+    done = api.decide(approval_id, "approve", **verified_colleague)
     assert done.status_code == 200 and done.json()["status"] == "approved", done.text
     out = json.loads(workflows.wait_done(arn)["output"])["approval"]
     assert out["decision"] == "approved" and out["approvedBy"]["sub"] == "colleague"
@@ -99,13 +133,14 @@ def test_requesters_do_not_count_toward_the_quorum(api, workflows):
     assert out["approvedBy"]["sub"] == "bob" and [a["sub"] for a in out["approvals"]] == ["eng-2"]
 
 
-def test_an_email_approver_who_asked_is_refused_and_allow_self_approval_lets_them(api, workflows):
+def test_an_email_approver_who_asked_is_refused_and_allow_self_approval_lets_them(verified, workflows):
+    api = verified
     arn, token = workflows.start_paused()
     approval_id = api.register(token, approvers=[{"email": "pat@example.com"}, {"sub": "bob"}],
                                requestedBy=[{"email": "pat@example.com"}]).json()["id"]
     r = api.decide(approval_id, "reject", as_user="pat-sub", email="pat@example.com")
     assert r.status_code == 403 and r.json()["error"]["code"] == "self_approval", r.text
-    assert api.decide(approval_id, "reject", as_user="bob").json()["status"] == "rejected"
+    assert api.decide(approval_id, "reject", as_user="bob", email="bob@example.com").json()["status"] == "rejected"
     assert json.loads(workflows.wait_done(arn)["output"])["rejection"]["Error"] == "Rejected"
 
     arn, token = workflows.start_paused()
@@ -116,16 +151,85 @@ def test_an_email_approver_who_asked_is_refused_and_allow_self_approval_lets_the
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
-def test_the_mail_names_the_requester(stack, api):
+def test_the_mail_names_the_requester(stack, verified):
     """Without a `context.requestedBy`, the mail's "Requested by" names the registered requesters."""
     who = f"sod-{secrets.token_hex(4)}@example.com"
-    api.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}, {"group": "finance"}],
+    verified.register("tok-" + secrets.token_hex(6), approvers=[{"email": who}, {"group": "finance"}],
                  requestedBy=[{"email": "alice@example.com"}])
     deadline = time.monotonic() + 15  # the mail goes out after the registration's response
     while not (mails := [m for m in stack.sent_mail() if who in m["destinations"]["ToAddresses"]]):
         assert time.monotonic() < deadline, "no request mail"
         time.sleep(0.2)
     assert "<p>Requested by: alice@example.com</p>" in mails[0]["body"], mails[0]["body"][:600]
+
+
+def later(days: float) -> str:
+    return (datetime.now(timezone.utc) + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def delegate(api, approval_id, user, to, **claims):
+    return api.call("POST", f"/api/v1/approvals/{approval_id}/delegation", user, {"to": to}, **claims)
+
+
+def test_a_requester_cannot_hand_their_request_to_someone_of_their_choosing(backend, api, workflows):
+    """A requester who is a member of an approver group neither delegates the group's seat (403 self_approval) nor
+    gets it decided by a friend; a group seat is not one member's to give away (403 group_seat); nothing moves."""
+    arn, token = workflows.start_paused()
+    eng, fin = "eng-" + secrets.token_hex(3), "fin-" + secrets.token_hex(3)
+    approval_id = api.register(token, approvers=[{"group": eng}, {"group": fin}], quorum="all",
+                               requestedBy=[{"sub": "rita"}]).json()["id"]
+    r = delegate(api, approval_id, "rita", {"sub": "pal"}, groups=[eng])
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "self_approval"), r.text
+    r = delegate(api, approval_id, "eve", {"sub": "pal"}, groups=[eng])
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "group_seat"), r.text
+    assert api.get(approval_id, as_user="pal").status_code == 404, "pal got no seat"
+    refused = api.decide(approval_id, "approve", as_user="pal")
+    assert refused.status_code == 404, refused.text
+    # The group's members still decide it: eng, then fin.
+    assert api.decide(approval_id, as_user="eve", groups=[eng]).json()["status"] == "pending"
+    assert api.decide(approval_id, as_user="fay", groups=[fin]).json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+
+
+def test_out_of_office_never_routes_a_requesters_own_seat(backend, api, workflows):
+    """An absent approver who asked for the approval keeps their seat (routing would let them choose who decides);
+    with self-approval allowed, the same absence routes it."""
+    rita = "rita-" + secrets.token_hex(3)
+    set_ = api.call("PUT", "/api/v1/me/out-of-office", rita, {"delegate": {"sub": "pal"}, "until": later(1)})
+    assert set_.status_code == 200, set_.text
+    try:
+        _, token = workflows.start_paused()
+        mine = api.register(token, approvers=[{"sub": rita}, {"sub": "bob"}], requestedBy=[{"sub": rita}]).json()["id"]
+        assert api.get(mine, as_user=rita).json()["mySeat"] == {"holds": True, "onBehalfOf": None, "delegatedTo": None}
+        assert api.get(mine, as_user="pal").status_code == 404
+        _, token = workflows.start_paused()
+        routed = api.register(token, approvers=[{"sub": rita}, {"sub": "bob"}], requestedBy=[{"sub": rita}],
+                              allowSelfApproval=True).json()["id"]
+        assert api.get(routed, as_user=rita).json()["mySeat"]["delegatedTo"] == {"sub": "pal"}
+    finally:
+        api.call("DELETE", "/api/v1/me/out-of-office", rita)
+
+
+def test_operators_neither_take_the_decision_nor_give_it_to_a_requester(backend, ops, workflows):
+    arn, token = workflows.start_paused()
+    approval_id = ops.register(token, approvers=[{"sub": "alice"}, {"sub": "bob"}],
+                               requestedBy=[{"sub": "rita"}]).json()["id"]
+    op = {"as_user": "op-1", "groups": [OPERATORS], "email": "op-1@example.com"}
+
+    def reassign(approvers):
+        return ops.call("PUT", f"/api/v1/approvals/{approval_id}/principals", body={"approvers": approvers,
+                                                                                   "reason": "team change"}, **op)
+    for approvers, at in (([{"sub": "alice"}, {"sub": "op-1"}], "approvers[1]"),
+                          ([{"email": "OP-1@example.com"}], "approvers[0]"),
+                          ([{"sub": "rita"}, {"sub": "bob"}], "approvers[0]")):
+        r = reassign(approvers)
+        assert (r.status_code, r.json()["error"]["field"]) == (400, at), r.text
+    assert ops.get(approval_id, as_user="alice").status_code == 200, "nothing changed"
+    done = reassign([{"sub": "bob"}, {"sub": "carol"}])
+    assert done.status_code == 200, done.text
+    assert ops.get(approval_id, as_user="alice").status_code == 404
+    assert ops.decide(approval_id, as_user="carol").json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
 def test_the_page_is_read_only_for_the_requester(stack, workflows, browser):

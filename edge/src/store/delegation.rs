@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use wasm_bindgen::JsValue;
 
-use super::events::event_stmt_if;
+use super::events::{event_stmt_if, guarded_event_stmt, recorded_sql};
 use super::{n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
 
@@ -31,6 +31,11 @@ pub struct OutOfOfficeRow {
     pub starts_at: f64,
     pub ends_at: f64,
     pub note: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Done {
+    done: f64,
 }
 
 #[derive(Deserialize)]
@@ -101,7 +106,7 @@ pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, reque
             format!(
                 "{insert} SELECT ?1, ?2, '{kind}', '{actor}', NULL,
                    json_object('from', json_object(l.kind, l.value), 'to', json_object(d.kind, d.value)),
-                   ?1 || ':routed:' || l.pkey
+                   ?1 || ':' || ?2 || ':routed:' || l.pkey
                  FROM approval_principals l JOIN approval_principals d
                    ON d.approval_id = l.approval_id AND d.slot = l.pkey AND d.routed = 1
                  WHERE l.approval_id = ?1 AND l.depth = 0 AND {fresh}",
@@ -195,10 +200,11 @@ impl D1Store {
         Ok(row.first().and_then(|r| r.delegated_to.as_deref()) == Some(h.to.key().as_str()))
     }
 
-    /// An operator's reassignment, in one batch under its guards (`ringi_core::rules::reassign`: decidable, and
-    /// no approval landed on a removed slot meanwhile): the removed listed principals go with their chains of
-    /// stand-ins, the added ones get seats of their own, `approver_count` follows, and the `reassigned` event
-    /// names who and why. `false` when a guard no longer held (nothing was written).
+    /// An operator's reassignment, in one batch under its guards (`ringi_core::rules::reassign`: decidable, no
+    /// approval landed on a removed slot meanwhile, the added principals have no seat yet): the `reassigned`
+    /// event first, written only while every guard holds; then, only if it is on record, the removed listed
+    /// principals go with their chains of stand-ins, the added ones get seats of their own and
+    /// `approver_count` follows. `false` when a guard no longer held (nothing was written).
     pub async fn reassign(
         &self,
         id: &ApprovalId,
@@ -209,34 +215,6 @@ impl D1Store {
         now: i64,
     ) -> Result<bool, ApiError> {
         let keys = |ps: &[Principal]| Value::from(ps.iter().map(Principal::key).collect::<Vec<_>>()).to_string();
-        // Every statement carries the guards: checked before the first write, they would not see a later one's
-        // effect anyway, and none of the writes here undoes a guard.
-        let guarded = |sql: &str, mut lead: Vec<JsValue>| {
-            let guard = guards_sql(id.as_str(), &r.guards, lead.len() + 1);
-            lead.extend(guard.args.iter().map(arg));
-            Stmt::new(
-                sql.replace("{GUARD}", &guard.sql).replace("{ID}", &format!("?{}", lead.len() - guard.args.len() + 1)),
-                lead,
-            )
-        };
-        let mut stmts = vec![guarded(
-            "DELETE FROM approval_principals WHERE approval_id = {ID} AND COALESCE(slot, pkey) IN (SELECT value FROM json_each(?1))
-               AND {GUARD}",
-            vec![s(&keys(&r.removed))],
-        )];
-        stmts.extend(r.added.iter().map(|p| {
-            guarded(
-                "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
-                 SELECT a.id, ?1, ?2, ?3, a.expires_at FROM approvals a WHERE a.id = {ID} AND {GUARD}
-                 ON CONFLICT DO NOTHING",
-                vec![s(p.kind()), s(p.value()), s(&p.key())],
-            )
-        }));
-        stmts.push(guarded(
-            "UPDATE approvals SET approver_count = (SELECT COUNT(*) FROM approval_principals p
-               WHERE p.approval_id = {ID} AND p.depth = 0) WHERE id = {ID} AND {GUARD}",
-            vec![],
-        ));
         let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
         let d = detail(json!({
             "removed": list(&r.removed),
@@ -244,10 +222,39 @@ impl D1Store {
             "approvers": list(listed_after),
             "reason": reason,
         }));
-        // Written only when the count above was: the whole change landed.
-        stmts.push(event_stmt_if(id, now, EventKind::Reassigned, actor, &d, "changes() = 1"));
+        let (event, key) = guarded_event_stmt(id, now, EventKind::Reassigned, actor, &d, &r.guards);
+        let recorded = recorded_sql("?2");
+        let mut stmts = vec![
+            event,
+            Stmt::new(
+                format!(
+                    "DELETE FROM approval_principals WHERE approval_id = ?1 AND {recorded}
+                       AND COALESCE(slot, pkey) IN (SELECT value FROM json_each(?3))"
+                ),
+                vec![s(id.as_str()), s(&key), s(&keys(&r.removed))],
+            ),
+        ];
+        stmts.extend(r.added.iter().map(|p| {
+            Stmt::new(
+                format!(
+                    "INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at)
+                     SELECT a.id, ?3, ?4, ?5, a.expires_at FROM approvals a WHERE a.id = ?1 AND {recorded}
+                     ON CONFLICT DO NOTHING"
+                ),
+                vec![s(id.as_str()), s(&key), s(p.kind()), s(p.value()), s(&p.key())],
+            )
+        }));
+        stmts.push(Stmt::new(
+            format!(
+                "UPDATE approvals SET approver_count = (SELECT COUNT(*) FROM approval_principals p
+                   WHERE p.approval_id = ?1 AND p.depth = 0) WHERE id = ?1 AND {recorded}"
+            ),
+            vec![s(id.as_str()), s(&key)],
+        ));
+        stmts.push(Stmt::new(format!("SELECT {} AS done", recorded_sql("?1")), vec![s(&key)]));
         let results = self.batch(&stmts, "reassign").await?;
-        Ok(super::changed(results.get(stmts.len() - 2)) == 1)
+        let done = results.last().and_then(|r| r.results::<Done>().ok()).and_then(|r| r.into_iter().next());
+        Ok(done.is_some_and(|d| d.done != 0.0))
     }
 
     pub async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {

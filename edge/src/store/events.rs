@@ -28,7 +28,7 @@ const RETENTION_BATCH: i64 = 500;
 pub(super) const INSERT: &str =
     "INSERT OR IGNORE INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, dedupe_key)";
 
-fn args(
+pub(super) fn args(
     id: &ApprovalId,
     at: i64,
     kind: EventKind,
@@ -64,8 +64,13 @@ pub(crate) fn event_stmt(
     Stmt::new(format!("{INSERT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), args(id, at, kind, actor, detail, &key))
 }
 
-/// When an event is recorded: at most once under `key` (e.g. `viewed:<sub>`, `decided`: the approval's ID goes
-/// in front), and only if `when` holds — an SQL condition whose parameters are `args`, numbered from `?8` on.
+/// The key of an event that happens once per registration: the approval's ID and its registration time go in
+/// front of `?7`, so that an ID chosen again after the approval was purged starts a timeline of its own.
+const REGISTRATION_KEY: &str =
+    "?1 || ':' || COALESCE((SELECT created_at FROM approvals WHERE id = ?1), 0) || ':' || ?7";
+
+/// When an event is recorded: at most once per registration under `key` (e.g. `viewed:<sub>`, `decided`; see
+/// [`REGISTRATION_KEY`]), and only if `when` holds — an SQL condition whose parameters are `args`, numbered from `?8` on.
 pub(crate) struct Once<'a> {
     pub key: &'a str,
     pub when: &'a str,
@@ -81,10 +86,9 @@ pub(crate) fn event_once_stmt(
     detail: &Map<String, Value>,
     once: Once<'_>,
 ) -> Stmt {
-    let key = format!("{}:{}", id.as_str(), once.key);
-    let mut all = args(id, at, kind, actor, detail, &key);
+    let mut all = args(id, at, kind, actor, detail, once.key);
     all.extend(once.args);
-    Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {}", once.when), all)
+    Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, {REGISTRATION_KEY} WHERE {}", once.when), all)
 }
 
 /// An approval's events, oldest first (the approval page's timeline).
@@ -263,6 +267,30 @@ pub(crate) fn purged_stmt(where_sql: &str, mut args: Vec<JsValue>, now: i64) -> 
         ),
         args,
     )
+}
+
+/// The event of a change made under `guards` (`ringi_core::rules`), written first in its batch and only while
+/// every guard holds; the change's own statements then run only if this event is on record
+/// ([`recorded_sql`] with the returned key). So the guards are checked once, before any write of the batch
+/// could affect them, and a retried batch (same key) neither records the event twice nor half-applies.
+pub(crate) fn guarded_event_stmt(
+    id: &ApprovalId,
+    at: i64,
+    kind: EventKind,
+    actor: &Actor,
+    detail: &Map<String, Value>,
+    guards: &[ringi_core::rules::Guard],
+) -> (Stmt, String) {
+    let key = random_key(id);
+    let guard = ringi_core::guard_sql::guards_sql(id.as_str(), guards, 8);
+    let mut all = args(id, at, kind, actor, detail, &key);
+    all.extend(guard.args.iter().map(super::delegation::arg));
+    (Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {}", guard.sql), all), key)
+}
+
+/// The event with key `param`'s value is on record (see [`guarded_event_stmt`]).
+pub(crate) fn recorded_sql(param: &str) -> String {
+    format!("EXISTS (SELECT 1 FROM approval_events recorded WHERE recorded.dedupe_key = {param})")
 }
 
 /// [`event_stmt`] for a change whose statement in the same batch may change nothing (a race lost, a second cron

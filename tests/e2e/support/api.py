@@ -17,9 +17,11 @@ from .leaks import SEEN
 class Api:
     """Thin HTTP client for the worker's API."""
 
-    def __init__(self, stack: Stack, base_url: str | None = None):
+    def __init__(self, stack: Stack, base_url: str | None = None, claims: dict | None = None):
         self.stack = stack
         self.base = base_url or stack.base_url
+        # Claims every bearer of this client carries unless a call says otherwise (e.g. ID tokens: ID_TOKEN).
+        self.claims = claims or {}
 
     def register(self, token: str, approvers=None, headers=None, **fields):
         body = {"taskToken": token, "approvers": approvers or [{"sub": "alice"}], "title": "Deploy v2 to production",
@@ -38,7 +40,18 @@ class Api:
                              headers={**self.auth(as_user, **claims), **(headers or {})}, timeout=60)
 
     def auth(self, user, **claims):
-        return {"authorization": f"Bearer {self.stack.mint(user, **claims)}"}
+        return {"authorization": f"Bearer {self.stack.mint(user, **{**self.claims, **claims})}"}
+
+    def call(self, method: str, path: str, as_user="alice", body=None, **claims):
+        """Any API call as `as_user` (JSON body or none)."""
+        return requests.request(method, f"{self.base}{path}", json=body, headers=self.auth(as_user, **claims),
+                                timeout=60)
+
+
+def id_token_claims(stack: Stack) -> dict:
+    """What turns the Cognito stand-in's access-token claims into an ID token's (`token_use: id`, `aud` the SPA's
+    client): the bearer of a worker with TOKEN_USE=id, whose callers' emails can be verified."""
+    return {"token_use": "id", "aud": stack.client_id, "client_id": None, "scope": None}
 
 
 def paused_factory(workflows, api):
