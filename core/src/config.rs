@@ -757,6 +757,17 @@ mod tests {
     }
 
     #[test]
+    fn which_emails_the_rules_can_rely_on() {
+        // Cognito access tokens carry no email: requesters by email cannot be enforced, routing by email is moot.
+        let access = with(&[]).unwrap();
+        assert!(!access.emails_verifiable());
+        assert!(with(&[("TOKEN_USE", "id")]).unwrap().emails_verifiable());
+        // An unchecked email (EMAIL_VERIFIED=trust) never routes someone's approvals: anyone could claim it.
+        assert!(oidc(&[]).unwrap().routes_by_email());
+        assert!(!oidc(&[("EMAIL_VERIFIED", "trust")]).unwrap().routes_by_email());
+    }
+
+    #[test]
     fn invalid_provider_combinations_are_config_errors() {
         let invalid = |r: Result<Config, ConfigError>, name: &str| {
             assert!(matches!(&r, Err(ConfigError::Invalid(n, _)) if *n == name), "{name}: {:?}", r.map(|_| ()));

@@ -72,6 +72,28 @@ def test_an_approvals_events_from_registration_to_decision(stack, workflows, aud
     assert "taskToken" not in view.text and stack.api_key not in view.text
 
 
+def test_an_id_chosen_again_after_a_purge_starts_a_timeline_of_its_own(stack, workflows, audited):
+    """Events are keyed per registration: once the first approval is purged, a registration that chooses the same
+    ID records its own first view and shows none of the old approval's events (the export keeps them)."""
+    import secrets
+    url, api = audited
+    chosen = "wf-" + secrets.token_urlsafe(16)
+    first, arn = register(workflows, api, [ALICE], approvalId=chosen)
+    assert api.get(first, "alice", email="alice@example.com").status_code == 200
+    assert api.decide(first, "approve", "alice", email="alice@example.com").json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    # What the retention purge removes of a closed approval (its events stay for the audit retention).
+    for table, col in (("approval_schedule", "approval_id"), ("decisions", "approval_id"),
+                       ("approval_principals", "approval_id"), ("approvals", "id")):
+        d1(stack, f"DELETE FROM {table} WHERE {col} = '{chosen}'", persist=persist(stack))
+    again, _ = register(workflows, api, [ALICE], approvalId=chosen)
+    assert again == chosen
+    assert api.get(again, "alice", email="alice@example.com").status_code == 200
+    events = api.get(again, "alice", email="alice@example.com").json()["events"]
+    assert [e["kind"] for e in events if e["kind"] != "mailed"] == ["registered", "viewed"], events
+    viewed = [e for e in events_of(stack, url, chosen) if e["kind"] == "viewed"]
+    assert len(viewed) == 2, "both registrations' first views are exported"
+
 def test_quorum_votes_rejections_and_expiry_are_recorded(stack, workflows, audited):
     url, api = audited
     quorum, arn = register(workflows, api, [{"sub": "alice"}, {"sub": "carol"}], quorum="all")

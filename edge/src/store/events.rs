@@ -94,7 +94,11 @@ pub(crate) fn event_once_stmt(
 /// An approval's events, oldest first (the approval page's timeline).
 pub(crate) fn timeline_stmt(id: &ApprovalId) -> Stmt {
     Stmt::new(
-        format!("SELECT {EVENT_COLUMNS} FROM approval_events WHERE approval_id = ?1 ORDER BY seq LIMIT {TIMELINE_MAX}"),
+        // This registration's events only: an ID chosen again after a purge does not show the old approval's.
+        format!(
+            "SELECT {EVENT_COLUMNS} FROM approval_events WHERE approval_id = ?1
+               AND at >= COALESCE((SELECT created_at FROM approvals WHERE id = ?1), 0) ORDER BY seq LIMIT {TIMELINE_MAX}"
+        ),
         vec![s(id.as_str())],
     )
 }
