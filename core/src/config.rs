@@ -100,9 +100,10 @@ pub struct Config {
     pub claim_lease_ms: i64,
     /// Send one reminder when this little time is left.
     pub reminder_window_ms: i64,
-    /// `ON_EXPIRY_LEAD_SECONDS`: an approval registered with `onExpiry` `reject`/`approve` is answered by the
-    /// cron once its `expiresAt` is this close. The cron runs every 5 minutes, so the default (10 minutes)
-    /// gives two runs inside the window: one whose callback failed is retried by the next.
+    /// `ON_EXPIRY_LEAD_SECONDS`: an approval registered with `onExpiry` `reject`/`approve` gives its approvers a
+    /// deadline this long before the task's (`on_expiry::deadlines`), and the cron answers in between. The cron
+    /// runs every 5 minutes, so the default (10 minutes) gives two runs inside the window: one whose callback
+    /// failed is retried by the next.
     pub on_expiry_lead_ms: i64,
     /// Closed approvals (and their audit trail) are purged this long after the decision.
     pub retention_ms: i64,

@@ -440,9 +440,12 @@ mod tests {
         let long = format!(r#"{{"to":{{"sub":"x"}},"note":"{}"}}"#, "n".repeat(NOTE_MAX_CHARS + 1));
         assert_eq!(field(DelegationRequest::parse(long.as_bytes())), "note");
         // Bidi and zero-width controls go: a note reads as what it says in the mail and on the page.
-        let sneaky = DelegationRequest::parse("{\"to\":{\"sub\":\"x\"},\"note\":\"pay \u{202e}0001\u{200b} \"}".as_bytes()).unwrap();
+        let sneaky =
+            DelegationRequest::parse("{\"to\":{\"sub\":\"x\"},\"note\":\"pay \u{202e}0001\u{200b} \"}".as_bytes())
+                .unwrap();
         assert_eq!(sneaky.note.as_deref(), Some("pay 0001"));
-        let blank = DelegationRequest::parse("{\"to\":{\"sub\":\"x\"},\"note\":\"\u{200b}\u{2066}\"}".as_bytes()).unwrap();
+        let blank =
+            DelegationRequest::parse("{\"to\":{\"sub\":\"x\"},\"note\":\"\u{200b}\u{2066}\"}".as_bytes()).unwrap();
         assert_eq!(blank.note, None);
         let ok = DelegationRequest::parse(br#"{"to":{"email":"Bob@Example.com"},"note":"  on leave "}"#).unwrap();
         assert_eq!((ok.to, ok.note.as_deref()), (Principal::Email("bob@example.com".into()), Some("on leave")));

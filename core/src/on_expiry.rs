@@ -1,9 +1,10 @@
 //! A chosen outcome when nobody decides (`onExpiry`). `none` leaves it to Step Functions: the task's own
-//! `TimeoutSeconds` ends it (`States.Timeout`). With `reject` or `approve`, ringi's cron answers the task
-//! itself shortly before the approval's `expiresAt` — within `ON_EXPIRY_LEAD_SECONDS` of it — through the
-//! same claim a person's decision takes: `SendTaskFailure` with error [`EXPIRED_ERROR`], or
-//! `SendTaskSuccess` with `{"decision": "expired", …}`. `expiresAt` is ringi's deadline: it should be the
-//! state's `TimeoutSeconds`, so that ringi acts before Step Functions times the task out.
+//! `TimeoutSeconds` ends it (`States.Timeout`). With `reject` or `approve`, the approval has one deadline for
+//! its approvers — shown and enforced — that ends `ON_EXPIRY_LEAD_SECONDS` before the task's (at most half of
+//! the time there is: [`deadlines`]); ringi's cron answers the task after the approvers' deadline and before
+//! the task's, through the same claim a person's decision takes: `SendTaskFailure` with error
+//! [`EXPIRED_ERROR`], or `SendTaskSuccess` with `{"decision": "expired", …}`. The registration's deadline is the
+//! task's: it should be the state's `TimeoutSeconds`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -53,9 +54,20 @@ impl OnExpiry {
     }
 }
 
-/// Is it time for ringi to act: the deadline is still ahead, and at most `lead_ms` away.
-pub fn due(expires_at: i64, now: i64, lead_ms: i64) -> bool {
-    expires_at > now && expires_at - now <= lead_ms
+/// The two deadlines of an approval registered at `now` whose task ends at `task_deadline`: the approvers'
+/// (shown and enforced for every person's act) and the task's. Without an outcome on expiry they are one; with
+/// one, the approvers' ends `lead_ms` before the task's — but never takes more than half of the time there is,
+/// so that a short task still leaves the approvers most of it.
+pub fn deadlines(on_expiry: OnExpiry, now: i64, task_deadline: i64, lead_ms: i64) -> (i64, i64) {
+    match on_expiry {
+        OnExpiry::None => (task_deadline, task_deadline),
+        _ => (task_deadline - lead_ms.min((task_deadline - now).max(0) / 2), task_deadline),
+    }
+}
+
+/// Is it time for ringi to act: the approvers' deadline has passed, the task's is still ahead.
+pub fn due(approvers_deadline: i64, task_deadline: i64, now: i64) -> bool {
+    approvers_deadline <= now && now < task_deadline
 }
 
 /// What the workflow is told (`output`, or the failure's `cause`).
@@ -102,11 +114,15 @@ mod tests {
     }
 
     #[test]
-    fn due_inside_the_lead_and_before_the_deadline() {
-        assert!(!due(10_000, 0, 5_000), "too early");
-        assert!(due(10_000, 5_000, 5_000));
-        assert!(due(10_000, 9_999, 5_000));
-        assert!(!due(10_000, 10_000, 5_000), "past the deadline Step Functions has timed the task out");
+    fn one_deadline_for_approvers_then_ringi_before_the_task_times_out() {
+        assert_eq!(deadlines(OnExpiry::None, 0, 100_000, 600), (100_000, 100_000));
+        assert_eq!(deadlines(OnExpiry::Reject, 0, 100_000, 600), (99_400, 100_000));
+        // A short task: the approvers keep half of it.
+        assert_eq!(deadlines(OnExpiry::Approve, 0, 1_000, 600), (500, 1_000));
+        let (mine, task) = deadlines(OnExpiry::Reject, 0, 10_000, 5_000);
+        assert!(!due(mine, task, 4_999), "the approvers still decide");
+        assert!(due(mine, task, 5_000) && due(mine, task, 9_999));
+        assert!(!due(mine, task, 10_000), "past the task's deadline Step Functions has timed it out");
     }
 
     #[test]

@@ -34,7 +34,10 @@ pub struct NewApproval {
     pub summary: String,
     pub details: Map<String, Value>,
     pub form: Vec<FormField>,
+    /// The approvers' deadline (shown and enforced; see [`NewApproval::with_on_expiry_lead`]).
     pub expires_at: i64,
+    /// The task's own deadline when it is later than the approvers' (an outcome on expiry).
+    pub task_expires_at: Option<i64>,
     pub notify: Vec<String>,
     /// The chat channels `notify` named (`{"channel": …}`), each one configured in `CHAT_CHANNELS`.
     pub channels: Vec<ChannelName>,
@@ -116,6 +119,18 @@ pub(crate) fn valid_email(e: &str) -> bool {
         && !domain.ends_with('.')
         && e.len() <= 254
         && !e.chars().any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>' || c == ',')
+}
+
+impl NewApproval {
+    /// With an outcome on expiry, the registration's deadline is the task's and the approvers' ends
+    /// `ON_EXPIRY_LEAD_SECONDS` before it (`on_expiry::deadlines`): one deadline shown and enforced, ringi's
+    /// answer after it.
+    pub fn with_on_expiry_lead(mut self, now: i64, lead_ms: i64) -> Self {
+        let (mine, task) = crate::on_expiry::deadlines(self.on_expiry, now, self.expires_at, lead_ms);
+        self.expires_at = mine;
+        self.task_expires_at = (task != mine).then_some(task);
+        self
+    }
 }
 
 /// A domain name as `MAIL_ALLOWED_DOMAINS` lists them (lower case, at least one dot).
@@ -361,6 +376,7 @@ impl RegistrationBody {
             details,
             form,
             expires_at,
+            task_expires_at: None,
             notify,
             channels,
             context,

@@ -19,7 +19,7 @@ use crate::store::{D1Store, DueOutcome};
 /// and leaves it for the next run; only the look-up's failure fails the step.
 pub async fn run(cfg: &Config, store: &D1Store, now: i64) -> Result<usize, ApiError> {
     let mut decided = 0;
-    for due in store.on_expiry_due(now, cfg.on_expiry_lead_ms).await? {
+    for due in store.on_expiry_due(now).await? {
         match answer(cfg, store, &due).await {
             Ok(done) => decided += usize::from(done),
             Err(e) => log("warn", "on_expiry_failed", json!({"approvalId": due.id.as_str(), "error": e.to_string()})),

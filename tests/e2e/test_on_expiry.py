@@ -1,8 +1,8 @@
-"""A chosen outcome when nobody decides (`onExpiry`): once an approval's `expiresAt` is within
-ON_EXPIRY_LEAD_SECONDS, the cron answers the paused task itself — `SendTaskFailure` `ringi.Expired` or
-`SendTaskSuccess` `{"decision": "expired"}` — exactly once (two cron runs at the same time race for the same
-claim), records it as decided by the system, and a failed callback is retried by the next run. Real paused
-executions in moto; the deadline is moved into the lead the way an operator would shift it in D1."""
+"""A chosen outcome when nobody decides (`onExpiry`): approvers have one deadline, shown and enforced, that ends
+ON_EXPIRY_LEAD_SECONDS before the task's; after it the cron answers the paused task itself — `SendTaskFailure`
+`ringi.Expired` or `SendTaskSuccess` `{"decision": "expired"}` — exactly once (two cron runs at the same time race
+for the same claim), records it as decided by the system, and a failed callback is retried by the next run. Real
+paused executions in moto; the deadlines are moved the way an operator would shift them in D1."""
 from __future__ import annotations
 
 import json
@@ -43,9 +43,10 @@ def callbacks(workflows, arn) -> list[str]:
 
 
 def into_the_lead(stack, approval_id, seconds=120, persist=None):
-    """The deadline moves to `seconds` from now: inside the default lead (600 s), still ahead."""
-    soon = int(time.time() * 1000) + seconds * 1000
-    d1(stack, f"UPDATE approvals SET expires_at = {soon} WHERE id = '{approval_id}'", persist=persist)
+    """The approvers' deadline has just passed; the task's is `seconds` from now."""
+    now = int(time.time() * 1000)
+    d1(stack, f"UPDATE approvals SET expires_at = {now - 1000}, task_expires_at = {now + seconds * 1000} "
+              f"WHERE id = '{approval_id}'", persist=persist)
 
 
 def row(stack, approval_id, persist=None) -> dict:
@@ -104,20 +105,37 @@ def test_approve_on_expiry_resumes_the_workflow_with_decision_expired(stack, api
     assert decided["decidedOnExpiry"] is True and decided["status"] == "approved"
 
 
-def test_none_and_a_human_decision_leave_nothing_to_the_cron(stack, api, workflows):
-    """`none` (the default) is Step Functions' own timeout; a decision taken before the cron wins."""
+def test_one_deadline_a_person_decides_before_it_and_ringi_after_it(stack, api, workflows):
+    """`none` (the default) is Step Functions' own timeout and one deadline. With an outcome on expiry, the deadline
+    approvers are shown (and the registration answers) ends the lead (600 s) before the task's; a person decides
+    before it and is refused after it, when ringi's outcome is due."""
     arn_none, token = workflows.start_paused()
-    left = api.register(token, timeoutSeconds=3600).json()["id"]
+    r = api.register(token, timeoutSeconds=3600)
+    left = r.json()["id"]
+    assert abs(int(time.time()) + 3600 - iso_seconds(r.json()["expiresAt"])) < 60
     arn_decided, token = workflows.start_paused()
-    decided = api.register(token, onExpiry="reject", timeoutSeconds=3600).json()["id"]
-    into_the_lead(stack, left)
-    into_the_lead(stack, decided)
+    r = api.register(token, onExpiry="reject", timeoutSeconds=3600)
+    decided = r.json()["id"]
+    shown = api.get(decided).json()["expiresAt"]
+    assert shown == r.json()["expiresAt"] and abs(int(time.time()) + 3000 - iso_seconds(shown)) < 60, shown
     assert api.decide(decided, "approve").json()["status"] == "approved"
+    arn_late, token = workflows.start_paused()
+    late = api.register(token, onExpiry="reject", timeoutSeconds=3600).json()["id"]
+    into_the_lead(stack, late)
+    refused = api.decide(late, "approve")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (409, "expired"), refused.text
     stack.run_cron()
     assert row(stack, left)["status"] == "pending" and workflows.status(arn_none) == "RUNNING"
     assert workflows.wait_done(arn_decided)["status"] == "SUCCEEDED"
     assert callbacks(workflows, arn_decided) == ["TaskSucceeded"]
     assert row(stack, decided)["decided_on_expiry"] == 0
+    assert workflows.wait_done(arn_late)["status"] == "FAILED" and callbacks(workflows, arn_late) == ["TaskFailed"]
+    assert row(stack, late)["decided_on_expiry"] == 1
+
+
+def iso_seconds(at: str) -> int:
+    from datetime import datetime
+    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp())
 
 
 @pytest.fixture(scope="module")

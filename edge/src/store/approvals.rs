@@ -103,14 +103,15 @@ impl InsertBatch<'_> {
             // The chat channels: all of them due, delivered after the response like the mail.
             s(&serde_json::to_string(&a.channels).internal("chat json")?),
             s(MailState::initial(a.channels.len()).as_str()),
+            a.task_expires_at.map_or(JsValue::NULL, n),
         ];
         Ok(self.within_rate(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
                quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
                mail_state, request_sha256, registered_by, requested_by_json, allow_self_approval, on_expiry,
-               chat_json, chat_due_json, chat_state)
+               chat_json, chat_due_json, chat_state, task_expires_at)
              SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-               ?20, ?21, ?22, ?22, ?23
+               ?20, ?21, ?22, ?22, ?23, ?24
              WHERE {rate} ON CONFLICT DO NOTHING",
             args,
         ))

@@ -33,7 +33,8 @@ struct VotedRow {
 /// one statement running into D1's limits.
 const CRON_BATCH: i64 = 500;
 /// The open approvals past their expiry that one `expire_due` run closes (?1 now, ?2 batch size).
-const DUE: &str = "SELECT id FROM approvals WHERE expires_at <= ?1
+/// Past the task's deadline (with an outcome on expiry, ringi answers between the approvers' and the task's).
+const DUE: &str = "SELECT id FROM approvals WHERE COALESCE(task_expires_at, expires_at) <= ?1
    AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) ORDER BY id LIMIT ?2";
 /// Mails one cron step sends at most per run.
 const MAIL_BATCH: i64 = 50;

@@ -46,19 +46,19 @@ impl DueRow {
 }
 
 impl D1Store {
-    /// Open approvals with an outcome on expiry whose deadline is ahead but within `lead_ms`, soonest first:
-    /// pending ones, and claimed ones whose claim holder died (lease over). A callback that failed released its
-    /// claim, so the next run finds the approval again.
-    pub async fn on_expiry_due(&self, now: i64, lead_ms: i64) -> Result<Vec<DueOutcome>, ApiError> {
+    /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's
+    /// (`ringi_core::on_expiry::due`), soonest first: pending ones, and claimed ones whose claim holder died
+    /// (lease over). A callback that failed released its claim, so the next run finds the approval again.
+    pub async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
         let stmt = Stmt::new(
             format!(
                 "SELECT id, task_token, on_expiry, expires_at FROM approvals
                  WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
-                   AND expires_at > ?1 AND expires_at <= ?1 + ?2
+                   AND expires_at <= ?1 AND task_expires_at > ?1
                    AND (status = 'pending' OR claimed_until <= ?1)
                  ORDER BY expires_at LIMIT {ON_EXPIRY_BATCH}"
             ),
-            vec![n(now), n(lead_ms)],
+            vec![n(now)],
         );
         let rows: Vec<DueRow> = self.rows(stmt, "on_expiry_due").await?;
         // A row that does not read (corrupt) is skipped, as mail rows are: it does not stop the others.

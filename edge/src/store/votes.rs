@@ -55,6 +55,18 @@ pub struct ClaimRequest<'a> {
 /// id, ?4 now, ?5 verdict, ?6 sub, ?7 attempted by, then `extra_args` from ?8 on (D1 refuses a binding the
 /// statement does not use: they come only with the conditions that use them).
 fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Vec<JsValue>) -> Stmt {
+    claim_stmt_until(id, c, "expires_at", extra, extra_args)
+}
+
+/// [`claim_stmt`] open until the column `deadline`: a person's claim until the approvers' deadline
+/// (`expires_at`), ringi's own outcome on expiry until the task's.
+fn claim_stmt_until(
+    id: &ApprovalId,
+    c: &ClaimRequest<'_>,
+    deadline: &str,
+    extra: &str,
+    extra_args: Vec<JsValue>,
+) -> Stmt {
     let mut args = vec![s(c.claim_id), n(c.until), s(id.as_str()), n(c.now), s(c.verdict.as_str()), s(c.sub), s(c.by)];
     args.extend(extra_args);
     Stmt::new(
@@ -65,7 +77,7 @@ fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Ve
                attempt_sub = CASE WHEN attempt_id IS NULL THEN ?6 ELSE attempt_sub END,
                attempt_by = CASE WHEN attempt_id IS NULL THEN ?7 ELSE attempt_by END,
                attempt_at = CASE WHEN attempt_id IS NULL THEN ?4 ELSE attempt_at END
-             WHERE id = ?3 AND expires_at > ?4 AND task_token IS NOT NULL
+             WHERE id = ?3 AND {deadline} > ?4 AND task_token IS NOT NULL
                AND (status = 'pending' OR (status = 'claimed' AND (claimed_until <= ?4 OR claim_id = ?1))) {extra}
              RETURNING attempt_id, attempt_verdict, attempt_sub"
         ),
@@ -187,7 +199,7 @@ pub struct Opened {
 /// `Attempt::is_systems`).
 pub(super) fn system_claim_stmt(id: &ApprovalId, claim_id: &str, now: i64, until: i64, verdict: Verdict) -> Stmt {
     let c = ClaimRequest { claim_id, now, until, verdict, sub: "", by: "ringi", keys: String::new() };
-    let mut stmt = claim_stmt(id, &c, "AND on_expiry = ?8", vec![s(verdict.as_str())]);
+    let mut stmt = claim_stmt_until(id, &c, "task_expires_at", "AND on_expiry = ?8", vec![s(verdict.as_str())]);
     stmt.args[5] = JsValue::NULL; // ?6, the attempt's sub
     stmt
 }
