@@ -164,7 +164,7 @@ pub enum ApiError {
     DuplicateApproval,
     /// Separation of duty: the caller is one of the approval's requesters (`requestedBy`) and may not
     /// decide it (unless it was registered with `allowSelfApproval`).
-    #[error("you requested this approval: a requester cannot approve or reject their own request")]
+    #[error("you requested this approval (or your sign-in carries no verified email to tell you apart from a requester named by email): a requester cannot approve or reject their own request")]
     SelfApproval,
     #[error("{0}")]
     PayloadTooLarge(String),

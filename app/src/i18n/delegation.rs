@@ -38,6 +38,10 @@ pub struct DelegationTexts {
     pub err_too_deep: &'static str,
     pub err_is_approver: &'static str,
     pub err_is_requester: &'static str,
+    /// `self_approval`: the caller asked for it themselves.
+    pub err_self_approval: &'static str,
+    /// `group_seat`: the caller's only seat is a group's, which one member cannot hand on.
+    pub err_group_seat: &'static str,
     /// `not_supported_by_backend`: this installation keeps approvals in DynamoDB, which has no delegation.
     pub err_not_supported: &'static str,
     pub err_other: &'static str,
@@ -69,6 +73,8 @@ impl DelegationTexts {
             Some(ErrorCode::DelegationTooDeep) => self.err_too_deep,
             Some(ErrorCode::DelegateIsApprover) => self.err_is_approver,
             Some(ErrorCode::DelegateIsRequester) => self.err_is_requester,
+            Some(ErrorCode::SelfApproval) => self.err_self_approval,
+            Some(ErrorCode::GroupSeat) => self.err_group_seat,
             Some(ErrorCode::NotSupportedByBackend) => self.err_not_supported,
             _ => self.err_other,
         }
@@ -102,6 +108,8 @@ pub(super) const EN: DelegationTexts = DelegationTexts {
     err_too_deep: "This approval was delegated as often as allowed (3 times). Decide it, or ask an operator.",
     err_is_approver: "That person is already an approver of this request: one person counts once.",
     err_is_requester: "The requester of this approval cannot decide it.",
+    err_self_approval: "You requested this approval: you cannot hand it to someone else either.",
+    err_group_seat: "This approval is assigned to a group you belong to, not to you alone. Ask an operator to reassign it.",
     err_not_supported: "Delegation is not available here: this ringi keeps approvals in DynamoDB.",
     err_other: "The approval could not be delegated.",
     settings_link: "Settings",
@@ -154,6 +162,8 @@ pub(super) const JA: DelegationTexts = DelegationTexts {
     err_too_deep: "この承認は上限（3 回）まで委任されています。判断するか、運用担当者に依頼してください。",
     err_is_approver: "その人はすでにこの依頼の承認者です（1 人は 1 票）。",
     err_is_requester: "依頼者本人はこの承認を判断できません。",
+    err_self_approval: "あなたが依頼した承認のため、他の人に委任することもできません。",
+    err_group_seat: "この承認はあなた個人ではなく、あなたが所属するグループに割り当てられています。再割り当ては運用担当者に依頼してください。",
     err_not_supported: "この ringi は承認を DynamoDB に保存しているため、委任は利用できません。",
     err_other: "委任できませんでした。",
     settings_link: "設定",

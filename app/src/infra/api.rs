@@ -81,7 +81,11 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
         // Separation of duty: explained by its code like a 409 (the reloaded view shows why).
         403 if matches!(
             error.error_code(),
-            Some(ringi_core::error::ErrorCode::SelfApproval | ringi_core::error::ErrorCode::DelegateIsRequester)
+            Some(
+                ringi_core::error::ErrorCode::SelfApproval
+                    | ringi_core::error::ErrorCode::DelegateIsRequester
+                    | ringi_core::error::ErrorCode::GroupSeat
+            )
         ) =>
         {
             ApiError::Conflict(error)

@@ -2,11 +2,12 @@
 //! attempt) → callback → final write (design.md §4, §8 "Failure semantics"); the last three steps are
 //! [`DecisionAttempt`].
 
-use ringi_core::approval::{check_decidable, ApprovalStatus, Step, Verdict};
+use ringi_core::approval::{ApprovalStatus, Step, Verdict};
 use ringi_core::decision::{DecisionRequest, PriorApproval};
-use ringi_core::delegation::{check_holder, may_view};
+use ringi_core::delegation::may_view;
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::quorum::next_step_seated;
+use ringi_core::rules;
 use ringi_core::vote::{approvals_so_far, cast_approvals};
 use ringi_core::wire::{DecisionResponse, Progress};
 use ringi_core::{ApiError, ApprovalId};
@@ -141,24 +142,26 @@ async fn decide(
     }
 }
 
-/// The approval, if the caller is one of its approvers (else the same 404 as for none), and the request, valid
-/// against it and decidable now.
+/// The approval and the request, if `ringi_core::rules::decide` lets this caller decide it (an approver — else
+/// the same 404 as for none —, not a requester, a seat that still holds, decidable now) and the request is
+/// valid against its form. The first round trip's SQL applied the same guards to the claim and the vote.
 fn check(
     loaded: Option<Loaded>,
     who: &Identity,
     parsed: Result<DecisionRequest, ApiError>,
 ) -> Result<(Loaded, DecisionRequest), ApiError> {
-    let loaded = loaded.filter(|l| may_view(&l.seats, who)).ok_or(ApiError::NotFound)?;
-    // Separation of duty: a requester sees the approval but does not decide it (the first round trip's SQL
-    // refused them the claim and the vote already).
+    let loaded = loaded.ok_or(ApiError::NotFound)?;
+    let now = now_ms();
+    // A non-approver and a requester learn nothing from a 400: the rules first, then the body.
+    if !may_view(&loaded.seats, who) {
+        return Err(ApiError::NotFound);
+    }
     if let Some(refused) = loaded.approval.refusal(who) {
         return Err(refused);
     }
     let request = parsed?;
     request.validate_against(&loaded.approval.form)?;
-    check_decidable(&loaded.approval.state(), now_ms())?;
-    // A delegator sees the approval but decides nothing through the slot they handed on.
-    check_holder(&loaded.seats, who)?;
+    rules::decide(&loaded.snapshot(), who, now)?;
     Ok((loaded, request))
 }
 
