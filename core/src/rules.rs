@@ -159,9 +159,21 @@ pub fn delegate(a: &Snapshot<'_>, who: &Identity, to: &Principal, now: i64) -> R
 /// Someone's out-of-office setting as routing reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Absence {
-    /// The absent person, as the approver list may name them (`{sub}`, or `{email}` when it is verified).
-    pub person: Principal,
+    /// The absent person's verified sub.
+    pub sub: String,
+    /// Their verified email, when the absence may route approvals naming them by email
+    /// (`Config::routes_by_email`).
+    pub email: Option<String>,
     pub stand_in: Principal,
+}
+
+impl Absence {
+    /// The principals an approver list may name the absent person by.
+    pub fn person(&self) -> Vec<Principal> {
+        let mut p = vec![Principal::Sub(self.sub.clone())];
+        p.extend(self.email.as_ref().map(|e| Principal::Email(e.clone()).normalized()));
+        p
+    }
 }
 
 /// One slot out-of-office routing hands on at registration.
@@ -172,23 +184,28 @@ pub struct Routing {
 }
 
 /// Out-of-office routing of a new approval: each listed person who is away hands their slot to their
-/// stand-in — unless the absent person is a requester (they would be choosing who decides their own
-/// request), the stand-in is a requester, or the stand-in already has a seat (one person counts once; two
-/// absent approvers with the same stand-in: it takes the first slot only). Groups are never routed.
+/// stand-in — unless the absent person is a requester (by any of their principals: they would be choosing who
+/// decides their own request), the stand-in is a requester, or the stand-in already has a seat (one person
+/// counts once; two absent approvers with the same stand-in: it takes the first slot only). Groups are never
+/// routed. Where one person has several absences, the first that may route the slot counts (storage lists
+/// the latest first).
 pub fn route(listed: &[Principal], absences: &[Absence], requesters: &Requesters<'_>) -> Vec<Routing> {
     let mut out: Vec<Routing> = Vec::new();
+    let listed_n: Vec<Principal> = listed.iter().map(Principal::normalized).collect();
     for slot in listed.iter().filter(|p| !matches!(p, Principal::Group(_))) {
         let slot_n = slot.normalized();
-        let Some(away) = absences.iter().find(|a| a.person.normalized() == slot_n) else { continue };
+        let eligible = |a: &&Absence| {
+            let (person, stand_in) = (a.person(), a.stand_in.normalized());
+            person.contains(&slot_n)
+                && !listed_n.contains(&stand_in)
+                && !requesters.may_include(&person, true)
+                && !requesters.may_include(std::slice::from_ref(&stand_in), true)
+        };
+        let Some(away) = absences.iter().find(eligible) else { continue };
         let stand_in = away.stand_in.normalized();
-        let seated = listed.iter().any(|p| p.normalized() == stand_in) || out.iter().any(|r| r.stand_in == stand_in);
-        if seated
-            || requesters.may_include(std::slice::from_ref(&slot_n), true)
-            || requesters.may_include(std::slice::from_ref(&stand_in), true)
-        {
-            continue;
+        if !out.iter().any(|r| r.stand_in == stand_in) {
+            out.push(Routing { slot: slot.clone(), stand_in });
         }
-        out.push(Routing { slot: slot.clone(), stand_in });
     }
     out
 }
@@ -329,17 +346,23 @@ mod tests {
 
     #[test]
     fn routing_never_lets_a_requester_choose_who_decides() {
+        let away = |who: &str, email: Option<&str>, to: &str| Absence {
+            sub: who.into(),
+            email: email.map(Into::into),
+            stand_in: sub(to),
+        };
         let listed = [sub("rita"), sub("bob"), group("eng")];
-        let absences = [
-            Absence { person: sub("rita"), stand_in: sub("pal") },
-            Absence { person: sub("bob"), stand_in: sub("carol") },
-        ];
+        let absences = [away("rita", None, "pal"), away("bob", None, "carol")];
         let routed = route(&listed, &absences, &strict(&[sub("rita")]));
         assert_eq!(routed, vec![Routing { slot: sub("bob"), stand_in: sub("carol") }]);
         // The stand-in is a requester: not routed either.
         assert!(route(&listed, &absences[1..], &strict(&[sub("carol")])).is_empty());
+        // Listed by email, a requester by sub: the same person, not routed.
+        let by_mail = [away("rita", Some("Rita@example.com"), "pal")];
+        assert!(route(&[email("rita@example.com")], &by_mail, &strict(&[sub("rita")])).is_empty());
+        assert_eq!(route(&[email("rita@example.com")], &by_mail, &strict(&[])).len(), 1);
         // Two absent approvers with one stand-in: the first slot only; a stand-in who is listed: none.
-        let same = [Absence { person: sub("a"), stand_in: sub("s") }, Absence { person: sub("b"), stand_in: sub("s") }];
+        let same = [away("a", None, "s"), away("b", None, "s")];
         assert_eq!(route(&[sub("a"), sub("b")], &same, &strict(&[])).len(), 1);
         assert!(route(&[sub("a"), sub("s")], &same[..1], &strict(&[])).is_empty());
     }

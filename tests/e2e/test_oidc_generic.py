@@ -77,3 +77,22 @@ def test_machine_tokens_register_with_azp_and_scp(generic_stack):
 def test_sign_in_through_the_generic_provider_and_approve(generic_stack, tab):
     sign_in_approve_and_sign_out(generic_stack, tab, [{"group": "finance"}], "Deploy ledger v3 to production",
                                  user_name="alice", screenshot="oidc-generic-approval-mobile.png")
+
+
+def test_an_unchecked_email_never_routes_someone_elses_approvals(generic_stack):
+    """EMAIL_VERIFIED=trust takes the email as sent, so anyone could claim an address: out-of-office keeps the sub
+    only, and an approval naming that address by email stays with its approver; one naming the sub is routed."""
+    s = generic_stack
+    who = "mallory-ooo"
+    until = "2099-01-01T00:00:00Z"
+    put = requests.put(f"{s.base_url}/api/v1/me/out-of-office", json={"delegate": {"sub": "pal"}, "until": until},
+                       headers={"authorization": f"Bearer {s.mint(who, email='victim@example.com')}"}, timeout=30)
+    assert put.status_code == 200, put.text
+    try:
+        by_email, _ = register(s, [{"email": "victim@example.com"}])
+        assert view(s, by_email, s.mint("pal")).status_code == 404, "not routed by an unchecked email"
+        by_sub, _ = register(s, [{"sub": who}])
+        assert view(s, by_sub, s.mint("pal")).status_code == 200, "routed by the sub"
+    finally:
+        requests.delete(f"{s.base_url}/api/v1/me/out-of-office",
+                        headers={"authorization": f"Bearer {s.mint(who)}"}, timeout=30)

@@ -4,9 +4,10 @@
 
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::delegation::{principal_value, OutOfOfficeRequest};
-use ringi_core::guard_sql::{guards_sql, SqlArg};
 use ringi_core::principal::Principal;
 use ringi_core::rules::{Handover, Reassignment};
+use ringi_core::sql::routing::{routing_sql, ROUTED_SQL};
+use ringi_core::sql::{guards_sql, SqlArg};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -50,81 +51,16 @@ fn detail(v: Value) -> Map<String, Value> {
     }
 }
 
-/// Out-of-office routing, for the statements of a registration (after its principal rows): each listed
-/// `{sub}` or `{email}` whose person is out of office at `now` (by their verified sub or email) hands its slot
-/// to their stand-in, unless the stand-in is already a principal of the approval, or — while self-approval is
-/// off — the absent person or the stand-in is one of its requesters (a requester neither decides their own
-/// request nor chooses who does); with a `routed` event per slot. The rules are `ringi_core::rules::route`'s,
-/// made here in the registration's own batch so that routing costs no round trip. Only
-/// for the approval this very request created (`created_at = now`, its token and request hashes): a redelivery
-/// changes nothing. Parameters: ?1 id, ?2 now, ?3 token fingerprint, ?4 request hash.
+/// Out-of-office routing in the registration's batch (`ringi_core::sql::routing`: `rules::route` made in SQL,
+/// so that routing costs no round trip).
 pub(super) fn routing_stmts(id: &ApprovalId, now: i64, token_sha256: &str, request_sha256: &str) -> Vec<Stmt> {
     let args = || vec![s(id.as_str()), n(now), s(token_sha256), s(request_sha256)];
-    let fresh = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.token_sha256 = ?3
-         AND a.request_sha256 = ?4 AND a.created_at = ?2)";
-    let away = "FROM out_of_office o WHERE o.starts_at <= ?2 AND o.ends_at > ?2
-         AND ((approval_principals.kind = 'sub' AND o.sub = approval_principals.value)
-           OR (approval_principals.kind = 'email' AND o.email = approval_principals.value))
-         AND o.delegate NOT IN (SELECT x.pkey FROM approval_principals x WHERE x.approval_id = ?1)
-         AND NOT EXISTS (SELECT 1 FROM approvals r, json_each(r.requested_by_json) q
-           WHERE r.id = ?1 AND r.allow_self_approval = 0 AND (q.value = o.delegate OR q.value = approval_principals.pkey
-             OR q.value = 'sub:' || o.sub OR q.value = 'email:' || o.email))";
-    let stand_in = |col: &str| format!("substr(l.delegated_to, {col})");
-    vec![
-        Stmt::new(
-            format!(
-                "UPDATE approval_principals SET delegated_to = (SELECT o.delegate {away} ORDER BY o.updated_at DESC LIMIT 1)
-                 WHERE approval_id = ?1 AND depth = 0 AND delegated_to IS NULL AND kind IN ('sub', 'email')
-                   AND {fresh} AND EXISTS (SELECT 1 {away})"
-            ),
-            args(),
-        ),
-        Stmt::new(
-            format!(
-                "INSERT INTO approval_principals (approval_id, kind, value, pkey, open, sort_at, slot, depth, routed,
-                   delegated_by)
-                 SELECT ?1, {}, {}, l.delegated_to, 1, l.sort_at, l.pkey, 1, 1, l.value
-                 FROM approval_principals l WHERE l.approval_id = ?1 AND l.depth = 0 AND l.delegated_to IS NOT NULL
-                   AND {fresh}
-                 ON CONFLICT DO NOTHING",
-                stand_in("1, instr(l.delegated_to, ':') - 1"),
-                stand_in("instr(l.delegated_to, ':') + 1"),
-            ),
-            args(),
-        ),
-        // Two absent approvers with the same stand-in: it takes one slot; the other stays with its approver.
-        Stmt::new(
-            format!(
-                "UPDATE approval_principals SET delegated_to = NULL
-                 WHERE approval_id = ?1 AND depth = 0 AND delegated_to IS NOT NULL AND {fresh}
-                   AND NOT EXISTS (SELECT 1 FROM approval_principals d WHERE d.approval_id = ?1
-                     AND d.pkey = approval_principals.delegated_to AND d.slot = approval_principals.pkey)"
-            ),
-            args(),
-        ),
-        Stmt::new(
-            format!(
-                "{insert} SELECT ?1, ?2, '{kind}', '{actor}', NULL,
-                   json_object('from', json_object(l.kind, l.value), 'to', json_object(d.kind, d.value)),
-                   ?1 || ':' || ?2 || ':routed:' || l.pkey
-                 FROM approval_principals l JOIN approval_principals d
-                   ON d.approval_id = l.approval_id AND d.slot = l.pkey AND d.routed = 1
-                 WHERE l.approval_id = ?1 AND l.depth = 0 AND {fresh}",
-                insert = super::events::INSERT,
-                kind = EventKind::Routed.as_str(),
-                actor = Actor::System.key(),
-            ),
-            args(),
-        ),
-    ]
+    routing_sql().into_iter().map(|sql| Stmt::new(sql, args())).collect()
 }
 
 /// The slots routing handed on (see [`read_routed`]).
 pub(super) fn routed_stmt(id: &ApprovalId) -> Stmt {
-    Stmt::new(
-        "SELECT slot, pkey FROM approval_principals WHERE approval_id = ?1 AND routed = 1 ORDER BY rowid",
-        vec![s(id.as_str())],
-    )
+    Stmt::new(ROUTED_SQL, vec![s(id.as_str())])
 }
 
 #[derive(Deserialize)]

@@ -25,8 +25,7 @@ pub(crate) const TIMELINE_MAX: i64 = 200;
 const RETENTION_BATCH: i64 = 500;
 
 /// Every event insert: `dedupe_key` is unique, so a statement run again (a retried batch) records nothing twice.
-pub(super) const INSERT: &str =
-    "INSERT OR IGNORE INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, dedupe_key)";
+pub(super) use ringi_core::sql::EVENT_INSERT as INSERT;
 
 pub(super) fn args(
     id: &ApprovalId,
@@ -286,7 +285,7 @@ pub(crate) fn guarded_event_stmt(
     guards: &[ringi_core::rules::Guard],
 ) -> (Stmt, String) {
     let key = random_key(id);
-    let guard = ringi_core::guard_sql::guards_sql(id.as_str(), guards, 8);
+    let guard = ringi_core::sql::guards_sql(id.as_str(), guards, 8);
     let mut all = args(id, at, kind, actor, detail, &key);
     all.extend(guard.args.iter().map(super::delegation::arg));
     (Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {}", guard.sql), all), key)

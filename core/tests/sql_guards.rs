@@ -2,9 +2,9 @@
 //! on approvals in the states the rules care about (decidable or not, seats handed on, requesters named by
 //! sub or email, slots satisfied).
 
-use ringi_core::guard_sql::{guards_sql, SqlArg};
 use ringi_core::principal::Principal;
 use ringi_core::rules::Guard;
+use ringi_core::sql::{guards_sql, SqlArg};
 use rusqlite::{params_from_iter, Connection};
 
 fn migrated() -> Connection {

@@ -1,23 +1,9 @@
 //! The D1 (SQLite) form of the rules' [`Guard`]s: one SQL condition a statement's `WHERE` carries, so that a
-//! change decided in `crate::rules` commits only while what it was decided on still holds. Platform-free, so
-//! native tests run it against SQLite with the worker's real migrations (`tests/guard_sql.rs`).
+//! change decided in `crate::rules` commits only while what it was decided on still holds.
 
+use super::{SqlArg, SqlCond};
 use crate::principal::Principal;
 use crate::rules::Guard;
-
-/// A value bound to a statement parameter (the worker binds these as JS values).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SqlArg {
-    Text(String),
-    Int(i64),
-}
-
-/// A SQL condition and the values of its parameters, numbered from the `first` given to [`guards_sql`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SqlCond {
-    pub sql: String,
-    pub args: Vec<SqlArg>,
-}
 
 fn keys(ps: &[Principal]) -> String {
     serde_json::Value::from(ps.iter().map(|p| p.normalized().key()).collect::<Vec<_>>()).to_string()
