@@ -3,6 +3,7 @@
 //! registered naming them go to X (`store::delegation::routing_stmts`); approvals they already have are not
 //! moved (the approval page offers to delegate them).
 
+use ringi_core::config::Config;
 use ringi_core::delegation::{OutOfOffice, OutOfOfficeAnswer, OutOfOfficeRequest};
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::ApiError;
@@ -11,12 +12,13 @@ use worker::{Method, Request, Response};
 use crate::platform::now_ms;
 use crate::store::D1Store;
 
-pub async fn handle(req: &mut Request, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, cfg: &Config, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {
             let body = super::body_bytes(req).await?;
             let o = OutOfOfficeRequest::parse(&body, who, now)?;
+            ringi_core::mail::check_principal("delegate", &o.delegate, &[], &cfg.mail_allowed_domains)?;
             store.set_out_of_office(&who.sub, who.email.as_deref(), &o, now).await?;
             let shown = OutOfOffice::new(o.delegate, o.starts_at, o.ends_at, o.note, now);
             answer(Some(shown))
