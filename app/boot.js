@@ -188,8 +188,8 @@ async function startApp() {
   await init({ module_or_path: module });
 }
 
-// Repeat visits: public/sw.js serves the app shell and its hashed files from a cache and refreshes them in the
-// background. Registered once the app runs (a sign-in redirect leaves before), never for the API.
+// Repeat visits: public/sw.js serves the hashed files from a cache and the app shell from the network (the cached
+// shell only offline). Registered once the app runs (a sign-in redirect leaves before), never for the API.
 function registerServiceWorker() {
   if (!("serviceWorker" in navigator) || !isSecureContext) return;
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch((error) => {

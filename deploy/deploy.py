@@ -52,6 +52,7 @@ HOST = r"(?=.{4,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}"
 EMAIL = r"[^@\s\"<>,]+@" + HOST
 GROUP = r"[A-Za-z0-9_.@+=-]{1,128}"
 PROVIDER = r"[^\s,_]{1,32}"  # Cognito's rule for provider names, plus no ','
+IAM_ARN = r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=.@_/*-]{1,512}"  # a role or user ('*': wildcard)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ KEYS = (
     Key("ENABLE_CLIENT_CREDENTIALS", "false", r"true|false", "true or false"),
     Key("CREATE_EXAMPLE_STATE_MACHINE", "true", r"true|false", "true or false"),
     Key("STORAGE", "d1", r"d1|dynamodb", "d1 or dynamodb (the approvals table the stack creates)"),
+    Key("DEAD_LETTER_QUEUE_READERS", "", rf"|{IAM_ARN}(,{IAM_ARN})*", "empty (the account root only), or the ARNs "
+        "of the IAM roles or users that may read the dead-letter queue, comma-separated ('*' as a wildcard)"),
     Key("D1_DATABASE_NAME", "", r"|[a-z0-9][a-z0-9-]{0,63}", "lower-case letters, digits and '-'; default: "
         "RINGI_NAME"),
     Key("WORKER_NAME", "", r"|[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", "lower-case letters, digits and '-'; "
@@ -421,7 +424,8 @@ def stack_parameters(d: Deploy) -> dict[str, str]:
             "StateMachineNamePrefix": s["STATE_MACHINE_NAME_PREFIX"], "EventBusName": s["EVENT_BUS_NAME"],
             "ApiDestinationRateLimit": s["API_DESTINATION_RATE_LIMIT"],
             "EnableClientCredentials": s["ENABLE_CLIENT_CREDENTIALS"],
-            "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"], "ApprovalsStorage": s["STORAGE"]}
+            "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"], "ApprovalsStorage": s["STORAGE"],
+            "DeadLetterQueueReaders": s["DEAD_LETTER_QUEUE_READERS"]}
 
 
 def stack_differences(d: Deploy) -> list[str]:

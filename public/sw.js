@@ -1,8 +1,9 @@
-// ringi's service worker: repeat visits start without waiting for the network. It keeps one copy of the app
+// ringi's service worker: repeat visits start without downloading the app again. It keeps one copy of the app
 // shell (the HTML every app path answers with, configuration embedded) and the content-hashed files that shell
-// names, and serves them at once; each navigation then fetches the current shell in the background, so the next
-// visit runs the newest build (stale-while-revalidate). A new shell replaces the cached one only once all of its
-// files are cached, so the cache never holds a shell whose files it lacks.
+// names. A navigation asks the network for the shell first, so every open runs the current build — its boot code
+// and its CSP, right after a deploy — and its hashed files come from the cache (they never change; a new build
+// names new ones); only without a network does the cached shell answer, for an offline start. A shell replaces
+// the cached one only once all of its files are cached, so the cache never holds a shell whose files it lacks.
 //
 // Never cached: the API, tokens, anything that is not a same-origin GET of the shell or a hashed file (the
 // Hosted UI and the token endpoint are other origins and are not touched).
@@ -15,10 +16,14 @@ const ASSET_REF = /(?:href|src|content)="(\/[^"/]+-[0-9a-f]{8,16}(?:_bg\.wasm|\.
 
 const assetsOf = (html) => [...new Set([...html.matchAll(ASSET_REF)].map((m) => m[1]))];
 
-// Fetches the current shell and, once every hashed file it names is cached, makes it the cached shell and drops
-// the files no shell needs any more. Any failure leaves the cache as it was.
+// Fetches the current shell and keeps it (`keepShell`).
 async function refreshShell() {
-  const response = await fetch(SHELL, { cache: "no-cache", credentials: "same-origin" });
+  return keepShell(await fetch(SHELL, { cache: "no-cache", credentials: "same-origin" }));
+}
+
+// Once every hashed file this shell names is cached, makes it the cached shell and drops the files no shell needs
+// any more. Any failure leaves the cache as it was.
+async function keepShell(response) {
   if (!response.ok || !(response.headers.get("content-type") || "").startsWith("text/html")) return;
   const html = await response.clone().text();
   const wanted = assetsOf(html);
@@ -68,13 +73,18 @@ self.addEventListener("fetch", (event) => {
   if (request.mode === "navigate" && isAppPage(url)) {
     event.respondWith(
       (async () => {
-        const cached = await caches.match(SHELL);
-        const refresh = refreshShell().catch(() => {});
-        if (cached) {
-          event.waitUntil(refresh);
-          return cached;
+        let response;
+        try {
+          response = await fetch(request);
+        } catch (offline) {
+          // No network: the last build this browser ran, as it was.
+          const cached = await caches.match(SHELL);
+          if (cached) return cached;
+          throw offline;
         }
-        return fetch(request);
+        // Every app path answers with the same shell: kept (with its files) for an offline start.
+        if (response.ok) event.waitUntil(keepShell(response.clone()).catch(() => {}));
+        return response;
       })(),
     );
     return;

@@ -506,6 +506,9 @@ class Stack:
             "SFN_ENDPOINT": self.moto_url,
             "SES_ENDPOINT": self.moto_url,
             "MAIL_FROM": "ringi@example.com",
+            # The people of the demo and the tests live at example.com: delegates, stand-ins and escalations
+            # there may be mailed (core::mail::may_mail); any other domain only as an approval's own approver.
+            "MAIL_ALLOWED_DOMAINS": "example.com",
             "CLAIM_LEASE_SECONDS": str(self.claim_lease_seconds),
         }
         if self.storage == "dynamodb":

@@ -196,14 +196,11 @@ fn facts<'a>(m: &ChatInput<'a>) -> Vec<(&'static str, String)> {
     out
 }
 
-/// Slack may read `&`, `<` and `>` as markup even in the fallback `text`.
-fn slack_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 /// The Slack incoming-webhook body: Block Kit (`header`, `section` with plain-text `fields`, a link `button`,
 /// `context`) and the notification's fallback `text`. Every registrant text is `plain_text`, so a title
-/// cannot carry mentions or links; the one button only opens the approval page.
+/// cannot carry mentions or links; the one button only opens the approval page. The fallback `text` (what
+/// notifications and some clients show) is always mrkdwn, and escaping cannot neutralise all of it (`*`, `_`,
+/// `~`, bare URLs): it carries no registrant text, only ringi's own words and the approval's ID and link.
 pub fn slack_payload(m: &ChatInput<'_>) -> Value {
     let title: String = m.title.chars().take(150).collect();
     let fields: Vec<Value> = facts(m)
@@ -211,7 +208,7 @@ pub fn slack_payload(m: &ChatInput<'_>) -> Value {
         .map(|(k, v)| json!({"type": "plain_text", "text": format!("{k}: {v}"), "emoji": false}))
         .collect();
     json!({
-        "text": format!("{LEAD}: {} <{}|{OPEN}>", slack_escape(&title), m.url),
+        "text": format!("{LEAD}: `{}` <{}|{OPEN}>", m.approval_id, m.url),
         "blocks": [
             {"type": "header", "text": {"type": "plain_text", "text": title, "emoji": false}},
             {"type": "section", "fields": fields},
@@ -373,10 +370,14 @@ mod tests {
         assert_eq!(buttons[0]["type"], "button");
         assert_eq!(buttons[0]["url"], input().url);
         assert!(buttons[0].get("value").is_none(), "a link, not an interactive decision");
-        // The fallback text escapes Slack's markup characters in the title.
-        let text = p["text"].as_str().unwrap();
-        assert!(text.contains("&lt;!channel&gt;") && !text.contains("<!channel>"), "{text}");
-        assert!(text.ends_with(&format!("<{}|Open the request>", input().url)));
+        // The fallback text (mrkdwn) is ringi's fixed words, the ID and the link: no registrant text at all.
+        assert_eq!(
+            p["text"],
+            format!("Approval requested: `AbCdEfGhIjKlMnOpQrStUv` <{}|Open the request>", input().url)
+        );
+        for registrant in ["Deploy", "channel", "*v2*", "evil", "ci@example.com"] {
+            assert!(!p["text"].as_str().unwrap().contains(registrant), "{registrant}");
+        }
     }
 
     #[test]

@@ -128,26 +128,31 @@ impl Config {
     }
 }
 
-/// `http(s)://127.x.x.x`, `localhost` or `[::1]`, any port.
+/// `http(s)://` with a loopback host (127.0.0.0/8, `localhost` or `[::1]`), any port: the host as parsed
+/// ([`loopback`], the same check as `http://` URLs get), not a prefix of the text.
 pub fn is_loopback_origin(url: &str) -> bool {
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).unwrap_or("");
-    let host_port = rest.split('/').next().unwrap_or("");
-    let host =
-        if host_port.starts_with("[::1]") { "[::1]" } else { host_port.rsplit_once(':').map_or(host_port, |(h, _)| h) };
-    host == "localhost" || host == "[::1]" || (host.starts_with("127.") && host.split('.').count() == 4)
+    url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).is_some_and(loopback)
 }
 
 fn list(v: Option<String>) -> Vec<String> {
     v.unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
-/// Is the host of this `http://` URL (the part after the scheme) a loopback address: 127.0.0.0/8,
-/// `localhost` or `[::1]`?
+/// Is the host of this URL (the part after the scheme) a loopback address: 127.0.0.0/8, `localhost` or
+/// `[::1]`? The host a client would connect to: after any userinfo (`127.0.0.1@evil.example` is evil.example),
+/// before the port or a path (browsers end the authority at `\` too), and a whole IPv4 address
+/// (`127.0.0.1.nip.io` is a name).
 fn loopback(after_scheme: &str) -> bool {
-    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = after_scheme.split(['/', '?', '#', '\\']).next().unwrap_or_default();
     let host_port = authority.rsplit('@').next().unwrap_or_default();
     let host = if host_port.starts_with('[') {
-        host_port.split_inclusive(']').next().unwrap_or_default()
+        // `[::1]` then nothing or a port: `[::1].evil.example` is no host at all.
+        let (host, rest) = host_port.split_at(host_port.find(']').map_or(0, |i| i + 1));
+        if rest.is_empty() || rest.starts_with(':') {
+            host
+        } else {
+            ""
+        }
     } else {
         host_port.split(':').next().unwrap_or_default()
     };
@@ -648,7 +653,53 @@ mod tests {
         assert!(matches!(Config::from_lookup(lookup(&bad)).unwrap_err(), ConfigError::Invalid("D1_FAULTS", _)));
         assert!(is_loopback_origin("http://localhost:8787") && is_loopback_origin("http://[::1]:1"));
         assert!(!is_loopback_origin("http://127.0.0.1.nip.io") && !is_loopback_origin("https://example.com"));
+        // A host that merely starts like a loopback one is a name like any other.
+        prod[0] = ("PUBLIC_BASE_URL", "https://127.approvals.example.com");
+        assert!(matches!(Config::from_lookup(lookup(&prod)).unwrap_err(), ConfigError::Invalid("D1_FAULTS", _)));
         assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().d1_faults, D1Faults::Off);
+    }
+
+    #[test]
+    fn dev_switches_take_the_parsed_host_not_a_prefix() {
+        for loopback in [
+            "http://127.0.0.1:8787",
+            "https://127.0.0.1",
+            "http://127.8.9.10/x",
+            "http://[::1]",
+            "http://[::1]:8787/",
+            "http://localhost",
+            "http://LOCALHOST:1",
+            "http://evil.example@127.0.0.1:8787",
+        ] {
+            assert!(is_loopback_origin(loopback), "{loopback}");
+        }
+        for not in [
+            "https://127.approvals.example.com",
+            "https://127.0.0.1.approvals.example.com",
+            "http://localhost.evil.com",
+            "http://127.0.0.1@evil.com",
+            "http://127.0.0.1:8787@evil.com/",
+            "http://evil.com\\@127.0.0.1",
+            "http://[::2]",
+            "http://[::1].evil.com",
+            "http://0.0.0.0",
+            "ftp://127.0.0.1",
+            "127.0.0.1:8787",
+            "",
+        ] {
+            assert!(!is_loopback_origin(not), "{not}");
+        }
+        // What the config refuses, every switch alike.
+        for (switch, value) in [("D1_FAULTS", "header"), ("INJECT_LATENCY", "header")] {
+            let mut set = BASE.to_vec();
+            set[0] = ("PUBLIC_BASE_URL", "https://127.approvals.example.com");
+            set.push((switch, value));
+            assert!(
+                matches!(Config::from_lookup(lookup(&set)).unwrap_err(), ConfigError::Invalid(n, _) if n == switch)
+            );
+            set[0] = ("PUBLIC_BASE_URL", "http://127.0.0.1:8787");
+            assert!(Config::from_lookup(lookup(&set)).unwrap().dev_switches_on());
+        }
     }
 
     #[test]

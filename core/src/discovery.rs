@@ -47,6 +47,43 @@ impl Discovery {
     }
 }
 
+/// Why a GET of one of the issuer's documents (the discovery document, the JWKS) failed. A redirect is not
+/// followed: the configured (or discovered) URL is the one place the keys come from, and a redirect could send
+/// the fetch anywhere (another host, plain http).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdpFetchError {
+    /// A 3xx answer, not followed.
+    Redirect { status: u16 },
+    /// Any other answer than 200.
+    Status(u16),
+    /// No answer within this many seconds (the fetch was aborted).
+    Timeout { secs: u64 },
+    /// The fetch itself failed (connection refused or reset, bad URL, an unreadable body).
+    Network(String),
+}
+
+impl IdpFetchError {
+    /// What an answer's status means: `None` for 200 (its body is the document).
+    pub fn from_status(status: u16) -> Option<Self> {
+        match status {
+            200 => None,
+            300..=399 => Some(Self::Redirect { status }),
+            _ => Some(Self::Status(status)),
+        }
+    }
+}
+
+impl std::fmt::Display for IdpFetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Redirect { status } => write!(f, "HTTP {status}: a redirect, not followed"),
+            Self::Status(status) => write!(f, "HTTP {status}"),
+            Self::Timeout { secs } => write!(f, "no answer within {secs}s"),
+            Self::Network(e) => f.write_str(e),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiscoveryLookup {
     /// Use this document (fresh, or stale while the issuer was asked less than 10 s ago).
@@ -149,5 +186,18 @@ mod tests {
         assert_eq!(c.lookup(later + 1), DiscoveryLookup::Use(d.clone()));
         assert_eq!(c.stale(), Some(d.clone()));
         assert_eq!(c.peek(), Some(&d));
+    }
+
+    #[test]
+    fn a_redirect_is_a_failure_of_its_own_never_a_document() {
+        assert_eq!(IdpFetchError::from_status(200), None);
+        for status in [301, 302, 303, 307, 308] {
+            let e = IdpFetchError::from_status(status).unwrap();
+            assert_eq!(e, IdpFetchError::Redirect { status });
+            assert!(e.to_string().contains("not followed"), "{e}");
+        }
+        assert_eq!(IdpFetchError::from_status(304), Some(IdpFetchError::Redirect { status: 304 }));
+        assert_eq!(IdpFetchError::from_status(404), Some(IdpFetchError::Status(404)));
+        assert_eq!(IdpFetchError::from_status(204), Some(IdpFetchError::Status(204)));
     }
 }

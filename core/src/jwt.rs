@@ -426,9 +426,13 @@ impl Jwks {
 }
 
 /// JWKS cache with aws-jwt-verify's penalty box: an unknown `kid` triggers at most one refetch per
-/// `min_refetch_ms`, so a flood of made-up kids cannot hammer the issuer.
+/// `min_refetch_ms`, so a flood of made-up kids cannot hammer the issuer. Keyed by the JWKS URL: keys are only
+/// used for the URL they were fetched from (a discovery document that names another `jwks_uri`, another
+/// configuration in the same isolate), and another URL starts afresh.
 #[derive(Debug, Clone, Default)]
 pub struct JwksCache {
+    /// Where `jwks` came from and `last_attempt` went.
+    url: Option<String>,
     jwks: Option<Jwks>,
     fetched_at: i64,
     last_attempt: Option<i64>,
@@ -452,7 +456,11 @@ pub const JWKS_MIN_REFETCH_MS: i64 = 10 * 1000;
 pub const JWKS_IN_FLIGHT_MS: i64 = 5 * 1000;
 
 impl JwksCache {
-    pub fn lookup(&self, kid: &str, now_ms: i64) -> KeyLookup {
+    /// The key `kid` of the JWKS at `url`.
+    pub fn lookup(&self, url: &str, kid: &str, now_ms: i64) -> KeyLookup {
+        if self.url.as_deref() != Some(url) {
+            return KeyLookup::Fetch;
+        }
         let fresh = self.jwks.is_some() && now_ms - self.fetched_at < JWKS_MAX_AGE_MS;
         if let Some(k) = self.jwks.as_ref().and_then(|j| j.find(kid)).filter(|_| fresh) {
             return KeyLookup::Found(k.clone());
@@ -468,15 +476,19 @@ impl JwksCache {
         }
     }
 
-    /// Record a fetch attempt before it is made (failed fetches count against the rate limit too).
-    pub fn note_attempt(&mut self, now_ms: i64) {
+    /// Record a fetch attempt of `url` before it is made (failed fetches count against the rate limit too).
+    /// Another URL than the cached one drops the cached keys and attempts: they were not this URL's.
+    pub fn note_attempt(&mut self, url: &str, now_ms: i64) {
+        if self.url.as_deref() != Some(url) {
+            *self = Self { url: Some(url.to_owned()), in_flight_since: self.in_flight_since, ..Self::default() };
+        }
         self.last_attempt = Some(now_ms);
     }
 
-    /// A fetch starts now: an attempt (rate limit), and in flight until [`Self::end_fetch`] or
+    /// A fetch of `url` starts now: an attempt (rate limit), and in flight until [`Self::end_fetch`] or
     /// [`JWKS_IN_FLIGHT_MS`], whichever comes first. Returns the mark to end it with.
-    pub fn begin_fetch(&mut self, now_ms: i64) -> i64 {
-        self.note_attempt(now_ms);
+    pub fn begin_fetch(&mut self, url: &str, now_ms: i64) -> i64 {
+        self.note_attempt(url, now_ms);
         self.in_flight_since = Some(now_ms);
         now_ms
     }
@@ -498,9 +510,12 @@ impl JwksCache {
         self.in_flight_since.filter(|since| now_ms - since < JWKS_IN_FLIGHT_MS)
     }
 
-    pub fn store(&mut self, jwks: Jwks, now_ms: i64) {
-        self.jwks = Some(jwks);
-        self.fetched_at = now_ms;
+    /// The keys fetched from `url`; dropped if the cache has moved on to another URL meanwhile.
+    pub fn store(&mut self, url: &str, jwks: Jwks, now_ms: i64) {
+        if self.url.as_deref() == Some(url) {
+            self.jwks = Some(jwks);
+            self.fetched_at = now_ms;
+        }
     }
 
     pub fn kids(&self) -> BTreeSet<String> {
@@ -788,36 +803,58 @@ mod tests {
         assert!(j.find("zzz").is_none());
     }
 
+    const KEYS: &str = "https://idp.example.com/keys";
+
     #[test]
     fn cache_refetches_unknown_kid_at_most_every_10s() {
         let mut c = JwksCache::default();
-        assert_eq!(c.lookup("a", 0), KeyLookup::Fetch);
-        c.note_attempt(0);
-        c.store(jwks(), 0);
-        assert!(matches!(c.lookup("a", 1), KeyLookup::Found(_)));
-        assert_eq!(c.lookup("new", 5_000), KeyLookup::NotFound, "penalty box");
-        assert_eq!(c.lookup("new", 10_000), KeyLookup::Fetch);
-        c.note_attempt(10_000);
-        assert_eq!(c.lookup("new", 10_001), KeyLookup::NotFound);
+        assert_eq!(c.lookup(KEYS, "a", 0), KeyLookup::Fetch);
+        c.note_attempt(KEYS, 0);
+        c.store(KEYS, jwks(), 0);
+        assert!(matches!(c.lookup(KEYS, "a", 1), KeyLookup::Found(_)));
+        assert_eq!(c.lookup(KEYS, "new", 5_000), KeyLookup::NotFound, "penalty box");
+        assert_eq!(c.lookup(KEYS, "new", 10_000), KeyLookup::Fetch);
+        c.note_attempt(KEYS, 10_000);
+        assert_eq!(c.lookup(KEYS, "new", 10_001), KeyLookup::NotFound);
         // After an hour the cached set is refreshed even for known kids.
-        assert_eq!(c.lookup("a", JWKS_MAX_AGE_MS + 1), KeyLookup::Fetch);
-        c.note_attempt(JWKS_MAX_AGE_MS + 1);
+        assert_eq!(c.lookup(KEYS, "a", JWKS_MAX_AGE_MS + 1), KeyLookup::Fetch);
+        c.note_attempt(KEYS, JWKS_MAX_AGE_MS + 1);
         // Refresh failed (nothing stored): keep serving the known key rather than locking everyone out.
-        assert!(matches!(c.lookup("a", JWKS_MAX_AGE_MS + 2), KeyLookup::Found(_)));
+        assert!(matches!(c.lookup(KEYS, "a", JWKS_MAX_AGE_MS + 2), KeyLookup::Found(_)));
+    }
+
+    #[test]
+    fn cached_keys_serve_only_the_url_they_came_from() {
+        let other = "https://idp.example.com/other-keys";
+        let mut c = JwksCache::default();
+        c.begin_fetch(KEYS, 0);
+        c.store(KEYS, jwks(), 0);
+        assert!(matches!(c.lookup(KEYS, "a", 1), KeyLookup::Found(_)));
+        // Another URL finds nothing, whatever the kid, and is fetched at once (its own rate limit).
+        assert_eq!(c.lookup(other, "a", 2), KeyLookup::Fetch);
+        let mark = c.begin_fetch(other, 2);
+        assert_eq!(c.lookup(other, "a", 3), KeyLookup::NotFound, "penalty box of the new URL");
+        // Keys of the first URL arriving late are not taken as the other URL's.
+        c.store(KEYS, jwks(), 4);
+        assert_eq!(c.lookup(other, "a", 5), KeyLookup::NotFound);
+        assert_eq!(c.lookup(KEYS, "a", 5), KeyLookup::Fetch, "the first URL's keys were dropped");
+        c.end_fetch(mark);
+        c.store(other, jwks(), 6);
+        assert!(matches!(c.lookup(other, "a", 7), KeyLookup::Found(_)));
     }
 
     #[test]
     fn a_fetch_in_flight_expires_even_if_its_request_never_ends_it() {
         let mut c = JwksCache::default();
         assert!(!c.fetch_in_flight(0));
-        let mark = c.begin_fetch(1_000);
+        let mark = c.begin_fetch(KEYS, 1_000);
         assert!(c.fetch_in_flight(1_000) && c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS - 1));
         // The fetching request was cancelled: nobody calls end_fetch, the mark expires by itself.
         assert!(!c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS));
-        assert_eq!(c.lookup("a", 1_000 + JWKS_IN_FLIGHT_MS), KeyLookup::NotFound, "still rate-limited");
-        assert_eq!(c.lookup("a", 1_000 + JWKS_MIN_REFETCH_MS), KeyLookup::Fetch, "then fetched again");
+        assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_IN_FLIGHT_MS), KeyLookup::NotFound, "still rate-limited");
+        assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_MIN_REFETCH_MS), KeyLookup::Fetch, "then fetched again");
         // A stale end of the first fetch does not end a newer one.
-        let newer = c.begin_fetch(1_000 + JWKS_MIN_REFETCH_MS);
+        let newer = c.begin_fetch(KEYS, 1_000 + JWKS_MIN_REFETCH_MS);
         c.end_fetch(mark);
         assert!(c.fetch_in_flight(newer + 1));
         c.end_fetch(newer);

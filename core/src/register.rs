@@ -148,9 +148,9 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
     }
 }
 
-/// Validates a registration body; `now` is Unix ms. `notify` may name the approval's email approvers and
-/// addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`), and no chat channel. Every error names the
-/// offending field.
+/// Validates a registration body; `now` is Unix ms. `notify` and `escalation.to` may name the approval's email
+/// approvers and addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`; the rule of every mail,
+/// `crate::mail::may_mail`), and `notify` no chat channel. Every error names the offending field.
 pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
     parse_registration_with_channels(body, now, mail_allowed_domains, &ChatChannels::default())
 }
@@ -304,14 +304,7 @@ fn notify(
         if !valid_email(&e) {
             return Err(ApiError::invalid(at, "is not an email address"));
         }
-        let approver = approvers.iter().any(|p| matches!(p, Principal::Email(a) if *a == e));
-        let domain = e.rsplit_once('@').map(|(_, d)| d).unwrap_or_default();
-        if !approver && !allowed_domains.iter().any(|d| d == domain) {
-            return Err(ApiError::invalid(
-                at,
-                "must be one of the approvers' emails or in a domain of MAIL_ALLOWED_DOMAINS",
-            ));
-        }
+        crate::mail::check_address(&at, &e, approvers, allowed_domains)?;
         if !out.contains(&e) {
             out.push(e);
         }
@@ -361,9 +354,16 @@ impl RegistrationBody {
         let (notify, channels) = notify(self.notify, &approvers, mail_allowed_domains, chat_channels)?;
         let schedule = Schedule {
             reminders: self.reminders.map(|r| parse_reminders(&r, now, expires_at)).transpose()?,
+            // The escalation's principals are mailed when it happens: the same rule as `notify`.
             escalation: self
                 .escalation
-                .map(|e| parse_escalation(&e, now, expires_at, checked_principal))
+                .map(|e| {
+                    parse_escalation(&e, now, expires_at, |field, p| {
+                        let p = checked_principal(field, p)?;
+                        crate::mail::check_principal(field, &p, &approvers, mail_allowed_domains)?;
+                        Ok(p)
+                    })
+                })
                 .transpose()?,
         };
         Ok(NewApproval {
@@ -444,6 +444,27 @@ mod tests {
         // A look-alike domain is not the allowed one.
         assert_eq!(field(parse(json!(["ops@example.org.evil.test"]), &allowed)), "notify[0]");
         assert_eq!(field(parse(json!(["ops@sub.example.org"]), &allowed)), "notify[0]");
+    }
+
+    #[test]
+    fn escalation_mails_only_approvers_or_allowed_domains() {
+        let parse = |to: Value, allowed: &[String]| {
+            let b = with("escalation", json!({"after": "PT10M", "to": to}));
+            parse_registration(b.to_string().as_bytes(), NOW, allowed).map(|a| a.schedule.escalation.unwrap().to)
+        };
+        let field = |r: Result<Vec<Principal>, ApiError>| match r.unwrap_err() {
+            ApiError::Invalid { field, .. } => field,
+            e => panic!("{e:?}"),
+        };
+        // Without MAIL_ALLOWED_DOMAINS: an approver's own address, and principals nobody mails.
+        assert!(parse(json!([{"email": "ALICE@example.com"}, {"sub": "boss"}, {"group": "leads"}]), &[]).is_ok());
+        assert_eq!(
+            field(parse(json!([{"sub": "boss"}, {"email": "boss@example.com"}]), &[])),
+            "escalation.to[1].email"
+        );
+        let allowed = vec!["example.com".to_owned()];
+        assert_eq!(parse(json!([{"email": "boss@example.com"}]), &allowed).unwrap().len(), 1);
+        assert_eq!(field(parse(json!([{"email": "boss@example.com.evil.test"}]), &allowed)), "escalation.to[0].email");
     }
 
     #[test]
@@ -544,7 +565,7 @@ mod tests {
     fn schedule_fields_resolve_to_times() {
         let mut b = with("reminders", json!(["PT10M", {"beforeExpiry": "PT5M"}]));
         b["escalation"] = json!({"after": "PT30M", "to": [{"email": "Boss@Example.com"}], "note": "ping"});
-        let a = parse_registration(b.to_string().as_bytes(), NOW, &[]).unwrap();
+        let a = parse_registration(b.to_string().as_bytes(), NOW, &["example.com".to_owned()]).unwrap();
         assert_eq!(a.schedule.reminders, Some(vec![NOW + 600_000, NOW + 3_300_000]));
         let e = a.schedule.escalation.unwrap();
         assert_eq!(

@@ -87,13 +87,13 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     }
 
     let mut reminded = 0;
-    for (mut row, voted) in step_rows(&mut step, "reminders_due", d1.reminders_due(now, cfg.reminder_window_ms).await) {
+    for (row, voted) in step_rows(&mut step, "reminders_due", d1.reminders_due(now, cfg.reminder_window_ms).await) {
         // Only to those who have not voted yet. Sent first, marked after: a failed send is retried by the next
         // run, a failed mark costs at most one more reminder (never a lost one).
-        row.notify = reminder_recipients(&row.notify, None, &voted);
-        match mailer::send(&cfg, &probe, &row, MailKind::Reminder).await {
+        let to = reminder_recipients(&row.notify, None, &voted);
+        match mailer::send_to(&cfg, &probe, &row, &to, MailKind::Reminder, None).await {
             Ok(_) => {
-                let marked = d1.mark_reminded(&row.id, now, row.notify.len()).await;
+                let marked = d1.mark_reminded(&row.id, now, to.len()).await;
                 reminded += step("mark_reminded", marked.map(|_| 1));
             }
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
@@ -143,12 +143,11 @@ async fn run_entry(
     lease: &str,
     now: i64,
 ) -> Result<usize, ringi_core::ApiError> {
-    let mut job = entry.job.clone();
-    let (kind, note) = match entry.kind {
+    let job = &entry.job;
+    let (to, kind, note) = match entry.kind {
         EntryKind::Reminder => {
             let escalated = entry.escalation.as_ref().filter(|_| entry.escalated);
-            job.notify = reminder_recipients(&job.notify, escalated, &entry.voted);
-            (MailKind::Reminder, None)
+            (reminder_recipients(&job.notify, escalated, &entry.voted), MailKind::Reminder, None)
         }
         EntryKind::Escalation => {
             let Some(esc) = entry.escalation.as_ref() else {
@@ -159,17 +158,16 @@ async fn run_entry(
                 let _ = store.schedule_release(entry, lease).await;
                 return Err(e);
             }
-            job.notify = esc.emails();
-            (MailKind::Escalation, esc.note.as_deref())
+            (esc.emails(), MailKind::Escalation, esc.note.as_deref())
         }
     };
-    match mailer::send_with_note(cfg, probe, &job, kind, note).await {
+    match mailer::send_to(cfg, probe, job, &to, kind, note).await {
         Ok(sent) => {
             let outcome = if sent || entry.kind == EntryKind::Escalation { Outcome::Sent } else { Outcome::Skipped };
             // The escalation's event is written with its principals (`escalate`); a reminder's with its mark.
             let event = (sent && entry.kind == EntryKind::Reminder).then(|| {
                 let mut detail = serde_json::Map::new();
-                detail.insert("recipients".into(), job.notify.len().into());
+                detail.insert("recipients".into(), to.len().into());
                 (EventKind::Reminded, detail)
             });
             store.schedule_done(entry, lease, now, outcome, event).await.map(|_| 1)

@@ -63,5 +63,6 @@ pub async fn spa_config(cfg: &Config) -> Option<ringi_core::wire::SpaConfig> {
 }
 
 async fn fetch(url: &str, issuer: &str) -> Result<Discovery, String> {
-    Discovery::parse(&crate::platform::get_text(url, FETCH_TIMEOUT).await?, issuer)
+    // A redirect is not followed (a failed fetch): the document must be at the issuer's own address.
+    Discovery::parse(&crate::platform::get_text(url, FETCH_TIMEOUT).await.map_err(|e| e.to_string())?, issuer)
 }

@@ -1,5 +1,6 @@
-//! The issuer's JWKS, per isolate: fetched once for all concurrent requests, with the in-flight rules of
-//! `ringi_core::jwt::JwksCache` (a fetch counts as in flight for at most `JWKS_IN_FLIGHT_MS`).
+//! The issuer's JWKS, per isolate and keyed by its URL: fetched once for all concurrent requests, with the
+//! in-flight rules of `ringi_core::jwt::JwksCache` (a fetch counts as in flight for at most `JWKS_IN_FLIGHT_MS`).
+//! A redirect from the JWKS URL is a failed fetch, not followed (`crate::platform::get_text`).
 //!
 //! A request that finds another request's fetch in flight waits for it without polling: it parks on a
 //! JS promise it created itself, which the fetching request resolves when its fetch ends. The promise
@@ -43,8 +44,8 @@ thread_local! {
 struct InFlight(i64);
 
 impl InFlight {
-    fn begin(now: i64) -> Self {
-        Self(JWKS.with(|c| c.borrow_mut().begin_fetch(now)))
+    fn begin(url: &str, now: i64) -> Self {
+        Self(JWKS.with(|c| c.borrow_mut().begin_fetch(url, now)))
     }
 }
 
@@ -89,7 +90,8 @@ pub async fn key_for(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
     let deadline = now_ms() + JWKS_IN_FLIGHT_MS + 1_000;
     loop {
         let now = now_ms();
-        let (lookup, in_flight) = JWKS.with(|c| (c.borrow().lookup(kid, now), c.borrow().in_flight_mark(now)));
+        let (lookup, in_flight) =
+            JWKS.with(|c| (c.borrow().lookup(jwks_url, kid, now), c.borrow().in_flight_mark(now)));
         match (lookup, in_flight) {
             (KeyLookup::Found(k), _) => return Ok(k),
             (_, Some(mark)) if now < deadline => {
@@ -105,11 +107,11 @@ pub async fn key_for(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
 }
 
 async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtError> {
-    let mark = InFlight::begin(now);
+    let mark = InFlight::begin(jwks_url, now);
     let fetched = fetch_jwks(jwks_url).await;
     let error = match fetched {
         Ok(jwks) => {
-            JWKS.with(|c| c.borrow_mut().store(jwks, now_ms()));
+            JWKS.with(|c| c.borrow_mut().store(jwks_url, jwks, now_ms()));
             None
         }
         Err(e) => {
@@ -118,7 +120,7 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
         }
     };
     drop(mark);
-    match JWKS.with(|c| c.borrow().lookup(kid, now_ms())) {
+    match JWKS.with(|c| c.borrow().lookup(jwks_url, kid, now_ms())) {
         KeyLookup::Found(k) => Ok(k),
         _ => Err(error.map(JwtError::JwksUnavailable).unwrap_or(JwtError::UnknownKid)),
     }
@@ -126,6 +128,6 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
 
 /// GETs the JWKS, giving up (and aborting the fetch) after [`JWKS_FETCH_TIMEOUT`].
 async fn fetch_jwks(url: &str) -> Result<Jwks, String> {
-    let body = crate::platform::get_text(url, JWKS_FETCH_TIMEOUT).await?;
+    let body = crate::platform::get_text(url, JWKS_FETCH_TIMEOUT).await.map_err(|e| e.to_string())?;
     serde_json::from_str(&body).map_err(|e| e.to_string())
 }

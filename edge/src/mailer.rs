@@ -19,20 +19,19 @@ use crate::platform::log;
 use crate::probe::Probe;
 use crate::store::{ApprovalStore, MailJob, Store};
 
-/// Sends one message per recipient. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off.
-pub async fn send(cfg: &Config, probe: &Probe, row: &MailJob, kind: MailKind) -> Result<bool, String> {
-    send_with_note(cfg, probe, row, kind, None).await
-}
-
-/// [`send`], with an escalation's note in the message.
-pub async fn send_with_note(
+/// Sends one message per recipient of `to` (those of the approval's `notify` who have not voted yet, the
+/// escalation's addresses …), with an escalation's note. `row.notify` stays what the registration was allowed:
+/// the send-time check compares with it. `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off or
+/// nobody is mailed.
+pub async fn send_to(
     cfg: &Config,
     probe: &Probe,
     row: &MailJob,
+    to: &[String],
     kind: MailKind,
     note: Option<&str>,
 ) -> Result<bool, String> {
-    outcome(send_counted(cfg, probe, row, kind, note).await)
+    outcome(send_counted(cfg, probe, row, to, kind, note).await)
 }
 
 /// `Ok(true)`: every recipient accepted; `Ok(false)`: mail is off or nobody is mailed.
@@ -60,18 +59,19 @@ impl MailReport {
     }
 }
 
-/// [`send_with_note`], counted; `None`: mail is off or nobody is notified.
-pub async fn send_counted(
+/// [`send_to`], counted; `None`: mail is off or nobody is mailed.
+async fn send_counted(
     cfg: &Config,
     probe: &Probe,
     row: &MailJob,
+    to: &[String],
     kind: MailKind,
     note: Option<&str>,
 ) -> Option<MailReport> {
     let url = cfg.approval_url(row.id.as_str());
     let requesters = requesters(row);
     let mail = compose(&MailInput { note, ..mail_input(row, kind, &url, &requesters) });
-    deliver(cfg, probe, row, &row.notify, &mail, &format!("{kind:?}")).await
+    deliver(cfg, probe, row, to, &mail, &format!("{kind:?}")).await
 }
 
 /// The requesters registered for separation of duty, for the mail's "Requested by" when the context has none.
@@ -152,6 +152,15 @@ async fn deliver(
     kind: &str,
 ) -> Option<MailReport> {
     let from = cfg.mail_from.as_deref()?;
+    // The API refuses recipients outside the rule; this catches any stored before it applied, or come another way.
+    let (recipients, refused) = ringi_core::mail::mailable(recipients, &row.notify, &cfg.mail_allowed_domains);
+    if refused > 0 {
+        log(
+            "warn",
+            "mail_recipients_refused",
+            json!({"approvalId": row.id.as_str(), "kind": kind, "refused": refused}),
+        );
+    }
     if recipients.is_empty() {
         return None;
     }
@@ -191,7 +200,7 @@ async fn deliver(
 
 /// Sends the request mail of a just-stored approval and records the outcome for the cron.
 pub async fn send_request(cfg: &Config, store: &Store, row: &MailJob) -> Result<(), ApiError> {
-    let report = send_counted(cfg, store.probe(), row, MailKind::Request, None).await;
+    let report = send_counted(cfg, store.probe(), row, &row.notify, MailKind::Request, None).await;
     let state = match report {
         None => MailState::None,
         Some(r) if r.failed == 0 => MailState::Sent,

@@ -1,5 +1,6 @@
 //! The few things the worker takes from its JS host: clock, randomness, structured logs.
 
+use ringi_core::discovery::IdpFetchError;
 use serde_json::Value;
 use wasm_bindgen::JsCast;
 
@@ -39,26 +40,30 @@ pub fn log(level: &str, event: &str, mut fields: Value) {
 }
 
 /// GETs `url` and returns its body when the answer is a 200, giving up (and aborting the fetch) after
-/// `timeout`: the issuer's JWKS and discovery document.
-pub async fn get_text(url: &str, timeout: std::time::Duration) -> Result<String, String> {
+/// `timeout`: the issuer's JWKS and discovery document. A redirect is answered as an error, not followed.
+pub async fn get_text(url: &str, timeout: std::time::Duration) -> Result<String, IdpFetchError> {
     use futures_util::future::{select, Either};
-    use worker::{AbortController, Delay, Fetch};
+    use worker::{AbortController, Delay, Fetch, Request, RequestInit, RequestRedirect};
 
-    let url = url.parse().map_err(|e| format!("bad URL: {e}"))?;
+    // Not followed: a redirect is a failure of its own (`IdpFetchError::Redirect`).
+    let mut init = RequestInit::new();
+    init.with_redirect(RequestRedirect::Manual);
+    let req = Request::new_with_init(url, &init).map_err(|e| IdpFetchError::Network(format!("bad URL: {e}")))?;
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async move {
-        let mut resp = Fetch::Url(url).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
-        if resp.status_code() != 200 {
-            return Err(format!("HTTP {}", resp.status_code()));
+        let mut resp =
+            Fetch::Request(req).send_with_signal(&signal).await.map_err(|e| IdpFetchError::Network(e.to_string()))?;
+        if let Some(e) = IdpFetchError::from_status(resp.status_code()) {
+            return Err(e);
         }
-        resp.text().await.map_err(|e| e.to_string())
+        resp.text().await.map_err(|e| IdpFetchError::Network(e.to_string()))
     };
     match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
         Either::Left((outcome, _)) => outcome,
         Either::Right(_) => {
             controller.abort();
-            Err(format!("no answer within {}s", timeout.as_secs()))
+            Err(IdpFetchError::Timeout { secs: timeout.as_secs() })
         }
     }
 }

@@ -19,14 +19,16 @@ ASL = ROOT / "docs/workflow/approval.jsonpath.asl.json"
 # The contract with deploy/deploy.py (names and meaning must not drift).
 PARAMETERS = ("AppName", "PublicBaseUrl", "CognitoDomainPrefix", "MailFromAddress", "MailIdentity", "ApproverGroups",
               "IdentityProviders", "StateMachineNamePrefix", "EventBusName", "ApiDestinationRateLimit",
-              "EnableClientCredentials", "CreateExampleStateMachine", "ApprovalsStorage", "RegistrationApiKey")
+              "EnableClientCredentials", "CreateExampleStateMachine", "ApprovalsStorage", "DeadLetterQueueReaders",
+           "RegistrationApiKey")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
            "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn")
-WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat", "ses:SendEmail"}
+# What the worker calls, nothing more (it never sends a task heartbeat, nor deletes an item).
+WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "ses:SendEmail"}
 # With ApprovalsStorage=dynamodb, on the approvals table and its indexes only (no table management).
 WORKER_TABLE_ACTIONS = {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-                        "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"}
+                        "dynamodb:ConditionCheckItem", "dynamodb:Query", "dynamodb:Scan"}
 TABLE_INDEXES = ("byApprover", "eventsByApproval", "eventsByMonth")
 # The audit trail's indexes: hash key, sort key (the event's position), all attributes (the reads need no item).
 EVENT_INDEXES = {"eventsByApproval": "eventOf", "eventsByMonth": "eventMonth"}

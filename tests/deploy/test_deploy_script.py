@@ -492,6 +492,8 @@ def test_settings_defaults_and_quoting(deploy_module, tmp_path):
     (BASE + "ON_EXPIRY_LEAD_SECONDS=0\n", "ON_EXPIRY_LEAD_SECONDS"),
     (BASE + "AUDIT_RETENTION_DAYS=3661\n", "AUDIT_RETENTION_DAYS"),
     (BASE + "ADMIN_GROUP=two groups\n", "ADMIN_GROUP"),
+    (BASE + "DEAD_LETTER_QUEUE_READERS=arn:aws:iam::123:role/ops\n", "DEAD_LETTER_QUEUE_READERS"),
+    (BASE + "DEAD_LETTER_QUEUE_READERS=arn:aws:sts::123456789012:assumed-role/ops/me\n", "DEAD_LETTER_QUEUE_READERS"),
     (BASE + "OIDC_ISSUER=http://login.example.com\nOIDC_CLIENT_ID=c\n", "OIDC_ISSUER"),
     (BASE + "OIDC_ISSUER=https://login.example.com\n", "OIDC_CLIENT_ID"),
     (BASE + "OIDC_CLIENT_ID=c\n", "OIDC_CLIENT_ID"),

@@ -480,6 +480,30 @@ def test_rule_target_retries_and_dead_letters_into_a_private_queue():
                        "Condition": {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["RegistrationRule", "Arn"]}}}}]
 
 
+def test_only_named_readers_may_read_the_dead_letter_queue():
+    """Its messages are registrations with their task tokens: receiving, deleting, purging and moving them is
+    denied to every principal but the account root and the roles or users of DeadLetterQueueReaders."""
+    template = rendered()
+    [qp] = resources_of(template, "AWS::SQS::QueuePolicy").values()
+
+    def deny(**overrides):
+        params = parameter_values(template, **overrides)
+        document = evaluate(qp["Properties"]["PolicyDocument"], template, params)
+        [s] = [s for s in statements(document) if s["Effect"] == "Deny" and "sqs:ReceiveMessage" in as_set(s["Action"])]
+        return s
+
+    s = deny()
+    assert s["Principal"] == "*" and s["Resource"] == {"Fn::GetAtt": ["RegistrationDeadLetterQueue", "Arn"]}
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:PurgeQueue",
+            "sqs:StartMessageMoveTask"} <= as_set(s["Action"])
+    assert "sqs:SendMessage" not in as_set(s["Action"]), "the rule still dead-letters into it"
+    root = "arn:aws:iam::123456789012:root"
+    assert s["Condition"] == {"ArnNotLike": {"aws:PrincipalArn": [root]}}, "by default: the account root only"
+    readers = "arn:aws:iam::123456789012:role/ringi-operators,arn:aws:iam::123456789012:role/oncall-*"
+    assert deny(DeadLetterQueueReaders=readers)["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == \
+        [root, *readers.split(",")]
+
+
 def test_invoke_role_may_only_call_the_api_destination():
     role = rendered()["Resources"]["RegistrationInvokeRole"]["Properties"]
     [trust] = statements(role["AssumeRolePolicyDocument"])

@@ -236,6 +236,29 @@ def test_routing_never_hands_a_request_to_its_requester(stack, worker, make):
     call(stack, worker, "DELETE", "/api/v1/me/out-of-office", "ken")
 
 
+def test_a_hand_over_mails_only_addresses_the_operator_allows(stack, worker, make):
+    """Delegates, stand-ins and principals an operator adds are mailed from the organisation's sender: an
+    {email} outside MAIL_ALLOWED_DOMAINS (example.com here) that is not one of the approval's own approvers is
+    refused, naming the field; a {sub} is never mailed and always fine."""
+    outsider = "outsider@elsewhere.test"
+    approval_id, _, _ = make([{"sub": "mia"}, {"email": outsider}])
+    r = delegate(stack, worker, approval_id, "mia", {"email": "friend@elsewhere.test"}, "<a href=x>please</a>")
+    assert (r.status_code, r.json()["error"]["field"]) == (400, "to.email"), r.text
+    assert events(stack, approval_id, "delegated") == []
+    bad = {"delegate": {"email": "friend@elsewhere.test"}, "until": later(1)}
+    r = call(stack, worker, "PUT", "/api/v1/me/out-of-office", "mia", bad)
+    assert (r.status_code, r.json()["error"]["field"]) == (400, "delegate.email"), r.text
+    assert call(stack, worker, "GET", "/api/v1/me/out-of-office", "mia").json() == {"outOfOffice": None}
+    path = f"/api/v1/approvals/{approval_id}/principals"
+    added = {"approvers": [{"sub": "mia"}, {"email": outsider}, {"email": "new@elsewhere.test"}], "reason": "x"}
+    r = call(stack, worker, "PUT", path, "olivia", added, groups=[OPERATORS])
+    assert (r.status_code, r.json()["error"]["field"]) == (400, "approvers[2].email"), r.text
+    # The approval's own outside approver stays listed; a {sub} may be added and delegated to.
+    kept = {"approvers": [{"sub": "mia"}, {"email": outsider}, {"sub": "nina"}], "reason": "more eyes"}
+    assert call(stack, worker, "PUT", path, "olivia", kept, groups=[OPERATORS]).status_code == 200
+    assert delegate(stack, worker, approval_id, "mia", {"sub": "oscar"}).status_code == 200
+
+
 # ---------------------------------------------------------------------------------------------- reassignment
 
 def test_operators_reassign_with_a_reason_and_others_get_403(stack, worker, workflows, make):

@@ -1,8 +1,8 @@
 """Opening an emailed link on a phone, in Chromium against the real stack. First open: with a session in the tab,
 app/boot.js shows the prefetched approval read-only (as text) while the wasm downloads, and the app replaces it.
-Repeat opens: the service worker (public/sw.js) answers from its cache (the app shell and the hashed files),
-fetches a new build's shell in the background for the next open, and caches nothing else — no API response, no
-token."""
+Repeat opens: the service worker (public/sw.js) answers the hashed files from its cache and the app shell from
+the network, so the open right after a deploy runs the new build (the cached shell answers only offline); it caches
+nothing else — no API response, no token."""
 from __future__ import annotations
 
 import json
@@ -107,7 +107,7 @@ def test_a_second_open_is_answered_by_the_service_worker_and_the_api_is_never_ca
     wait_for_service_worker(page)
 
     response = page.reload()
-    assert response.from_service_worker, "the HTML of a second open comes from the service worker's cache"
+    assert response.from_service_worker, "the HTML of a second open is answered by the service worker"
     expect(tab.approval.title).to_have_text("Opened twice", timeout=30_000)
     # The approval itself came from the API, over the network, with the bearer.
     assert page.evaluate("navigator.serviceWorker.controller !== null")
@@ -123,12 +123,8 @@ def test_a_second_open_is_answered_by_the_service_worker_and_the_api_is_never_ca
     assert not tab.csp_problems(), tab.problems
 
 
-def test_a_new_build_is_fetched_in_the_background_and_used_on_the_next_open(stack, workflows, api, tab):
-    approval_id = register(workflows, api, "Stale while revalidate")
-    page = tab.open_signed_in(stack, f"/a/{approval_id}")
-    expect(tab.approval.title).to_be_visible(timeout=30_000)
-    wait_for_service_worker(page)
-    # Stand-in for the shell of an earlier build: the cached one, marked (headers kept).
+def mark_cached_shell(page) -> None:
+    """Stand-in for the shell of an earlier build (before a deploy): the cached one, marked (headers kept)."""
     page.evaluate("""async ([name, mark]) => {
         const cache = await caches.open(name);
         const shell = await cache.match("/");
@@ -136,18 +132,32 @@ def test_a_new_build_is_fetched_in_the_background_and_used_on_the_next_open(stac
         await cache.put("/", new Response(html, { headers: shell.headers }));
     }""", [CACHE, MARK])
 
-    page.goto(f"{stack.base_url}/")
-    assert MARK in page.content(), "the cached (older) shell answers at once"
-    expect(page.get_by_test_id("app-ready")).to_be_attached(timeout=30_000)
-    # Meanwhile the service worker fetched the current shell and replaced the cached one.
+
+def test_the_open_after_a_deploy_runs_the_new_build_and_offline_the_cached_one(stack, workflows, api, tab):
+    approval_id = register(workflows, api, "Network first")
+    page = tab.open_signed_in(stack, f"/a/{approval_id}")
+    expect(tab.approval.title).to_be_visible(timeout=30_000)
+    wait_for_service_worker(page)
+    mark_cached_shell(page)
+
+    response = page.goto(f"{stack.base_url}/a/{approval_id}")
+    assert response.from_service_worker and MARK not in page.content(), "the current build's shell, at once"
+    expect(tab.approval.title).to_have_text("Network first", timeout=30_000)
+    # It is also the one kept for an offline start.
     page.wait_for_function("""async ([name, mark]) => {
         const shell = await (await caches.open(name)).match("/");
         return shell && !(await shell.text()).includes(mark);
     }""", arg=[CACHE, MARK], timeout=30_000)
 
-    page.goto(f"{stack.base_url}/a/{approval_id}")
-    assert MARK not in page.content(), "the next open runs the current build"
-    expect(tab.approval.title).to_have_text("Stale while revalidate", timeout=30_000)
+    # Without a network the cached shell answers, and its hashed files come from the cache.
+    mark_cached_shell(page)
+    page.context.set_offline(True)
+    try:
+        response = page.goto(f"{stack.base_url}/a/{approval_id}")
+        assert response.from_service_worker and MARK in page.content(), "offline: the cached shell"
+        expect(page.locator("#ringi-config")).to_be_attached()
+    finally:
+        page.context.set_offline(False)
 
 
 def bundle_of(html: str) -> str:

@@ -20,8 +20,9 @@ BOUND_S = 9  # the longest a request may take while the JWKS is stalled: 5 s in-
 
 class JwksServer:
     """Answers GET /jwks.json per `mode`: "stall" (reads the request, never answers until stopped), "reset"
-    (TCP RST) or "ok" (the stack's real JWKS; at `/.well-known/openid-configuration` a discovery document naming
-it). Records when each request arrived, in which mode, for which path."""
+    (TCP RST), "redirect" (302 to /followed/… here, which answers as "ok") or "ok" (the stack's real JWKS; at
+    `/.well-known/openid-configuration` a discovery document naming it). Records when each request arrived, in
+    which mode, for which path."""
 
     def __init__(self, jwks: bytes):
         self.jwks = jwks
@@ -63,6 +64,10 @@ it). Records when each request arrived, in which mode, for which path."""
                 self.stop.wait(120)
             elif mode == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif mode == "redirect" and not path.startswith("/followed/"):
+                # To this same server, where the document would be served: a client that follows would get it.
+                conn.sendall(b"HTTP/1.1 302 Found\r\nlocation: %s/followed%s\r\nconnection: close\r\n"
+                             b"content-length: 0\r\n\r\n" % (self.url.encode(), path.encode()))
             else:
                 body = self.discovery() if path.endswith("/openid-configuration") else self.jwks
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
@@ -170,4 +175,26 @@ def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack):
         assert "discovery_fetch_failed" in log
     finally:
         generic_stack.stop_component("worker-discovery")
+        server.close()
+
+
+def test_the_issuers_redirects_are_not_followed(generic_stack):
+    """The JWKS and the discovery document come from their configured URLs only: an issuer (this server) that
+    answers with a redirect — to where the real documents are — gets the generic 401 and no configuration, and
+    the worker never asks the redirect's target."""
+    server = JwksServer(public_jwks(generic_stack))
+    server.mode = "redirect"
+    try:
+        url = generic_stack.extra_worker("redirects", {"OIDC_ISSUER": server.url, "JWKS_URL": f"{server.url}/keys"})
+        r, _ = inbox(url, generic_stack.mint("alice", iss=server.url))
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized", r.text
+        assert "/keys" in server.paths, server.paths
+        config = requests.get(f"{url}/config.json", timeout=10)
+        assert config.status_code != 200, config.text
+        assert set(server.paths) == {"/keys", "/.well-known/openid-configuration"}, "never the redirect's target"
+        log = (generic_stack.state / "worker-redirects.log").read_text(errors="replace")
+        assert "jwks_fetch_failed" in log and "discovery_fetch_failed" in log
+        assert "a redirect, not followed" in log
+    finally:
+        generic_stack.stop_component("worker-redirects")
         server.close()

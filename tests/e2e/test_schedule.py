@@ -221,6 +221,8 @@ def test_schedule_validation_errors_name_the_field(api):
     assert refused(escalation={"after": "PT2H", "to": [{"sub": "boss"}]})[0] == "escalation.after"
     assert refused(escalation={"after": "PT10M", "to": []})[0] == "escalation.to"
     assert refused(escalation={"after": "PT10M", "to": [{"sub": "boss"}, {"email": "nope"}]})[0] == "escalation.to[1].email"
+    # Escalation mail goes where notify may: the approvers' own addresses or MAIL_ALLOWED_DOMAINS (example.com).
+    assert refused(escalation={"after": "PT10M", "to": [{"email": "boss@elsewhere.test"}]})[0] == "escalation.to[0].email"
     assert refused(escalation={"after": "PT10M", "to": [{"sub": "boss"}], "note": "n" * 501})[0] == "escalation.note"
     assert refused(escalation={"after": "PT10M", "to": [{"sub": "boss"}], "cc": []})[0] == "escalation.cc"
     ok = api.register("tok-" + secrets.token_hex(8), timeoutSeconds=3600, reminders=[],

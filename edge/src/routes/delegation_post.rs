@@ -26,6 +26,12 @@ pub async fn post(
     let loaded = super::approval_get::load_for(store, id, who).await?;
     // Checked after the approver check: a non-approver learns nothing from a 400.
     let request = DelegationRequest::parse(&body)?;
+    ringi_core::mail::check_principal(
+        "to",
+        &request.to,
+        &ringi_core::delegation::listed(&loaded.seats),
+        &ctx.cfg.mail_allowed_domains,
+    )?;
     let now = now_ms();
     let handover = rules::delegate(&loaded.snapshot(), who, &request.to, now)?;
     let actor = super::actor(who);

@@ -92,7 +92,7 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
             principals_put::put(&mut req, ctx, ctx.store()?.governance("reassigning approvers")?, &who, &id).await
         }
         (Route::OutOfOffice, Caller::User(who)) => {
-            out_of_office::handle(&mut req, ctx, ctx.store()?.governance("out-of-office")?, &who).await
+            out_of_office::handle(&mut req, &ctx.cfg, ctx.store()?.governance("out-of-office")?, &who).await
         }
         // The table gives each route one kind of caller: nothing else reaches here.
         _ => Err(ApiError::Internal),

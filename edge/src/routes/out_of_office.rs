@@ -3,24 +3,25 @@
 //! registered naming them go to X (`store::delegation::routing_stmts`); approvals they already have are not
 //! moved (the approval page offers to delegate them).
 
+use ringi_core::config::Config;
 use ringi_core::delegation::{OutOfOffice, OutOfOfficeAnswer, OutOfOfficeRequest};
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::ApiError;
 use worker::{Method, Request, Response};
 
-use super::Ctx;
 use crate::platform::now_ms;
 use crate::store::D1Store;
 
-pub async fn handle(req: &mut Request, ctx: &Ctx, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, cfg: &Config, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {
             let body = super::body_bytes(req).await?;
             let o = OutOfOfficeRequest::parse(&body, who, now)?;
+            ringi_core::mail::check_principal("delegate", &o.delegate, &[], &cfg.mail_allowed_domains)?;
             // The email routes approvals naming the person by email: only a verified one (never under
             // EMAIL_VERIFIED=trust, where anyone could claim an address and take its approvals).
-            let email = who.email.as_deref().filter(|_| ctx.cfg.routes_by_email());
+            let email = who.email.as_deref().filter(|_| cfg.routes_by_email());
             store.set_out_of_office(&who.sub, email, &o, now).await?;
             let shown = OutOfOffice::new(o.delegate, o.starts_at, o.ends_at, o.note, now);
             answer(Some(shown))
