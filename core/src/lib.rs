@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod dynamo;
 pub mod error;
 pub mod form;
+pub mod guard_ddb;
 pub mod guard_sql;
 pub mod ids;
 pub mod inbox;
