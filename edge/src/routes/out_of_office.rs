@@ -10,9 +10,9 @@ use worker::{Method, Request, Response};
 
 use super::Ctx;
 use crate::platform::now_ms;
-use crate::store::D1Store;
+use crate::store::{GovernanceStore, Store};
 
-pub async fn handle(req: &mut Request, ctx: &Ctx, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, ctx: &Ctx, store: &Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {
