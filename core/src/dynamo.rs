@@ -99,6 +99,18 @@ pub fn rate_key(credential: &str, window_start: i64) -> String {
     format!("rate#{credential}#{window_start}")
 }
 
+/// The key of one person's out-of-office item, by the principal approvals may name them with: their verified
+/// sub (`ooo#sub:…`, the setting itself) and, when they gave a verified email, a copy under it
+/// (`ooo#email:…`), so that registration reads every listed person's absence in one BatchGetItem.
+pub fn absence_key(p: &Principal) -> String {
+    format!("ooo#{}", p.normalized().key())
+}
+
+/// The principal an out-of-office item is keyed by ([`absence_key`] read back).
+pub fn absent_person(key: &str) -> Option<Principal> {
+    key.strip_prefix("ooo#").and_then(Principal::from_key)
+}
+
 /// The expiry of an item in milliseconds: ringi's `expiresAtMs`, else the seed's `expiresAt` (epoch seconds,
 /// the table's TTL attribute).
 pub fn expires_at_ms(item: &Map<String, Value>) -> Option<i64> {
@@ -421,6 +433,10 @@ mod tests {
             assert_eq!(principal_of_index_key(&index_key(&p)), p);
         }
         assert_eq!(index_entry_key("id1", &Principal::Group("ops".into())), "id1#approver#group:ops");
+        let email = Principal::Email("Dave@Example.com".into());
+        assert_eq!(absence_key(&email), "ooo#email:dave@example.com");
+        assert_eq!(absent_person(&absence_key(&email)), Some(email.normalized()));
+        assert_eq!(absent_person("token#x"), None);
     }
 
     #[test]

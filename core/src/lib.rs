@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod dynamo;
 pub mod error;
 pub mod form;
+pub mod guard_ddb;
 pub mod ids;
 pub mod inbox;
 pub mod jwt;

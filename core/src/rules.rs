@@ -39,6 +39,15 @@ pub enum Guard {
     Unsatisfied { slot: Principal },
     /// `sub` has recorded no vote on the approval.
     NotVoted { sub: String },
+    /// At least `at_least` listed principals are satisfied (the count an approval that completes the quorum
+    /// completes).
+    Satisfied { at_least: u32 },
+    /// No approval of anyone but `sub` satisfies `slot` (the slot the approval that completes a quorum takes:
+    /// free, or the caller's own approval on record already).
+    FreeFor { slot: Principal, sub: String },
+    /// No approval on record comes from the verified `email` (lower case) under another account than `sub`:
+    /// one person counts once.
+    Uncounted { email: String, sub: String },
 }
 
 /// An approval as loaded, as the rules read it (the storage layer builds one from its rows or items).
@@ -103,6 +112,25 @@ pub fn decide(a: &Snapshot<'_>, who: &Identity, now: i64) -> Result<Vec<Guard>, 
     check_decidable(&a.state, now)?;
     check_holder(a.seats, who)?;
     Ok(vec![Guard::Decidable { now }, requester])
+}
+
+/// What an approval recorded through `slot` commits under (one that does not complete the quorum): the voter
+/// `sub` has not voted, nobody's approval satisfies the slot, and the person (their verified `email`) has not
+/// approved under another account.
+pub fn approval_guards(sub: &str, slot: &Principal, email: Option<&str>) -> Vec<Guard> {
+    let mut guards = vec![Guard::NotVoted { sub: sub.to_owned() }, Guard::Unsatisfied { slot: slot.normalized() }];
+    guards.extend(email.map(|e| Guard::Uncounted { email: e.to_lowercase(), sub: sub.to_owned() }));
+    guards
+}
+
+/// What the claim of `sub`'s approval that completes the quorum (`required` approvals) through `slot` commits
+/// under: the slot still free (or theirs already: a retry), the person not counted under another account,
+/// and the `required - 1` approvals it completes still on record.
+pub fn completion_guards(sub: &str, slot: &Principal, email: Option<&str>, required: u32) -> Vec<Guard> {
+    let mut guards = vec![Guard::FreeFor { slot: slot.normalized(), sub: sub.to_owned() }];
+    guards.extend(email.map(|e| Guard::Uncounted { email: e.to_lowercase(), sub: sub.to_owned() }));
+    guards.push(Guard::Satisfied { at_least: required.saturating_sub(1) });
+    guards
 }
 
 /// A delegation: the caller's own seat (a `{sub}` or `{email}` seat of theirs that holds a slot) goes to

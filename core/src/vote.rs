@@ -24,11 +24,15 @@ pub struct RecordedVote {
     pub at: i64,
 }
 
-/// Approvals so far: one per recorded approval. Storage keeps at most one approval per listed principal,
-/// so this is also the number of satisfied principals. The inbox query counts the same rows in SQL
-/// ([`APPROVALS_SO_FAR_SQL`]).
+/// Approvals so far: the listed principals an approval satisfied, each once (storage keeps at most one
+/// approval per listed principal; counting principals keeps the number right whatever it was given). The
+/// inbox query counts the same rows in SQL ([`APPROVALS_SO_FAR_SQL`]).
 pub fn approvals_so_far(votes: &[RecordedVote]) -> u32 {
-    votes.iter().filter(|v| v.verdict == Verdict::Approve).count() as u32
+    let mut satisfied: Vec<&Principal> =
+        votes.iter().filter(|v| v.verdict == Verdict::Approve).map(|v| &v.principal).collect();
+    satisfied.sort();
+    satisfied.dedup();
+    satisfied.len() as u32
 }
 
 /// [`approvals_so_far`] as a correlated subquery over `decisions` for the approval aliased `a`.

@@ -36,7 +36,8 @@ fn db() -> Connection {
          VALUES ('a1', 'sub', 'alice', 'sub:alice', 5000, 'sub:carol'), ('a1', 'group', 'eng', 'group:eng', 5000, NULL);
          INSERT INTO approval_principals (approval_id, kind, value, pkey, sort_at, slot, depth)
          VALUES ('a1', 'sub', 'carol', 'sub:carol', 5000, 'sub:alice', 1);
-         INSERT INTO decisions (approval_id, sub, principal, decision, at) VALUES ('a1', 'e1', 'group:eng', 'approve', 1);",
+         INSERT INTO decisions (approval_id, sub, principal, email, decision, at)
+         VALUES ('a1', 'e1', 'group:eng', 'Eve@Example.com', 'approve', 1);",
     )
     .unwrap();
     db
@@ -107,4 +108,24 @@ fn a_satisfied_slot_is_no_longer_free_and_guards_combine() {
     assert!(holds(&db, "a1", &[]), "no guard: always");
     assert!(!holds(&db, "a1", &[Guard::NotVoted { sub: "e1".into() }]));
     assert!(holds(&db, "a1", &[Guard::NotVoted { sub: "e2".into() }]));
+}
+
+#[test]
+fn a_completion_counts_satisfied_principals_and_people_once() {
+    let db = db();
+    assert!(holds(&db, "a1", &[Guard::Satisfied { at_least: 1 }]));
+    assert!(!holds(&db, "a1", &[Guard::Satisfied { at_least: 2 }]));
+    let uncounted = |email: &str, sub: &str| Guard::Uncounted { email: email.into(), sub: sub.into() };
+    assert!(!holds(&db, "a1", &[uncounted("eve@example.com", "e2")]), "any case, another account");
+    assert!(holds(&db, "a1", &[uncounted("eve@example.com", "e1")]), "their own approval: a retry");
+    assert!(holds(&db, "a1", &[uncounted("bob@example.com", "b")]));
+    // A rejection satisfies nothing and counts nobody.
+    db.execute("INSERT INTO decisions (approval_id, sub, principal, email, decision, at) VALUES ('a1', 'b', 'sub:alice', 'bob@example.com', 'reject', 2)", []).unwrap();
+    assert!(!holds(&db, "a1", &[Guard::Satisfied { at_least: 2 }]));
+    assert!(holds(&db, "a1", &[uncounted("bob@example.com", "x")]));
+    let completing = ringi_core::rules::completion_guards("b", &sub("alice"), Some("Bob@example.com"), 2);
+    assert!(holds(&db, "a1", &completing));
+    let eng = Principal::Group("eng".into());
+    assert!(!holds(&db, "a1", &ringi_core::rules::completion_guards("e2", &eng, None, 2)), "eng is e1's");
+    assert!(holds(&db, "a1", &[Guard::FreeFor { slot: eng, sub: "e1".into() }]));
 }

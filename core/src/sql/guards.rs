@@ -67,6 +67,29 @@ pub fn guards_sql(id: &str, guards: &[Guard], first: usize) -> SqlCond {
                        AND {t}.decision = 'approve' AND {t}.principal = {k})"
                 )
             }
+            Guard::Satisfied { at_least } => {
+                let k = param(SqlArg::Int(i64::from(*at_least)));
+                format!(
+                    "(SELECT COUNT(DISTINCT {t}.principal) FROM decisions {t} WHERE {t}.approval_id = {idp}
+                       AND {t}.decision = 'approve') >= {k}"
+                )
+            }
+            Guard::FreeFor { slot, sub } => {
+                let k = param(SqlArg::Text(slot.normalized().key()));
+                let v = param(SqlArg::Text(sub.clone()));
+                format!(
+                    "NOT EXISTS (SELECT 1 FROM decisions {t} WHERE {t}.approval_id = {idp}
+                       AND {t}.decision = 'approve' AND {t}.principal = {k} AND {t}.sub != {v})"
+                )
+            }
+            Guard::Uncounted { email, sub } => {
+                let e = param(SqlArg::Text(email.to_lowercase()));
+                let v = param(SqlArg::Text(sub.clone()));
+                format!(
+                    "NOT EXISTS (SELECT 1 FROM decisions {t} WHERE {t}.approval_id = {idp}
+                       AND {t}.decision = 'approve' AND lower({t}.email) = {e} AND {t}.sub != {v})"
+                )
+            }
         });
     }
     if parts.is_empty() {

@@ -4,6 +4,7 @@
 use ringi_core::approval::{check_decidable, ApprovalStatus, Verdict};
 use ringi_core::decision::{DecisionRecord, DecisionRequest, PriorApproval};
 use ringi_core::principal::Identity;
+use ringi_core::rules;
 use ringi_core::sfn::{CallbackOutcome, SfnCallback};
 use ringi_core::wire::Progress;
 use ringi_core::{ApiError, ApprovalId};
@@ -93,9 +94,24 @@ impl DecisionAttempt<'_> {
         }
     }
 
-    /// Takes the claim; `None` if another request holds it or the approval is no longer decidable.
+    /// Takes the claim; `None` if another request holds it or the approval is no longer decidable. An approval
+    /// that completes the quorum claims under its guards (`rules::completion_guards`): its slot still free, its
+    /// person uncounted, the approvals it completes still on record.
     async fn claim(&self) -> Result<Option<Claim>, ApiError> {
-        match self.store.claim(self.id(), self.claim).await {
+        let completing;
+        let request = if self.completion == Completion::Decides && self.vote.verdict == Verdict::Approve {
+            let guards = rules::completion_guards(
+                &self.who.sub,
+                &self.vote.principal,
+                self.vote.email,
+                self.approval.required(),
+            );
+            completing = ClaimRequest { guards, ..self.claim.clone() };
+            &completing
+        } else {
+            self.claim
+        };
+        match self.store.claim(self.id(), request).await {
             Ok(won) => Ok(won.map(|attempt| Claim { id: self.claim.claim_id.to_owned(), attempt })),
             // The claim may have been taken all the same (its answer lost).
             Err(e) => Err(self.undo(true, e).await),

@@ -43,6 +43,7 @@ pub async fn post(
         sub: &who.sub,
         by: &by,
         keys: serde_json::Value::from(keys).to_string(),
+        guards: Vec::new(),
     };
     // Feedback is checked against the approval's form, which only the load brings: no guess with feedback.
     let guess = parsed.as_ref().ok().filter(|r| r.feedback.as_ref().is_none_or(|f| f.is_empty())).map(|r| Guess {

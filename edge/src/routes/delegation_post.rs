@@ -13,12 +13,12 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
-use crate::store::D1Store;
+use crate::store::{GovernanceStore, Store};
 
 pub async fn post(
     req: &mut Request,
     ctx: &Ctx,
-    store: &D1Store,
+    store: &Store,
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
@@ -35,7 +35,7 @@ pub async fn post(
     let now = now_ms();
     let handover = rules::delegate(&loaded.snapshot(), who, &request.to, now)?;
     let actor = super::actor(who);
-    if !store.delegate(id, &handover, &actor, request.note.as_deref(), now).await? {
+    if !store.delegate(&loaded, &handover, &actor, request.note.as_deref(), now).await? {
         // The approval changed between the load and the write (decided, voted, the slot moved).
         return Err(ApiError::InProgress);
     }

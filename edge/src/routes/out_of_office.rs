@@ -10,9 +10,9 @@ use ringi_core::ApiError;
 use worker::{Method, Request, Response};
 
 use crate::platform::now_ms;
-use crate::store::D1Store;
+use crate::store::{GovernanceStore, Store};
 
-pub async fn handle(req: &mut Request, cfg: &Config, store: &D1Store, who: &Identity) -> Result<Response, ApiError> {
+pub async fn handle(req: &mut Request, cfg: &Config, store: &Store, who: &Identity) -> Result<Response, ApiError> {
     let now = now_ms();
     match req.method() {
         Method::Put => {

@@ -16,7 +16,7 @@ use worker::{Request, Response};
 use super::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
-use crate::store::D1Store;
+use crate::store::{ApprovalStore, GovernanceStore, Store};
 
 /// The answer: the approval's listed principals now, and its progress against them.
 #[derive(Serialize)]
@@ -30,7 +30,7 @@ struct Reassigned {
 pub async fn put(
     req: &mut Request,
     ctx: &Ctx,
-    store: &D1Store,
+    store: &Store,
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
@@ -49,7 +49,7 @@ pub async fn put(
     let now = now_ms();
     let change = rules::reassign(&loaded.snapshot(), who, &request.approvers, now)?;
     let actor = super::actor(who);
-    if !store.reassign(id, &change, &request.approvers, &actor, &request.reason, now).await? {
+    if !store.reassign(&loaded, &change, &request.approvers, &actor, &request.reason, now).await? {
         // Decided, expired or approved through a removed slot between the load and the write.
         return Err(ApiError::InProgress);
     }

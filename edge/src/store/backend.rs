@@ -1,24 +1,28 @@
-//! The storage trait the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path), its
-//! two implementations — [`D1Store`] (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed
-//! design's token table) — and [`Store`], the one the configuration chose. Both keep the audit trail of the
-//! decision path. Features only D1 keeps (delegation, out-of-office, schedules, the outcome on expiry) are
-//! reached through [`Store::governance`], which answers `not_supported_by_backend` (501) on DynamoDB.
+//! The storage traits the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path;
+//! [`GovernanceStore`]: delegation, reassignment, out-of-office), their two implementations — [`D1Store`]
+//! (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed design's token table) — and [`Store`],
+//! the one the configuration chose. Both keep the audit trail. Features only D1 keeps (schedules, the
+//! outcome on expiry, chat retries) are reached through [`Store::governance`], which answers
+//! `not_supported_by_backend` (501) on DynamoDB.
 
 use std::rc::Rc;
 
 use ringi_core::audit::Actor;
 use ringi_core::audit_export::AuditQuery;
 use ringi_core::config::Storage;
+use ringi_core::delegation::OutOfOfficeRequest;
 use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::register::NewApproval;
+use ringi_core::rules::{Handover, Reassignment};
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
 use worker::Env;
 
 use super::approvals::Registered;
+use super::delegation::OutOfOfficeRow;
 use super::dynamo::DynamoStore;
 use super::events::{EventPage, Viewed};
 use super::maintenance::Retries;
@@ -99,6 +103,146 @@ approval_store! {
     /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
     /// (at most `max_attempts` tries); D1 also returns the chat notifications due by the same rule.
     fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
+}
+
+/// What delegation, reassignment and out-of-office need of storage. Each write commits the change
+/// `ringi_core::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
+/// adds no rule of its own.
+#[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
+pub trait GovernanceStore {
+    /// Hands the seat `h.from` on to `h.to` (`rules::delegate`) with its `delegated` event; `true` when the seat
+    /// is `h.to`'s now (also when an earlier try of this very write made it so).
+    async fn delegate(
+        &self,
+        a: &Loaded,
+        h: &Handover,
+        actor: &Actor,
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError>;
+    /// An operator's reassignment (`rules::reassign`) with its `reassigned` event; `false` when a guard no
+    /// longer held (nothing was written).
+    async fn reassign(
+        &self,
+        a: &Loaded,
+        r: &Reassignment,
+        listed_after: &[Principal],
+        actor: &Actor,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, ApiError>;
+    /// The out-of-office of the person with the verified `sub`.
+    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError>;
+    /// Sets (or replaces) it; `email`: their verified email, which routes approvals naming them by email too.
+    async fn set_out_of_office(
+        &self,
+        sub: &str,
+        email: Option<&str>,
+        o: &OutOfOfficeRequest,
+        now: i64,
+    ) -> Result<(), ApiError>;
+    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError>;
+}
+
+impl GovernanceStore for D1Store {
+    async fn delegate(
+        &self,
+        a: &Loaded,
+        h: &Handover,
+        actor: &Actor,
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        D1Store::delegate(self, &a.approval.id, h, actor, note, now).await
+    }
+
+    async fn reassign(
+        &self,
+        a: &Loaded,
+        r: &Reassignment,
+        listed_after: &[Principal],
+        actor: &Actor,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        D1Store::reassign(self, &a.approval.id, r, listed_after, actor, reason, now).await
+    }
+
+    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
+        D1Store::out_of_office(self, sub).await
+    }
+
+    async fn set_out_of_office(
+        &self,
+        sub: &str,
+        email: Option<&str>,
+        o: &OutOfOfficeRequest,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        D1Store::set_out_of_office(self, sub, email, o, now).await
+    }
+
+    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
+        D1Store::clear_out_of_office(self, sub).await
+    }
+}
+
+impl GovernanceStore for Store {
+    async fn delegate(
+        &self,
+        a: &Loaded,
+        h: &Handover,
+        actor: &Actor,
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        match self {
+            Store::D1(s) => GovernanceStore::delegate(s, a, h, actor, note, now).await,
+            Store::DynamoDb(s) => GovernanceStore::delegate(s, a, h, actor, note, now).await,
+        }
+    }
+
+    async fn reassign(
+        &self,
+        a: &Loaded,
+        r: &Reassignment,
+        listed_after: &[Principal],
+        actor: &Actor,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        match self {
+            Store::D1(s) => GovernanceStore::reassign(s, a, r, listed_after, actor, reason, now).await,
+            Store::DynamoDb(s) => GovernanceStore::reassign(s, a, r, listed_after, actor, reason, now).await,
+        }
+    }
+
+    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
+        match self {
+            Store::D1(s) => GovernanceStore::out_of_office(s, sub).await,
+            Store::DynamoDb(s) => GovernanceStore::out_of_office(s, sub).await,
+        }
+    }
+
+    async fn set_out_of_office(
+        &self,
+        sub: &str,
+        email: Option<&str>,
+        o: &OutOfOfficeRequest,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        match self {
+            Store::D1(s) => GovernanceStore::set_out_of_office(s, sub, email, o, now).await,
+            Store::DynamoDb(s) => GovernanceStore::set_out_of_office(s, sub, email, o, now).await,
+        }
+    }
+
+    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
+        match self {
+            Store::D1(s) => GovernanceStore::clear_out_of_office(s, sub).await,
+            Store::DynamoDb(s) => GovernanceStore::clear_out_of_office(s, sub).await,
+        }
+    }
 }
 
 /// The backend `STORAGE` chose.

@@ -13,20 +13,22 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{join3, join_all};
-use ringi_core::approval::ApprovalStatus;
+use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::audit_export::AuditQuery;
 use ringi_core::config::{Config, DynamoDbConfig};
-use ringi_core::delegation::{listed, Seat};
+use ringi_core::delegation::{listed, principal_value, OutOfOfficeRequest, Seat};
 use ringi_core::dynamo::{
     self as item, approval_columns, attempt_columns, classify, decision_columns, event_columns, DdbOutcome, NewEvent,
     CONTENT_TYPE, KEY, TARGET_PREFIX,
 };
+use ringi_core::guard_ddb::{self as guard, Expr, Update, VoteWrite, SEATS, SLOTS, VOTER_EMAILS, VOTES};
 use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
 use ringi_core::on_expiry::OnExpiry;
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::register::NewApproval;
+use ringi_core::rules::{self, Absence, Guard, Handover, Reassignment, Requesters, Routing};
 use ringi_core::storage::D1_RETRY;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
@@ -35,7 +37,8 @@ use serde_json::{json, Map, Value};
 use worker::Delay;
 
 use super::approvals::Registered;
-use super::backend::ApprovalStore;
+use super::backend::{ApprovalStore, GovernanceStore};
+use super::delegation::OutOfOfficeRow;
 use super::events::{events, random_key, EventPage, EventRow, Viewed, TIMELINE_MAX};
 use super::maintenance::Retries;
 use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxRow, MailRow};
@@ -124,6 +127,20 @@ fn merge(mut a: Value, b: Value) -> Value {
 fn vote_value(v: &Vote<'_>) -> Value {
     json!({"principal": v.principal.key(), "email": v.email, "username": v.username, "decision": v.verdict.as_str(),
            "comment": v.comment, "feedbackJson": v.feedback.map(|f| Value::Object(f.clone()).to_string()), "at": v.at})
+}
+
+/// How the item records `v`: its `votes` entry and, for an approval, the slot it satisfies and its person.
+fn vote_write<'a>(v: &'a Vote<'a>) -> VoteWrite<'a> {
+    VoteWrite {
+        sub: v.sub,
+        value: vote_value(v),
+        approves: (v.verdict == Verdict::Approve).then_some((&v.principal, v.email)),
+    }
+}
+
+/// `base` (plain JSON placeholders of the hand-written part of a request) with the placeholders of `e` added.
+fn with_expr(names: Value, vals: Value, e: Expr) -> (Value, Value) {
+    (merge(names, Value::Object(e.names)), merge(values(vals), Value::Object(e.values)))
 }
 
 /// The stored status of an attempt's verdict (D1's `ATTEMPT_STATUS`).
@@ -275,28 +292,41 @@ impl DynamoStore {
         }
     }
 
-    /// [`Self::transact`] of an update that writes into the item's `votes` map: a seed item has none yet, which
-    /// DynamoDB refuses as an invalid document path; the map is then added (only if still absent) and the
-    /// transaction made again.
-    async fn transact_with_vote(&self, id: &ApprovalId, actions: Vec<Value>) -> Result<bool, ApiError> {
+    /// [`Self::transact`] of a write into the item's maps (`ringi_core::guard_ddb`), whose guards require
+    /// them: an item written before them (the seed's, or an older worker's) lacks them, which DynamoDB answers
+    /// as a failed condition or an invalid document path; the item then gets them ([`Self::upgrade`]) and the
+    /// transaction is made again. `false`: a condition did not hold (nothing was written).
+    async fn transact_guarded(&self, id: &ApprovalId, actions: Vec<Value>) -> Result<bool, ApiError> {
         let body = json!({"TransactItems": actions});
-        match self.call("TransactWriteItems", body.clone()).await? {
+        let invalid = match self.call("TransactWriteItems", body.clone()).await? {
             DdbOutcome::Ok(_) => return Ok(true),
-            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ConditionalCheckFailed") => return Ok(false),
-            DdbOutcome::Permanent(ty) if ty == "ValidationException" => {}
-            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ValidationError") => {}
+            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ConditionalCheckFailed") => None,
+            DdbOutcome::Cancelled(r) if r.iter().any(|c| c == "ValidationError") => Some(DdbOutcome::Cancelled(r)),
+            DdbOutcome::Permanent(ty) if ty == "ValidationException" => Some(DdbOutcome::Permanent(ty)),
             other => return Err(refused("TransactWriteItems", &other)),
+        };
+        if !self.upgrade(id).await? {
+            // The item has its maps: a failed condition is a lost race; an invalid request is a bug.
+            return match invalid {
+                None => Ok(false),
+                Some(outcome) => Err(refused("TransactWriteItems", &outcome)),
+            };
         }
-        self.add_votes_map(id).await?;
         self.transact(body["TransactItems"].as_array().cloned().unwrap_or_default()).await
     }
 
-    /// Adds the empty `votes` map a seed item lacks (only if still absent).
-    async fn add_votes_map(&self, id: &ApprovalId) -> Result<(), ApiError> {
-        let add_map = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes = :empty",
-            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes)",
-            "ExpressionAttributeValues": {":empty": {"M": {}}}});
-        self.conditional("UpdateItem", add_map).await.map(drop)
+    /// Gives an item written before ringi's maps its maps (`guard::upgrade`, only if still absent); `true` if
+    /// it lacked them.
+    async fn upgrade(&self, id: &ApprovalId) -> Result<bool, ApiError> {
+        let Some(current) = self.approval_item(id).await? else { return Ok(false) };
+        let Some(u) = guard::upgrade(&current).map_err(corrupt(id.as_str()))? else { return Ok(false) };
+        self.conditional("UpdateItem", u.body(id.as_str())).await?;
+        Ok(true)
+    }
+
+    /// An UpdateItem of the approval `id` as one action of a transaction.
+    fn tx_guarded(&self, id: &ApprovalId, u: &Update) -> Value {
+        self.tx_update(u.body(id.as_str()))
     }
 
     /// The approval's events (oldest first, [`TIMELINE_MAX`] at most) as D1's event rows, through
@@ -354,8 +384,7 @@ impl DynamoStore {
     fn loaded(item: &Item) -> Result<Loaded, ApiError> {
         let approval = Self::approval(item)?;
         let id = approval.id.clone();
-        let seats: Vec<Seat> =
-            item::approvers(item).map_err(corrupt(id.as_str()))?.into_iter().map(Seat::listed).collect();
+        let seats = guard::seats(item).map_err(corrupt(id.as_str()))?;
         let decisions: Vec<DecisionRow> =
             decision_columns(item).into_iter().map(|d| columns(id.as_str(), "vote", d)).collect::<Result<_, _>>()?;
         Ok(Loaded { principals: listed(&seats), seats, votes: rows::votes(&id, decisions)?, approval })
@@ -396,9 +425,16 @@ impl DynamoStore {
     }
 
     /// The registration's one transaction: the credential's count for this minute (refused past its rate),
-    /// the approval (unless its ID is taken), its token's item (unless the token is taken), and one index
-    /// entry per approver.
-    fn registration(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64) -> Vec<Value> {
+    /// the approval with its `seats` (unless its ID is taken), its token's item (unless the token is taken),
+    /// and one index entry per seat.
+    fn registration(
+        &self,
+        id: &ApprovalId,
+        a: &NewApproval,
+        seats: &[Seat],
+        registrant: &Registrant<'_>,
+        now: i64,
+    ) -> Vec<Value> {
         let window_start = now - now.rem_euclid(60_000);
         let ttl = secs_ceil(a.expires_at);
         let rate = json!({"Update": {"TableName": self.ddb.table, "Key": key(&item::rate_key(registrant.label, window_start)),
@@ -421,7 +457,7 @@ impl DynamoStore {
             "registeredBy": registrant.label,
             "requestedByJson": Value::from(a.requested_by.iter().map(Principal::key).collect::<Vec<_>>()).to_string(),
             "allowSelfApproval": a.allow_self_approval, "onExpiry": a.on_expiry.as_str(), "decidedOnExpiry": false,
-            "votes": {},
+            VOTES: {}, SLOTS: {}, VOTER_EMAILS: {}, SEATS: guard::seats_value(seats),
         });
         let mut approval = item::to_item(&obj(approval));
         if let Some(l) = a.locale {
@@ -432,11 +468,14 @@ impl DynamoStore {
             json!({KEY: item::token_key(&a.token.fingerprint()), "ref": id.as_str(), "expiresAt": ttl}),
         ));
         let mut actions = vec![rate, put(Value::Object(approval)), put(Value::Object(token))];
-        actions.extend(a.approvers.iter().map(|p| {
-            json!({"Put": {"TableName": self.ddb.table, "Item": item::to_item(&obj(json!({
-                KEY: item::index_entry_key(id.as_str(), p), item::INDEX_KEY: item::index_key(p), "expiresAt": ttl})))}})
-        }));
+        actions.extend(seats.iter().map(|s| self.index_put(id, &s.principal, ttl)));
         actions
+    }
+
+    /// The approver-index entry of a seat (the inbox finds the approval through it); `ttl`: the approval's.
+    fn index_put(&self, id: &ApprovalId, p: &Principal, ttl: i64) -> Value {
+        json!({"Put": {"TableName": self.ddb.table, "Item": item::to_item(&obj(json!({
+            KEY: item::index_entry_key(id.as_str(), p), item::INDEX_KEY: item::index_key(p), "expiresAt": ttl})))}})
     }
 
     /// What a mail of one approval item needs (D1's mail row).
@@ -451,9 +490,14 @@ impl DynamoStore {
     }
 
     /// An inbox row (the columns of D1's inbox query) of one approval item.
-    fn inbox_row(item: &Item, pending: bool) -> Result<(InboxRow, String), ApiError> {
+    fn inbox_row(item: &Item, pending: bool, principals: &[Principal]) -> Result<(InboxRow, String), ApiError> {
         let id = item.get(KEY).and_then(Value::as_str).unwrap_or("").to_owned();
         let mut cols = approval_columns(item).map_err(corrupt(&id))?;
+        // The caller's seat handed on: the inbox says to whom (D1's `delegated_to` of their row).
+        let seats = guard::seats(item).map_err(corrupt(&id))?;
+        let mine = |s: &&Seat| principals.iter().any(|p| p.normalized() == s.principal.normalized());
+        cols["delegated_to"] =
+            seats.iter().filter(mine).find_map(|s| s.delegated_to.as_ref().map(Principal::key)).into();
         let approved: BTreeSet<String> = decision_columns(item)
             .iter()
             .filter(|d| d["decision"] == "approve")
@@ -585,14 +629,27 @@ impl ApprovalStore for DynamoStore {
         if !a.channels.is_empty() {
             return Err(ApiError::NotSupportedByBackend("chat notifications"));
         }
-        let mut actions = self.registration(id, a, registrant, now);
+        // Out-of-office routing in the registration's own transaction: the listed people's absences (one
+        // BatchGetItem), `rules::route` decides, the routed seats and their events are written with the approval.
+        let absences = self.absences(&a.approvers, now).await?;
+        let requesters = Requesters { principals: &a.requested_by, allow_self_approval: a.allow_self_approval };
+        let routed = rules::route(&a.approvers, &absences, &requesters);
+        let seats = guard::routed_seats(&a.approvers, &routed);
+        let mut actions = self.registration(id, a, &seats, registrant, now);
+        for r in &routed {
+            let detail = obj(json!({"from": principal_value(&r.slot), "to": principal_value(&r.stand_in)}));
+            let once = format!("routed:{}", r.slot.normalized().key());
+            actions.push(self.event_put((id, now, EventKind::Routed), &Actor::System, &detail, Some(&once)));
+        }
         // Once per approval: a redelivered registration is refused by the approval's own condition anyway.
         let detail =
             obj(json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()}));
         let registrant_actor = Actor::Registrant { id: registrant.label.to_owned() };
         actions.push(self.event_put((id, now, EventKind::Registered), &registrant_actor, &detail, Some("registered")));
         match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
-            DdbOutcome::Ok(_) => Ok(Inserted::Created { routed: Vec::new() }),
+            DdbOutcome::Ok(_) => {
+                Ok(Inserted::Created { routed: routed.into_iter().map(|r: Routing| (r.slot, r.stand_in)).collect() })
+            }
             DdbOutcome::Cancelled(reasons) if reasons.first().is_some_and(|r| r == "ConditionalCheckFailed") => {
                 let window_start = now - now.rem_euclid(60_000);
                 Ok(Inserted::RateLimited { retry_after: ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1) })
@@ -663,7 +720,7 @@ impl ApprovalStore for DynamoStore {
             if !i.contains_key("expiresAt") && !i.contains_key("expiresAtMs") {
                 continue;
             }
-            let (row, id) = Self::inbox_row(&i, pending)?;
+            let (row, id) = Self::inbox_row(&i, pending, principals)?;
             let entry = row.typed(now, who)?;
             let open = matches!(entry.item.status, ApprovalStatus::Pending | ApprovalStatus::Claimed);
             if open == pending {
@@ -693,11 +750,15 @@ impl ApprovalStore for DynamoStore {
         Ok(Opened { loaded: self.load(id).await?, claimed: None, voted: false, votes_after: None })
     }
 
+    /// The vote under its guards (`rules::approval_guards`): an approval claims its slot and its person in the
+    /// same conditional write, so of two members of one group approving at once one satisfies the group.
     async fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> Result<(), ApiError> {
-        let body = json!({"Key": key(id.as_str()), "UpdateExpression": "SET votes.#sub = :v",
-            "ConditionExpression": "attribute_exists(approvalId) AND attribute_not_exists(votes.#sub)",
-            "ExpressionAttributeNames": {"#sub": vote.sub},
-            "ExpressionAttributeValues": {":v": item::to_attr(&vote_value(vote))}});
+        let write = vote_write(vote);
+        let guards = match write.approves {
+            Some((slot, email)) => rules::approval_guards(vote.sub, slot, email),
+            None => vec![Guard::NotVoted { sub: vote.sub.to_owned() }],
+        };
+        let update = write.record(&guards);
         let detail = obj(json!({"verdict": vote.verdict.as_str()}));
         let event = self.event_put(
             (id, vote.at, EventKind::Voted),
@@ -705,21 +766,33 @@ impl ApprovalStore for DynamoStore {
             &detail,
             Some(&format!("voted:{}", vote.sub)),
         );
-        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
+        self.transact_guarded(id, vec![self.tx_guarded(id, &update), event]).await.map(drop)
     }
 
     /// The claim: one conditional UpdateItem that takes the lease and records this attempt unless one that
     /// may have been delivered is on record (`if_not_exists(attempt, …)`); exactly one concurrent caller's
     /// condition holds.
+    /// With `c.guards` (an approval that completes the quorum: `rules::completion_guards`) the claim also
+    /// commits under them: its slot still free, its person uncounted, the approvals it completes on record.
     async fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Result<Option<Attempt>, ApiError> {
         let attempt = json!({"id": c.claim_id, "verdict": c.verdict.as_str(), "sub": c.sub, "by": c.by, "at": c.now});
+        let mut e = Expr::new("g");
+        let guarded =
+            if c.guards.is_empty() { String::new() } else { format!(" AND {}", guard::condition(&c.guards, &mut e)) };
+        let (names, vals) = with_expr(
+            json!({"#st": "status"}),
+            merge(open_values(c.now, c.claim_id), json!({":until": c.until, ":attempt": attempt})),
+            e,
+        );
         let body = json!({"Key": key(id.as_str()),
             "UpdateExpression": "SET #st = :claimed, claimId = :cid, claimedUntil = :until, attempt = if_not_exists(attempt, :attempt)",
-            "ConditionExpression": OPEN,
-            "ExpressionAttributeNames": {"#st": "status"},
-            "ExpressionAttributeValues": values(merge(open_values(c.now, c.claim_id), json!({":until": c.until, ":attempt": attempt}))),
-            "ReturnValues": "ALL_NEW"});
-        let Some(answer) = self.conditional("UpdateItem", body).await? else { return Ok(None) };
+            "ConditionExpression": format!("({OPEN}){guarded}"),
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals, "ReturnValues": "ALL_NEW"});
+        let mut answer = self.conditional("UpdateItem", body.clone()).await?;
+        if answer.is_none() && !c.guards.is_empty() && self.upgrade(id).await? {
+            answer = self.conditional("UpdateItem", body).await?;
+        }
+        let Some(answer) = answer else { return Ok(None) };
         let after = plain(id.as_str(), answer["Attributes"].as_object().unwrap_or(&Map::new()))?;
         let row: AttemptRow = columns(id.as_str(), "attempt", attempt_columns(&after))?;
         Attempt::try_from(row).map(Some).map_err(corrupt(id.as_str()))
@@ -727,16 +800,21 @@ impl ApprovalStore for DynamoStore {
 
     async fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> Result<(), ApiError> {
         let status = vote.verdict.final_status().as_str();
+        let mut e = Expr::new("g");
+        let sets = vote_write(vote).sets(true, &mut e).join(", ");
+        let (names, vals) = with_expr(
+            json!({"#st": "status"}),
+            json!({":status": status, ":one": 1, ":at": vote.at, ":cid": claim_id}),
+            e,
+        );
         let body = json!({"Key": key(id.as_str()),
-            "UpdateExpression": "SET #st = :status, decision = :status, confirmed = :one, decidedAt = :at,
-               votes.#sub = if_not_exists(votes.#sub, :v) REMOVE taskToken, claimId, claimedUntil, attempt",
+            "UpdateExpression": format!("SET #st = :status, decision = :status, confirmed = :one, decidedAt = :at,
+               {sets} REMOVE taskToken, claimId, claimedUntil, attempt"),
             "ConditionExpression": "claimId = :cid",
-            "ExpressionAttributeNames": {"#st": "status", "#sub": vote.sub},
-            "ExpressionAttributeValues": values(json!({":status": status, ":one": 1, ":at": vote.at, ":cid": claim_id,
-                ":v": vote_value(vote)}))});
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals});
         let detail = obj(json!({"verdict": vote.verdict.as_str(), "status": status, "confirmed": true}));
         let event = self.event_put((id, vote.at, EventKind::Decided), &vote.actor(), &detail, Some("decided"));
-        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
+        self.transact_guarded(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
     async fn unconfirmed(
@@ -754,24 +832,26 @@ impl ApprovalStore for DynamoStore {
         let mut set =
             "SET #st = :status, decision = :status, confirmed = :zero, decidedAt = :now, decidedOnExpiry = :sys"
                 .to_owned();
-        let mut names = json!({"#st": "status"});
-        let mut vals = json!({":status": status, ":zero": 0, ":now": now, ":sys": systems, ":cid": claim_id});
+        let mut e = Expr::new("g");
         if let Some(v) = vote {
-            set.push_str(", votes.#sub = if_not_exists(votes.#sub, :v)");
-            names["#sub"] = Value::from(v.sub);
-            vals[":v"] = vote_value(v);
+            set.push_str(&format!(", {}", vote_write(v).sets(true, &mut e).join(", ")));
         }
+        let (names, vals) = with_expr(
+            json!({"#st": "status"}),
+            json!({":status": status, ":zero": 0, ":now": now, ":sys": systems, ":cid": claim_id}),
+            e,
+        );
         let body = json!({"Key": key(id.as_str()),
             "UpdateExpression": format!("{set} REMOVE taskToken, claimId, claimedUntil"),
             "ConditionExpression": "claimId = :cid AND attribute_exists(attempt)",
-            "ExpressionAttributeNames": names, "ExpressionAttributeValues": values(vals)});
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals});
         let event = self.event_put(
             (id, now, EventKind::Decided),
             &attempt_actor(attempt),
             &unconfirmed_detail(attempt),
             Some("decided"),
         );
-        self.transact_with_vote(id, vec![self.tx_update(body), event]).await.map(drop)
+        self.transact_guarded(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
     async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
@@ -944,5 +1024,163 @@ impl ApprovalStore for DynamoStore {
         rows.truncate(q.limit);
         let last = rows.last().filter(|_| more).map(|r| (r.at as i64, r.seq as i64));
         Ok(EventPage { events: events(rows)?, last })
+    }
+}
+
+impl DynamoStore {
+    /// The out-of-office settings in effect at `now` of the people `listed` names (by sub, or by verified
+    /// email), in one BatchGetItem.
+    async fn absences(&self, listed: &[Principal], now: i64) -> Result<Vec<Absence>, ApiError> {
+        let mut keys: Vec<String> =
+            listed.iter().filter(|p| !matches!(p, Principal::Group(_))).map(item::absence_key).collect();
+        keys.sort();
+        keys.dedup();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for i in self.items(&keys).await? {
+            let row = Self::absence_row(&i)?;
+            let sub = i.get("sub").and_then(Value::as_str);
+            let email = i.get("email").and_then(Value::as_str).map(str::to_owned);
+            let stand_in = Principal::from_key(&row.delegate);
+            if let (Some(sub), Some(stand_in)) = (sub, stand_in) {
+                let a = Absence { sub: sub.to_owned(), email, stand_in };
+                let updated = i.get("updatedAt").and_then(Value::as_i64).unwrap_or_default();
+                if row.starts_at as i64 <= now && now < row.ends_at as i64 && !out.iter().any(|(_, o)| *o == a) {
+                    out.push((updated, a));
+                }
+            }
+        }
+        // The latest setting first, as `rules::route` reads them (and D1 orders them).
+        out.sort_by_key(|(updated, _)| -updated);
+        Ok(out.into_iter().map(|(_, a)| a).collect())
+    }
+
+    fn absence_row(i: &Item) -> Result<OutOfOfficeRow, ApiError> {
+        columns(
+            "out_of_office",
+            "out_of_office",
+            json!({"delegate": i.get("delegate"), "starts_at": i.get("startsAt"), "ends_at": i.get("endsAt"),
+                   "note": i.get("note")}),
+        )
+    }
+
+    /// Deletes the out-of-office copy under `email` if it is still `sub`'s (another account with the same
+    /// verified email may have set its own since).
+    async fn clear_email_copy(&self, sub: &str, email: &str) -> Result<(), ApiError> {
+        let k = item::absence_key(&Principal::Email(email.to_owned()));
+        let body = json!({"Key": key(&k), "ConditionExpression": "#s = :sub",
+            "ExpressionAttributeNames": {"#s": "sub"}, "ExpressionAttributeValues": {":sub": {"S": sub}}});
+        self.conditional("DeleteItem", body).await.map(drop)
+    }
+}
+
+/// Delegation, reassignment and out-of-office on the token table: each change is one `TransactWriteItems` of
+/// the approval item's update (`ringi_core::guard_ddb`: the rules' guards as its ConditionExpression), the
+/// approver-index entries of the seats it adds or removes, and its event. Out-of-office settings are items of
+/// their own (`ringi_core::dynamo::absence_key`).
+impl GovernanceStore for DynamoStore {
+    async fn delegate(
+        &self,
+        a: &Loaded,
+        h: &Handover,
+        actor: &Actor,
+        note: Option<&str>,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        let id = &a.approval.id;
+        let update = guard::handover(h, actor.display().unwrap_or_default(), note);
+        let detail = obj(json!({"from": principal_value(&h.from), "to": principal_value(&h.to),
+            "slot": principal_value(&h.slot), "depth": h.depth, "note": note}));
+        let actions = vec![
+            self.tx_guarded(id, &update),
+            self.index_put(id, &h.to, secs_ceil(a.approval.expires_at)),
+            self.event_put((id, now, EventKind::Delegated), actor, &detail, None),
+        ];
+        if self.transact_guarded(id, actions).await? {
+            return Ok(true);
+        }
+        // A retry of this very write that went through (its answer lost) leaves the seat handed to `h.to`.
+        let Some(now_loaded) = self.load(id).await? else { return Ok(false) };
+        Ok(now_loaded.seats.iter().any(|s| s.principal == h.from && s.delegated_to.as_ref() == Some(&h.to)))
+    }
+
+    async fn reassign(
+        &self,
+        a: &Loaded,
+        r: &Reassignment,
+        listed_after: &[Principal],
+        actor: &Actor,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, ApiError> {
+        let id = &a.approval.id;
+        let (update, gone) = guard::reassignment(r, &a.seats, listed_after);
+        let ttl = secs_ceil(a.approval.expires_at);
+        let mut actions = vec![self.tx_guarded(id, &update)];
+        actions.extend(r.added.iter().map(|p| self.index_put(id, p, ttl)));
+        actions.extend(gone.iter().map(
+            |p| json!({"Delete": {"TableName": self.ddb.table, "Key": key(&item::index_entry_key(id.as_str(), p))}}),
+        ));
+        let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
+        let detail = obj(json!({"removed": list(&r.removed), "added": list(&r.added),
+            "approvers": list(listed_after), "reason": reason}));
+        actions.push(self.event_put((id, now, EventKind::Reassigned), actor, &detail, None));
+        self.transact_guarded(id, actions).await
+    }
+
+    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
+        let k = item::absence_key(&Principal::Sub(sub.to_owned()));
+        self.item(&k).await?.as_ref().map(Self::absence_row).transpose()
+    }
+
+    /// The setting under the sub and, with a verified email, its copy under the email, in one transaction;
+    /// the copy under an email the person no longer has goes after.
+    async fn set_out_of_office(
+        &self,
+        sub: &str,
+        email: Option<&str>,
+        o: &OutOfOfficeRequest,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let own = item::absence_key(&Principal::Sub(sub.to_owned()));
+        let before = self.item(&own).await?;
+        let email = email.map(str::to_lowercase);
+        let mut plain = json!({"sub": sub, "delegate": o.delegate.normalized().key(), "startsAt": o.starts_at,
+            "endsAt": o.ends_at, "updatedAt": now,
+            // Kept a month past its end (the table's TTL), as the setting shows until it is replaced.
+            "expiresAt": secs_ceil(o.ends_at) + 30 * 86_400});
+        if let Some(n) = &o.note {
+            plain["note"] = Value::from(n.as_str());
+        }
+        if let Some(e) = &email {
+            plain["email"] = Value::from(e.as_str());
+        }
+        let put = |k: &str| {
+            let mut i = plain.clone();
+            i[KEY] = Value::from(k);
+            json!({"Put": {"TableName": self.ddb.table, "Item": item::to_item(&obj(i))}})
+        };
+        let mut actions = vec![put(&own)];
+        if let Some(e) = &email {
+            actions.push(put(&item::absence_key(&Principal::Email(e.clone()))));
+        }
+        self.ok("TransactWriteItems", json!({"TransactItems": actions})).await?;
+        let old = before.as_ref().and_then(|b| b.get("email")).and_then(Value::as_str);
+        match old {
+            Some(old) if Some(old) != email.as_deref() => self.clear_email_copy(sub, old).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
+        let own = item::absence_key(&Principal::Sub(sub.to_owned()));
+        let Some(before) = self.item(&own).await? else { return Ok(()) };
+        self.ok("DeleteItem", json!({"Key": key(&own)})).await?;
+        match before.get("email").and_then(Value::as_str) {
+            Some(email) => self.clear_email_copy(sub, email).await,
+            None => Ok(()),
+        }
     }
 }

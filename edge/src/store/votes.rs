@@ -2,6 +2,7 @@
 
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::principal::Principal;
+use ringi_core::rules::Guard;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
@@ -39,6 +40,7 @@ pub struct Vote<'a> {
 }
 
 /// Who takes a claim: the claim id, the lease and the attempt it records.
+#[derive(Clone)]
 pub struct ClaimRequest<'a> {
     pub claim_id: &'a str,
     pub now: i64,
@@ -49,6 +51,11 @@ pub struct ClaimRequest<'a> {
     pub by: &'a str,
     /// The caller's principal keys as a JSON array, in the order the quorum rules try them.
     pub keys: String,
+    /// What the claim of an approval that completes the quorum commits under
+    /// (`ringi_core::rules::completion_guards`; empty for any other claim). DynamoDB's claim carries them; D1
+    /// made the same checks in the SQL of the decision's first round trip, and its unique index keeps a slot's
+    /// approval once.
+    pub guards: Vec<Guard>,
 }
 
 /// The claim (see [`D1Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
@@ -198,7 +205,8 @@ pub struct Opened {
 /// person's decision takes, recording an attempt whose `attempt_sub` is NULL (ringi's, see
 /// `Attempt::is_systems`).
 pub(super) fn system_claim_stmt(id: &ApprovalId, claim_id: &str, now: i64, until: i64, verdict: Verdict) -> Stmt {
-    let c = ClaimRequest { claim_id, now, until, verdict, sub: "", by: "ringi", keys: String::new() };
+    let c =
+        ClaimRequest { claim_id, now, until, verdict, sub: "", by: "ringi", keys: String::new(), guards: Vec::new() };
     let mut stmt = claim_stmt_until(id, &c, "task_expires_at", "AND on_expiry = ?8", vec![s(verdict.as_str())]);
     stmt.args[5] = JsValue::NULL; // ?6, the attempt's sub
     stmt

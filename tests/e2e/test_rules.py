@@ -1,0 +1,55 @@
+"""The rules, on both backends (`backend`: D1, then DynamoDB): a quorum counts listed principals — one person
+counts once, and two members of one group approving at the same moment satisfy that group once, never the
+other group's slot; one decision reaches Step Functions once. Real paused executions in moto."""
+from __future__ import annotations
+
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+
+from support.backends import api  # noqa: F401  (fixture: the module's backend's)
+
+ROUNDS = 25
+
+
+def test_two_members_of_one_group_approving_at_once_satisfy_it_once(backend, api, workflows):
+    eng, fin = "eng-" + secrets.token_hex(3), "fin-" + secrets.token_hex(3)
+    executions = workflows.start_many(ROUNDS)
+    ids = []
+    for _, token in executions:
+        r = api.register(token, approvers=[{"group": eng}, {"group": fin}], quorum="all")
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+
+    def decide(job):
+        approval_id, user, group = job
+        tok = backend.stack.mint(user, groups=[group])
+        return requests.post(f"{backend.url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
+
+    # Each round: two engineers at the same moment (every round's pair in flight together).
+    jobs = [(i, user, eng) for i in ids for user in (f"e1-{i}", f"e2-{i}")]
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        answers = list(pool.map(decide, jobs))
+    for n, approval_id in enumerate(ids):
+        pair = answers[2 * n:2 * n + 2]
+        counted = [r for r in pair if r.status_code == 200]
+        assert len(counted) == 1, [(r.status_code, r.text) for r in pair]
+        assert counted[0].json()["status"] == "pending", counted[0].text
+        assert counted[0].json()["progress"] == {"approvals": 1, "required": 2}, counted[0].text
+        refused = next(r for r in pair if r.status_code != 200)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] in ("already_satisfied", "in_progress"), refused.text
+        assert backend.stored(approval_id, "status", "votes") == {"status": "pending", "votes": 1}
+        view = api.get(approval_id, as_user=f"fin-{n}", groups=[fin]).json()
+        assert view["progress"] == {"approvals": 1, "required": 2}, view
+
+    # Finance completes each: the execution resumes, once.
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        done = list(pool.map(decide, [(i, f"f-{i}", fin) for i in ids]))
+    for (arn, _), approval_id, r in zip(executions, ids, done):
+        assert r.status_code == 200 and r.json()["status"] == "approved", r.text
+        assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+        assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+        assert backend.stored(approval_id, "status", "votes") == {"status": "approved", "votes": 2}
