@@ -322,7 +322,12 @@ def test_with_dynamodb_the_worker_gets_the_tables_item_actions_only():
     assert table["Resource"] == [{"Fn::GetAtt": ["ApprovalsTable", "Arn"]}] + [
         f"${{ApprovalsTable.Arn}}/index/{i}" for i in TABLE_INDEXES], "the table and its indexes, nothing else"
     assert "Condition" not in table and table["Effect"] == "Allow"
-    assert {a for s in statements(policy) for a in as_set(s["Action"])} == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
+    # Deleting: out-of-office items only (a person clears theirs), never an approval or its token.
+    [clear] = [s for s in statements(policy) if s.get("Sid") == "ClearOutOfOffice"]
+    assert clear["Action"] == "dynamodb:DeleteItem" and clear["Resource"] == {"Fn::GetAtt": ["ApprovalsTable", "Arn"]}
+    assert clear["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ooo#*"]}}
+    assert {a for s in statements(policy) for a in as_set(s["Action"])} == \
+        WORKER_ACTIONS | WORKER_TABLE_ACTIONS | {"dynamodb:DeleteItem"}
 
 
 def test_the_dynamodb_state_machine_writes_the_seed_item_itself():

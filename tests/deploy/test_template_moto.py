@@ -293,7 +293,10 @@ def test_dynamodb_storage_creates_the_table_the_policy_and_a_workflow_that_write
     assert set(items["Action"]) == WORKER_TABLE_ACTIONS
     assert items["Resource"] == [described["TableArn"]] + [f"{described['TableArn']}/index/{i}" for i in TABLE_INDEXES]
     actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert actions == WORKER_ACTIONS | WORKER_TABLE_ACTIONS
+    assert actions == WORKER_ACTIONS | WORKER_TABLE_ACTIONS | {"dynamodb:DeleteItem"}
+    [clear] = [s for s in statements if s.get("Sid") == "ClearOutOfOffice"]
+    assert clear["Resource"] == described["TableArn"], "deleting: out-of-office items of the table only"
+    assert clear["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ooo#*"]}}
 
     # The state machine, copied into moto's executing backend (as executable_state_machine does).
     from moto.stepfunctions.models import stepfunctions_backends
