@@ -70,13 +70,16 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
     }
-    // The rest is the governance D1 keeps (chat, reminders, audit retention, schedules, onExpiry).
+    // The rest is the governance D1 keeps (chat, reminders, audit retention, schedules); the outcome on expiry
+    // runs on both backends, last.
     let Some(d1) = d1 else {
+        let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
         log(
             "info",
             "cron",
             json!({"released": released, "expired": expired, "mailRetried": retried, "storage": "dynamodb",
-                   "failedSteps": failed, "roundTrips": probe.round_trips().to_string()}),
+                   "decidedOnExpiry": auto_decided, "failedSteps": failed,
+                   "roundTrips": probe.round_trips().to_string()}),
         );
         return outcome(&failed);
     };
@@ -111,7 +114,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         scheduled += step("schedule_entry", run_entry(&cfg, &probe, d1, &entry, &lease, now).await);
     }
     // Last: the outcome chosen for approvals nobody decided.
-    let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, d1, now).await);
+    let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
     log(
         "info",
         "cron",

@@ -13,11 +13,11 @@ use serde_json::json;
 
 use crate::platform::{log, now_ms, random_bytes};
 use crate::sfn_client::{deliver, Delivery};
-use crate::store::{D1Store, DueOutcome};
+use crate::store::{ApprovalStore, DueOutcome, OnExpiryStore, Store};
 
 /// Answers the due approvals; how many ended decided (confirmed or not). A failure of one approval is logged
 /// and leaves it for the next run; only the look-up's failure fails the step.
-pub async fn run(cfg: &Config, store: &D1Store, now: i64) -> Result<usize, ApiError> {
+pub async fn run(cfg: &Config, store: &Store, now: i64) -> Result<usize, ApiError> {
     let mut decided = 0;
     for due in store.on_expiry_due(now).await? {
         match answer(cfg, store, &due).await {
@@ -30,7 +30,7 @@ pub async fn run(cfg: &Config, store: &D1Store, now: i64) -> Result<usize, ApiEr
 
 /// One approval: `Ok(true)` once its outcome is on record, `Ok(false)` when someone else holds it (a person
 /// deciding, another run) or it is no longer open.
-async fn answer(cfg: &Config, store: &D1Store, due: &DueOutcome) -> Result<bool, ApiError> {
+async fn answer(cfg: &Config, store: &Store, due: &DueOutcome) -> Result<bool, ApiError> {
     let (id, verdict) = (&due.id, due.verdict);
     let claim_id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
     let now = now_ms();

@@ -12,6 +12,7 @@ import threading
 import urllib.parse
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -295,10 +296,10 @@ def test_the_cron_expires_what_nobody_decided(stack, ddb_url, ddb_api, workflows
     assert expired[0]["at"] == time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(deadline // 1000)) + f".{deadline % 1000:03d}Z"
 
 
-def test_the_crons_features_answer_501_not_supported(stack, ddb_url, ddb_api, workflows):
-    """Delegation, reassignment and out-of-office work on this backend (test_delegation.py runs on both); what the
-    cron carries out — reminders and escalation, the outcome on expiry, chat notifications — is refused at
-    registration, before anything is written."""
+def test_schedules_and_chat_answer_501_not_supported(stack, ddb_url, ddb_api, workflows):
+    """Delegation, reassignment, out-of-office (test_delegation.py runs on both backends) and the outcome on expiry
+    (below) work on this backend; reminders and escalation and chat notifications are refused at registration,
+    before anything is written."""
     approval_id, _, _ = register(ddb_api, workflows)
     auth = {"authorization": f"Bearer {stack.mint('alice')}"}
     r = requests.post(f"{ddb_url}/api/v1/approvals/{approval_id}/delegation", json={"to": {"sub": "bob"}}, headers=auth,
@@ -307,8 +308,6 @@ def test_the_crons_features_answer_501_not_supported(stack, ddb_url, ddb_api, wo
     _, token = workflows.start_paused()
     r = ddb_api.register(token, reminders=["PT1M"])
     assert r.status_code == 501 and r.json()["error"]["code"] == "not_supported_by_backend", r.text
-    r = ddb_api.register(token, onExpiry="reject")
-    assert r.status_code == 501, r.text
     r = ddb_api.register(token, notify=[{"channel": "deploys"}])
     assert r.status_code == 501 and "chat" in r.json()["error"]["message"], r.text
     assert ddb_api.register(token).status_code == 201, "nothing was written by the refused registrations"
@@ -553,3 +552,37 @@ def test_a_retried_write_records_its_event_once(stack, ddb_url, workflows, table
         assert int(item(table, approval_id)["mailAttempts"]["N"]) == 2, "the mail record's update ran twice"
     finally:
         proxy.server.shutdown()
+
+
+def test_the_outcome_on_expiry_answers_the_task_once(stack, ddb_url, ddb_api, workflows, table):
+    """`onExpiry`: after the approvers' deadline the cron answers the paused task itself, exactly once (two runs at
+    the same moment race for ringi's claim), and records it as decided by the system."""
+    arn, token = workflows.start_paused()
+    r = ddb_api.register(token, onExpiry="approve", timeoutSeconds=3600)
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    stored = item(table, approval_id)
+    assert int(stored["taskExpiresAtMs"]["N"]) > int(stored["expiresAtMs"]["N"]), "the approvers' deadline comes first"
+    assert int(stored["expiresAt"]["N"]) * 1000 >= int(stored["taskExpiresAtMs"]["N"]), "kept until the task's"
+    stack.run_cron(ddb_url)
+    assert item(table, approval_id)["status"] == {"S": "pending"} and workflows.status(arn) == "RUNNING"
+    # Into the lead, as an operator would shift the deadlines: the approvers' just passed, the task's is 2 min away.
+    now = int(time.time() * 1000)
+    table.update_item(TableName=TABLE, Key={"approvalId": {"S": approval_id}},
+                      UpdateExpression="SET expiresAtMs = :mine, taskExpiresAtMs = :task",
+                      ExpressionAttributeValues={":mine": {"N": str(now - 1000)}, ":task": {"N": str(now + 120_000)}})
+    assert ddb_api.decide(approval_id).json()["error"]["code"] == "expired", "no person decides after their deadline"
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: stack.run_cron(ddb_url), range(2)))
+    done = workflows.wait_done(arn)
+    assert done["status"] == "SUCCEEDED"
+    assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+    out = json.loads(done["output"])["approval"]
+    assert (out["decision"], out["onExpiry"], out["approvalId"]) == ("expired", "approve", approval_id)
+    stored = item(table, approval_id)
+    assert stored["status"] == {"S": "approved"} and stored["decidedOnExpiry"] == {"BOOL": True}
+    assert "taskToken" not in stored
+    shown = ddb_api.get(approval_id).json()
+    assert shown["decidedOnExpiry"] is True and shown["status"] == "approved"
+    decided = [e for e in events_of(stack, ddb_url, approval_id) if e["kind"] == "decided"]
+    assert [(e["actor"], e["detail"]) for e in decided] == [({"type": "system"}, {"verdict": "approve", "onExpiry": True})]

@@ -1,12 +1,13 @@
 //! The storage traits the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path;
 //! [`GovernanceStore`]: delegation, reassignment, out-of-office), their two implementations — [`D1Store`]
 //! (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed design's token table) — and [`Store`],
-//! the one the configuration chose. Both keep the audit trail. Features only D1 keeps (schedules, the
-//! outcome on expiry, chat retries) are reached through [`Store::governance`], which answers
-//! `not_supported_by_backend` (501) on DynamoDB.
+//! the one the configuration chose; [`OnExpiryStore`] is the cron's outcome on expiry. Both keep the audit
+//! trail. Features only D1 keeps (schedules, chat retries) are reached through [`Store::governance`], which
+//! answers `not_supported_by_backend` (501) on DynamoDB.
 
 use std::rc::Rc;
 
+use ringi_core::approval::Verdict;
 use ringi_core::audit::Actor;
 use ringi_core::audit_export::AuditQuery;
 use ringi_core::config::Storage;
@@ -26,6 +27,7 @@ use super::delegation::OutOfOfficeRow;
 use super::dynamo::DynamoStore;
 use super::events::{EventPage, Viewed};
 use super::maintenance::Retries;
+use super::on_expiry::DueOutcome;
 use super::rows::InboxEntry;
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, Guess, Inserted, Loaded, MailJob, Opened, Registrant,
@@ -241,6 +243,124 @@ impl GovernanceStore for Store {
         match self {
             Store::D1(s) => GovernanceStore::clear_out_of_office(s, sub).await,
             Store::DynamoDb(s) => GovernanceStore::clear_out_of_office(s, sub).await,
+        }
+    }
+}
+
+/// The cron's outcome on expiry (`ringi_core::on_expiry`): what is due, ringi's own claim, its final writes.
+#[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
+pub trait OnExpiryStore {
+    /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's.
+    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError>;
+    /// ringi's claim (an attempt without a person's sub): `Some(recorded attempt)` if it won.
+    async fn claim_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        until: i64,
+        verdict: Verdict,
+    ) -> Result<Option<Attempt>, ApiError>;
+    /// Step Functions took ringi's outcome: decided on expiry, confirmed, with its event.
+    async fn finish_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        verdict: Verdict,
+        at: i64,
+    ) -> Result<(), ApiError>;
+    /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
+    async fn unconfirmed_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        attempt: &Attempt,
+        now: i64,
+    ) -> Result<(), ApiError>;
+}
+
+impl OnExpiryStore for D1Store {
+    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
+        D1Store::on_expiry_due(self, now).await
+    }
+
+    async fn claim_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        until: i64,
+        verdict: Verdict,
+    ) -> Result<Option<Attempt>, ApiError> {
+        D1Store::claim_on_expiry(self, id, claim_id, now, until, verdict).await
+    }
+
+    async fn finish_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        verdict: Verdict,
+        at: i64,
+    ) -> Result<(), ApiError> {
+        D1Store::finish_on_expiry(self, id, claim_id, verdict, at).await
+    }
+
+    async fn unconfirmed_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        attempt: &Attempt,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        D1Store::unconfirmed_on_expiry(self, id, claim_id, attempt, now).await
+    }
+}
+
+impl OnExpiryStore for Store {
+    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
+        match self {
+            Store::D1(s) => OnExpiryStore::on_expiry_due(s, now).await,
+            Store::DynamoDb(s) => OnExpiryStore::on_expiry_due(s, now).await,
+        }
+    }
+
+    async fn claim_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        until: i64,
+        verdict: Verdict,
+    ) -> Result<Option<Attempt>, ApiError> {
+        match self {
+            Store::D1(s) => OnExpiryStore::claim_on_expiry(s, id, claim_id, now, until, verdict).await,
+            Store::DynamoDb(s) => OnExpiryStore::claim_on_expiry(s, id, claim_id, now, until, verdict).await,
+        }
+    }
+
+    async fn finish_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        verdict: Verdict,
+        at: i64,
+    ) -> Result<(), ApiError> {
+        match self {
+            Store::D1(s) => OnExpiryStore::finish_on_expiry(s, id, claim_id, verdict, at).await,
+            Store::DynamoDb(s) => OnExpiryStore::finish_on_expiry(s, id, claim_id, verdict, at).await,
+        }
+    }
+
+    async fn unconfirmed_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        attempt: &Attempt,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        match self {
+            Store::D1(s) => OnExpiryStore::unconfirmed_on_expiry(s, id, claim_id, attempt, now).await,
+            Store::DynamoDb(s) => OnExpiryStore::unconfirmed_on_expiry(s, id, claim_id, attempt, now).await,
         }
     }
 }

@@ -25,7 +25,7 @@ use ringi_core::dynamo::{
 use ringi_core::guard_ddb::{self as guard, Expr, Update, VoteWrite, SEATS, SLOTS, VOTER_EMAILS, VOTES};
 use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
-use ringi_core::on_expiry::OnExpiry;
+use ringi_core::on_expiry::{event_detail, OnExpiry};
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::register::NewApproval;
 use ringi_core::rules::{self, Absence, Guard, Handover, Reassignment, Requesters, Routing};
@@ -37,10 +37,11 @@ use serde_json::{json, Map, Value};
 use worker::Delay;
 
 use super::approvals::Registered;
-use super::backend::{ApprovalStore, GovernanceStore};
+use super::backend::{ApprovalStore, GovernanceStore, OnExpiryStore};
 use super::delegation::OutOfOfficeRow;
 use super::events::{events, random_key, EventPage, EventRow, Viewed, TIMELINE_MAX};
 use super::maintenance::Retries;
+use super::on_expiry::DueOutcome;
 use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxRow, MailRow};
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, Guess, Inserted, Loaded, MailJob, Opened, Registrant, Vote,
@@ -49,6 +50,10 @@ use crate::aws::{signed_post, AwsService};
 use crate::platform::{log, random_unit};
 use crate::probe::Probe;
 
+/// The task's own deadline (ms) when it is later than the approvers' (an outcome on expiry).
+const TASK_EXPIRES: &str = "taskExpiresAtMs";
+/// Approvals one cron run answers on expiry at most (D1's batch).
+const ON_EXPIRY_BATCH: usize = 25;
 /// Index entries one inbox query reads per principal (a page is 20; the rest are filtered by status).
 const INBOX_QUERY_LIMIT: usize = 200;
 /// Items one cron step scans per run (a backlog drains over runs).
@@ -436,7 +441,8 @@ impl DynamoStore {
         now: i64,
     ) -> Vec<Value> {
         let window_start = now - now.rem_euclid(60_000);
-        let ttl = secs_ceil(a.expires_at);
+        // The task's deadline (later than the approvers' with an outcome on expiry) keeps the items.
+        let ttl = secs_ceil(a.task_expires_at.unwrap_or(a.expires_at));
         let rate = json!({"Update": {"TableName": self.ddb.table, "Key": key(&item::rate_key(registrant.label, window_start)),
             "UpdateExpression": "SET #c = if_not_exists(#c, :zero) + :one, expiresAt = :ttl",
             "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
@@ -460,6 +466,9 @@ impl DynamoStore {
             VOTES: {}, SLOTS: {}, VOTER_EMAILS: {}, SEATS: guard::seats_value(seats),
         });
         let mut approval = item::to_item(&obj(approval));
+        if let Some(t) = a.task_expires_at {
+            approval.insert(TASK_EXPIRES.into(), json!({"N": t.to_string()}));
+        }
         if let Some(l) = a.locale {
             approval.insert("locale".into(), json!({"S": l.as_str()}));
         }
@@ -622,9 +631,6 @@ impl ApprovalStore for DynamoStore {
         // What only D1 keeps is refused before anything is written, never silently dropped.
         if a.schedule.reminders.is_some() || a.schedule.escalation.is_some() {
             return Err(ApiError::NotSupportedByBackend("reminders and escalation"));
-        }
-        if a.on_expiry != OnExpiry::None {
-            return Err(ApiError::NotSupportedByBackend("onExpiry"));
         }
         if !a.channels.is_empty() {
             return Err(ApiError::NotSupportedByBackend("chat notifications"));
@@ -920,8 +926,10 @@ impl ApprovalStore for DynamoStore {
     /// delivered on record — its verdict, unconfirmed. Found by a bounded Scan (the cron runs every 5 minutes;
     /// index entries, token and rate items carry no token and are filtered out).
     async fn expire_due(&self, now: i64) -> Result<usize, ApiError> {
+        // Past the task's deadline (with an outcome on expiry, ringi answers between the approvers' and the task's).
         let due = "attribute_exists(taskToken)
-            AND (expiresAtMs <= :now OR (attribute_not_exists(expiresAtMs) AND expiresAt <= :now_s))
+            AND ((attribute_exists(taskExpiresAtMs) AND taskExpiresAtMs <= :now) OR (attribute_not_exists(taskExpiresAtMs)
+              AND (expiresAtMs <= :now OR (attribute_not_exists(expiresAtMs) AND expiresAt <= :now_s))))
             AND (attribute_not_exists(#st) OR #st IN (:pending, :seed_pending) OR (#st = :claimed AND claimedUntil <= :now))";
         let vals = json!({":now": now, ":now_s": now.div_euclid(1000), ":pending": "pending", ":seed_pending": "PENDING", ":claimed": "claimed"});
         let mut closed = 0;
@@ -1182,5 +1190,110 @@ impl GovernanceStore for DynamoStore {
             Some(email) => self.clear_email_copy(sub, email).await,
             None => Ok(()),
         }
+    }
+}
+
+/// The outcome on expiry on the token table: the due approvals by a bounded Scan (as the cron's other steps),
+/// ringi's claim and its final writes as the decision path's, each final write in one transaction with its event.
+impl OnExpiryStore for DynamoStore {
+    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
+        let due = "onExpiry IN (:approve, :reject) AND attribute_exists(taskToken) AND expiresAtMs <= :now
+            AND taskExpiresAtMs > :now AND (#st = :pending OR (#st = :claimed AND claimedUntil <= :now))";
+        let vals = json!({":approve": OnExpiry::Approve.as_str(), ":reject": OnExpiry::Reject.as_str(), ":now": now,
+            ":pending": "pending", ":claimed": "claimed"});
+        let ids: Vec<String> = self
+            .scan_ids(due, vals, ON_EXPIRY_BATCH)
+            .await?
+            .into_iter()
+            .filter(|i| ApprovalId::parse(i).is_ok())
+            .collect();
+        let mut out: Vec<DueOutcome> = self
+            .items(&ids)
+            .await?
+            .iter()
+            .filter_map(|i| {
+                // A corrupt item is skipped, as on D1: it does not stop the others.
+                let verdict = OnExpiry::from_stored(i.get("onExpiry")?.as_str()?).ok()?.verdict()?;
+                Some(DueOutcome {
+                    id: ApprovalId::parse(i.get(KEY)?.as_str()?).ok()?,
+                    token: TaskToken::parse(i.get("taskToken")?.as_str()?).ok()?,
+                    verdict,
+                    expires_at: item::expires_at_ms(i)?,
+                })
+            })
+            .collect();
+        out.sort_by_key(|d| d.expires_at);
+        Ok(out)
+    }
+
+    /// The person's claim with ringi as the decider: the attempt carries no sub, the approvers' deadline is
+    /// past (the task's is not), and the approval still has this outcome.
+    async fn claim_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        now: i64,
+        until: i64,
+        verdict: Verdict,
+    ) -> Result<Option<Attempt>, ApiError> {
+        let attempt = json!({"id": claim_id, "verdict": verdict.as_str(), "by": "ringi", "at": now});
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :claimed, claimId = :cid, claimedUntil = :until, attempt = if_not_exists(attempt, :attempt)",
+            "ConditionExpression": "attribute_exists(taskToken) AND taskExpiresAtMs > :now AND onExpiry = :verdict
+               AND (#st = :pending OR (#st = :claimed AND (claimedUntil <= :now OR claimId = :cid)))",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(json!({":claimed": "claimed", ":pending": "pending", ":cid": claim_id,
+                ":until": until, ":attempt": attempt, ":now": now, ":verdict": verdict.as_str()})),
+            "ReturnValues": "ALL_NEW"});
+        let Some(answer) = self.conditional("UpdateItem", body).await? else { return Ok(None) };
+        let after = plain(id.as_str(), answer["Attributes"].as_object().unwrap_or(&Map::new()))?;
+        let row: AttemptRow = columns(id.as_str(), "attempt", attempt_columns(&after))?;
+        Attempt::try_from(row).map(Some).map_err(corrupt(id.as_str()))
+    }
+
+    async fn finish_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        verdict: Verdict,
+        at: i64,
+    ) -> Result<(), ApiError> {
+        let status = verdict.final_status().as_str();
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :status, decision = :status, confirmed = :one, decidedAt = :at,
+               decidedOnExpiry = :yes REMOVE taskToken, claimId, claimedUntil, attempt",
+            "ConditionExpression": "claimId = :cid",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(json!({":status": status, ":one": 1, ":at": at, ":yes": true,
+                ":cid": claim_id}))});
+        let event =
+            self.event_put((id, at, EventKind::Decided), &Actor::System, &event_detail(verdict), Some("decided"));
+        self.transact(vec![self.tx_update(body), event]).await.map(drop)
+    }
+
+    /// ringi's own attempt: its verdict, unconfirmed, decided on expiry, with the event saying so (as on D1);
+    /// a person's attempt on record: the decision path's write.
+    async fn unconfirmed_on_expiry(
+        &self,
+        id: &ApprovalId,
+        claim_id: &str,
+        attempt: &Attempt,
+        now: i64,
+    ) -> Result<(), ApiError> {
+        let (true, Some(verdict)) = (attempt.is_systems(), attempt.verdict) else {
+            return ApprovalStore::unconfirmed(self, id, claim_id, now, None).await;
+        };
+        let status = attempt_status(Some(verdict.as_str()));
+        let body = json!({"Key": key(id.as_str()),
+            "UpdateExpression": "SET #st = :status, decision = :status, confirmed = :zero, decidedAt = :now,
+               decidedOnExpiry = :yes REMOVE taskToken, claimId, claimedUntil",
+            "ConditionExpression": "claimId = :cid AND attribute_exists(attempt)",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": values(json!({":status": status, ":zero": 0, ":now": now, ":yes": true,
+                ":cid": claim_id}))});
+        let mut detail = event_detail(verdict);
+        detail.insert("unconfirmed".into(), true.into());
+        let event = self.event_put((id, now, EventKind::Decided), &Actor::System, &detail, Some("decided"));
+        self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 }
