@@ -1128,9 +1128,14 @@ impl GovernanceStore for DynamoStore {
         let ttl = secs_ceil(a.approval.expires_at);
         let mut actions = vec![self.tx_guarded(id, &update)];
         actions.extend(r.added.iter().map(|p| self.index_put(id, p, ttl)));
-        actions.extend(gone.iter().map(
-            |p| json!({"Delete": {"TableName": self.ddb.table, "Key": key(&item::index_entry_key(id.as_str(), p))}}),
-        ));
+        // A removed seat leaves the approver index: its entry loses the index key (the index is sparse) and
+        // stays until the TTL — the worker deletes nothing but out-of-office items (its IAM policy says so).
+        actions.extend(gone.iter().map(|p| {
+            json!({"Update": {"TableName": self.ddb.table, "Key": key(&item::index_entry_key(id.as_str(), p)),
+                "UpdateExpression": "REMOVE #k SET expiresAt = if_not_exists(expiresAt, :ttl)",
+                "ExpressionAttributeNames": {"#k": item::INDEX_KEY},
+                "ExpressionAttributeValues": {":ttl": {"N": ttl.to_string()}}}})
+        }));
         let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
         let detail = obj(json!({"removed": list(&r.removed), "added": list(&r.added),
             "approvers": list(listed_after), "reason": reason}));
