@@ -84,7 +84,8 @@ def test_an_unchecked_email_never_routes_someone_elses_approvals(generic_stack):
     only, and an approval naming that address by email stays with its approver; one naming the sub is routed."""
     s = generic_stack
     who = "mallory-ooo"
-    until = "2099-01-01T00:00:00Z"
+    from datetime import datetime, timedelta, timezone
+    until = (datetime.now(timezone.utc) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     put = requests.put(f"{s.base_url}/api/v1/me/out-of-office", json={"delegate": {"sub": "pal"}, "until": until},
                        headers={"authorization": f"Bearer {s.mint(who, email='victim@example.com')}"}, timeout=30)
     assert put.status_code == 200, put.text
