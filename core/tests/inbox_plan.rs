@@ -1,23 +1,11 @@
 //! The inbox query must be answered from the `approval_principals_inbox` index, never by scanning the
 //! tables: checked with SQLite's planner over the worker's real migrations, with 10,000 approvals loaded.
 
+mod common;
+use common::migrated;
+
 use ringi_core::inbox::inbox_sql;
 use rusqlite::{params_from_iter, Connection};
-
-/// An in-memory SQLite database with the worker's real migrations applied.
-fn migrated() -> Connection {
-    let db = Connection::open_in_memory().unwrap();
-    // In order, as wrangler applies them.
-    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        db.execute_batch(&std::fs::read_to_string(file).unwrap()).unwrap();
-    }
-    db
-}
 
 fn db() -> Connection {
     let db = migrated();

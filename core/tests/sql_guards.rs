@@ -2,23 +2,13 @@
 //! on approvals in the states the rules care about (decidable or not, seats handed on, requesters named by
 //! sub or email, slots satisfied).
 
+mod common;
+use common::migrated;
+
 use ringi_core::principal::Principal;
 use ringi_core::rules::Guard;
 use ringi_core::sql::{guards_sql, SqlArg};
 use rusqlite::{params_from_iter, Connection};
-
-fn migrated() -> Connection {
-    let db = Connection::open_in_memory().unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        db.execute_batch(&std::fs::read_to_string(file).unwrap()).unwrap();
-    }
-    db
-}
 
 const NOW: i64 = 1_000;
 

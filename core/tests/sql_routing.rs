@@ -3,23 +3,13 @@
 //! email, several per person, requesters, self-approval allowed or not — SQLite running the worker's statements
 //! over its real migrations routes exactly the slots `rules::route` routes, to the same stand-ins.
 
+mod common;
+use common::migrated;
+
 use ringi_core::principal::Principal;
 use ringi_core::rules::{route, Absence, Requesters, Routing};
 use ringi_core::sql::routing::{routing_sql, ROUTED_SQL};
 use rusqlite::Connection;
-
-fn migrated() -> Connection {
-    let db = Connection::open_in_memory().unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    for file in files {
-        db.execute_batch(&std::fs::read_to_string(file).unwrap()).unwrap();
-    }
-    db
-}
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
