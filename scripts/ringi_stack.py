@@ -126,10 +126,19 @@ def port_free(port: int) -> bool:
             return False
 
 
+# Ports this process handed out: a port chosen ahead of its use (the sign-in port, a worker to be restarted on
+# its port) is not bound meanwhile, and the kernel would offer it again.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def log_tail(log: Path, lines: int = 15) -> str:

@@ -188,7 +188,7 @@ def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, backe
     [*_, cron] = [json.loads(line) for line in backend.worker_log("badmail").splitlines() if '"event":"cron"' in line]
     assert cron["mailRetried"] == 1 and cron["failedSteps"] == [], cron
     if backend.name == "dynamodb":
-        assert cron["roundTrips"].endswith("ddb=4"), "two Scans (expiry, mails), one BatchGetItem, the record"
+        assert cron["roundTrips"].endswith("ddb=5"), "three Scans (expiry, mails, outcomes on expiry), one BatchGetItem, the record"
     assert api.decide(approval_id, as_user="x", email=who).json()["status"] == "approved"
     assert not [m for m in stack.sent_mail() if m["source"] == "unverified@example.com"]
 
