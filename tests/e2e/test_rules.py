@@ -53,3 +53,43 @@ def test_two_members_of_one_group_approving_at_once_satisfy_it_once(backend, api
         assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
         assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
         assert backend.stored(approval_id, "status", "votes") == {"status": "approved", "votes": 2}
+
+
+FORM_ROUNDS = 8
+
+
+def test_the_feedback_path_completes_a_quorum_once_under_its_guards(backend, api, workflows):
+    """With a form there is no guessed first round trip: the vote and the claim are separate writes, and the
+    claim that completes the quorum commits under the rules' guards on both backends."""
+    eng, fin = "eng-" + secrets.token_hex(3), "fin-" + secrets.token_hex(3)
+    form = [{"name": "note", "label": "Note", "type": "text"}]
+    executions = workflows.start_many(FORM_ROUNDS)
+    ids = []
+    for _, token in executions:
+        r = api.register(token, approvers=[{"group": eng}, {"group": fin}], quorum="all", form=form)
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+
+    def decide(job):
+        approval_id, user, group = job
+        tok = backend.stack.mint(user, groups=[group])
+        return requests.post(f"{backend.url}/api/v1/approvals/{approval_id}/decision",
+                             json={"decision": "approve", "feedback": {"note": user}},
+                             headers={"authorization": f"Bearer {tok}"}, timeout=60)
+
+    for approval_id in ids:
+        r = decide((approval_id, f"e-{approval_id}", eng))
+        assert r.status_code == 200 and r.json()["status"] == "pending", r.text
+    # Two members of finance complete each at the same moment: one decision, one execution resumed once.
+    jobs = [(i, user, fin) for i in ids for user in (f"f1-{i}", f"f2-{i}")]
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        answers = list(pool.map(decide, jobs))
+    for n, ((arn, _), approval_id) in enumerate(zip(executions, ids)):
+        pair = answers[2 * n:2 * n + 2]
+        won = [r for r in pair if r.status_code == 200]
+        assert len(won) == 1 and won[0].json()["status"] == "approved", [(r.status_code, r.text) for r in pair]
+        refused = next(r for r in pair if r.status_code != 200)
+        assert refused.status_code == 409, refused.text
+        assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+        assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+        assert backend.stored(approval_id, "status", "votes") == {"status": "approved", "votes": 2}

@@ -3,12 +3,14 @@
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::principal::Principal;
 use ringi_core::rules::Guard;
+use ringi_core::sql::guards_sql;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
+use super::delegation::arg;
 use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
 use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
 use super::{changed, n, opt, s, D1Store, Stmt};
@@ -52,9 +54,8 @@ pub struct ClaimRequest<'a> {
     /// The caller's principal keys as a JSON array, in the order the quorum rules try them.
     pub keys: String,
     /// What the claim of an approval that completes the quorum commits under
-    /// (`ringi_core::rules::completion_guards`; empty for any other claim). DynamoDB's claim carries them; D1
-    /// made the same checks in the SQL of the decision's first round trip, and its unique index keeps a slot's
-    /// approval once.
+    /// (`ringi_core::rules::completion_guards`; empty for any other claim): both backends' claims commit
+    /// only while they hold (D1 also makes them in the SQL of a guessed first round trip).
     pub guards: Vec<Guard>,
 }
 
@@ -324,7 +325,13 @@ impl D1Store {
     /// task. Exactly one concurrent caller wins; `Some(recorded attempt)` for the winner. Running it again
     /// with the same `claim_id` (a retry whose first answer was lost) wins again.
     pub async fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Result<Option<Attempt>, ApiError> {
-        let rows: Vec<AttemptRow> = self.rows(claim_stmt(id, c, "", Vec::new()), "claim").await?;
+        // An approval that completes the quorum commits under its guards, as on every backend.
+        let guard = guards_sql(id.as_str(), &c.guards, 8);
+        let stmt = match c.guards.is_empty() {
+            true => claim_stmt(id, c, "", Vec::new()),
+            false => claim_stmt(id, c, &format!("AND {}", guard.sql), guard.args.iter().map(arg).collect()),
+        };
+        let rows: Vec<AttemptRow> = self.rows(stmt, "claim").await?;
         rows.into_iter().next().map(Attempt::try_from).transpose().map_err(rows::corrupt(id.as_str()))
     }
 
