@@ -180,15 +180,17 @@ struct OutOfOfficeBody {
 }
 
 impl OutOfOfficeRequest {
-    /// Validated for `who` at `now`: a delegate other than themselves, an end in the future after the start,
-    /// at most [`OUT_OF_OFFICE_MAX_MS`] from now.
-    pub fn parse(body: &[u8], who: &Identity, now: i64) -> Result<Self, ApiError> {
+    /// Validated for `who` at `now`: a delegate other than themselves whom ringi may mail if named by email
+    /// (`crate::mail::may_mail` over `allowed_domains`: the stand-in is told of each approval routed to them),
+    /// an end in the future after the start, at most [`OUT_OF_OFFICE_MAX_MS`] from now.
+    pub fn parse(body: &[u8], who: &Identity, allowed_domains: &[String], now: i64) -> Result<Self, ApiError> {
         let b: OutOfOfficeBody = from_object(json_value(body)?, principal_explain)?;
         let delegate = b.delegate.ok_or_else(|| ApiError::invalid("delegate", "is required"))?;
         let delegate = checked_principal("delegate", &delegate)?;
         if who.principals().contains(&delegate) {
             return Err(ApiError::invalid("delegate", "must be someone else"));
         }
+        crate::mail::check_principal("delegate", &delegate, &[], allowed_domains)?;
         let starts_at = b.from.as_deref().map(|f| parse_rfc3339("from", f)).transpose()?.unwrap_or(now);
         let until = b.until.ok_or_else(|| ApiError::invalid("until", "is required"))?;
         let ends_at = parse_rfc3339("until", &until)?;
@@ -327,7 +329,7 @@ mod tests {
         to: &Principal,
         r: &Requesters<'_>,
     ) -> Result<Handover, ApiError> {
-        delegate(&snap(seats, *r), who, to, 1)
+        delegate(&snap(seats, *r), who, to, &["example.com".into()], 1)
     }
 
     fn person(sub: &str, email: Option<&str>) -> Identity {
@@ -423,9 +425,12 @@ mod tests {
         let h = plan_delegation(&seats, &person("a", None), &sub("c"), &NONE).unwrap();
         apply(&mut seats, &h, "a");
         let op = person("op", None);
-        let r = reassign(&snap(&seats, NONE), &op, &[sub("b"), sub("x")], 1).unwrap();
+        let r = reassign(&snap(&seats, NONE), &op, &[sub("b"), sub("x")], &[], 1).unwrap();
         assert_eq!((r.removed, r.added), (vec![sub("a")], vec![sub("x")]));
-        assert!(reassign(&snap(&seats, NONE), &op, &[sub("a"), sub("b"), sub("c")], 1).is_err(), "c holds a's slot");
+        assert!(
+            reassign(&snap(&seats, NONE), &op, &[sub("a"), sub("b"), sub("c")], &[], 1).is_err(),
+            "c holds a's slot"
+        );
     }
 
     #[test]
@@ -454,12 +459,15 @@ mod tests {
         );
         let me = person("me", None);
         let now = 1_800_000_000_000;
-        let ooo = |b: &str| OutOfOfficeRequest::parse(b.as_bytes(), &me, now);
+        let ooo = |b: &str| OutOfOfficeRequest::parse(b.as_bytes(), &me, &["example.com".into()], now);
         assert!(
             matches!(ooo(r#"{"delegate":{"sub":"me"},"until":"2027-02-01T00:00:00Z"}"#), Err(ApiError::Invalid { field, .. }) if field == "delegate")
         );
         assert!(
             matches!(ooo(r#"{"delegate":{"sub":"x"},"until":"2020-01-01T00:00:00Z"}"#), Err(ApiError::Invalid { field, .. }) if field == "until")
+        );
+        assert!(
+            matches!(ooo(r#"{"delegate":{"email":"x@elsewhere.test"},"until":"2027-02-01T00:00:00Z"}"#), Err(ApiError::Invalid { field, .. }) if field == "delegate.email")
         );
         let set = ooo(r#"{"delegate":{"sub":"x"},"until":"2027-02-01T00:00:00Z"}"#).unwrap();
         assert_eq!(set.starts_at, now);

@@ -149,8 +149,15 @@ pub struct Handover {
 /// voted (409 `already_voted`: their vote stands for their slot), and hands on a seat of their own person — a `{group}` seat is every member's, so one member cannot give it
 /// away (403 `group_seat`; operators reassign). The chain stays within [`MAX_DELEGATION_DEPTH`]; nobody
 /// already in the slot's chain receives it again; nobody with another seat on the approval receives it (one
-/// person counts once); and never a requester.
-pub fn delegate(a: &Snapshot<'_>, who: &Identity, to: &Principal, now: i64) -> Result<Handover, ApiError> {
+/// person counts once); never a requester; and by email only where ringi may mail (`crate::mail::may_mail`
+/// over `allowed_domains`: 400 `to.email`).
+pub fn delegate(
+    a: &Snapshot<'_>,
+    who: &Identity,
+    to: &Principal,
+    allowed_domains: &[String],
+    now: i64,
+) -> Result<Handover, ApiError> {
     let mut guards = decide(a, who, now)?;
     if a.votes.iter().any(|v| v.sub == who.sub) {
         return Err(ApiError::AlreadyVoted);
@@ -175,6 +182,7 @@ pub fn delegate(a: &Snapshot<'_>, who: &Identity, to: &Principal, now: i64) -> R
     if requesters.may_include(std::slice::from_ref(&to), true) {
         return Err(ApiError::DelegateIsRequester);
     }
+    crate::mail::check_principal("to", &to, &crate::delegation::listed(seats), allowed_domains)?;
     guards.extend([
         Guard::NotVoted { sub: who.sub.clone() },
         Guard::Holds { seat: from.principal.clone() },
@@ -249,11 +257,19 @@ pub struct Reassignment {
 
 /// The reassignment rules: a slot that already approved stays (its approval counts); a new listed principal
 /// has no seat on the approval yet, is not the operator themselves (nobody assigns themselves a decision)
-/// and not a requester; and the quorum stays reachable without the requesters.
-pub fn reassign(a: &Snapshot<'_>, operator: &Identity, new: &[Principal], now: i64) -> Result<Reassignment, ApiError> {
+/// and not a requester; an email only where ringi may mail (`crate::mail::may_mail` over `allowed_domains`:
+/// 400 `approvers[i].email`); and the quorum stays reachable without the requesters.
+pub fn reassign(
+    a: &Snapshot<'_>,
+    operator: &Identity,
+    new: &[Principal],
+    allowed_domains: &[String],
+    now: i64,
+) -> Result<Reassignment, ApiError> {
     check_decidable(&a.state, now)?;
     let (seats, requesters, satisfied) = (a.seats, &a.requesters, a.satisfied());
     let old = crate::delegation::listed(seats);
+    crate::mail::check_principals("approvers", new, &old, allowed_domains)?;
     let removed: Vec<Principal> = old.iter().filter(|p| !new.contains(p)).cloned().collect();
     if let Some(p) = removed.iter().find(|p| satisfied.contains(p)) {
         return Err(ApiError::invalid("approvers", format!("{} has approved already and stays listed", p.key())));
@@ -332,17 +348,18 @@ mod tests {
         let req = [sub("rita")];
         let rita = who("rita", None, &["eng"]);
         let a = snap(&seats, strict(&req));
-        assert_eq!(delegate(&a, &rita, &sub("pal"), NOW), Err(ApiError::SelfApproval));
+        assert_eq!(delegate(&a, &rita, &sub("pal"), &[], NOW), Err(ApiError::SelfApproval));
         // Not a requester, but still one member of a group: the group's seat is not theirs to give away.
         let eve = who("eve", None, &["eng"]);
-        assert_eq!(delegate(&a, &eve, &sub("pal"), NOW), Err(ApiError::GroupSeat));
+        assert_eq!(delegate(&a, &eve, &sub("pal"), &[], NOW), Err(ApiError::GroupSeat));
     }
 
     #[test]
     fn a_person_delegates_their_own_seat_under_guards() {
         let seats = vec![Seat::listed(sub("alice")), Seat::listed(group("eng"))];
         let alice = who("alice", Some("alice@example.com"), &["eng"]);
-        let h = delegate(&snap(&seats, strict(&[])), &alice, &email("Carol@Example.com"), NOW).unwrap();
+        let h = delegate(&snap(&seats, strict(&[])), &alice, &email("Carol@Example.com"), &["example.com".into()], NOW)
+            .unwrap();
         assert_eq!(
             (h.from, h.slot, h.to.clone(), h.depth),
             (sub("alice"), sub("alice"), email("carol@example.com"), 1)
@@ -396,11 +413,31 @@ mod tests {
     }
 
     #[test]
+    fn every_hand_over_mails_only_where_the_operator_allows() {
+        let seats = vec![Seat::listed(sub("alice")), Seat::listed(email("bob@partner.test"))];
+        let alice = who("alice", Some("alice@example.com"), &[]);
+        let a = snap(&seats, strict(&[]));
+        let allowed = ["example.com".to_owned()];
+        let field = |e: ApiError| match e {
+            ApiError::Invalid { field, .. } => field,
+            other => panic!("{other:?}"),
+        };
+        let out = delegate(&a, &alice, &email("friend@elsewhere.test"), &allowed, NOW).unwrap_err();
+        assert_eq!(field(out), "to.email");
+        assert!(delegate(&a, &alice, &email("carol@example.com"), &allowed, NOW).is_ok());
+        assert!(delegate(&a, &alice, &sub("carol"), &[], NOW).is_ok(), "a sub is never mailed");
+        let op = who("op", None, &["admin"]);
+        let plan = |new: &[Principal]| reassign(&a, &op, new, &allowed, NOW);
+        assert_eq!(field(plan(&[sub("alice"), email("x@elsewhere.test")]).unwrap_err()), "approvers[1].email");
+        assert!(plan(&[sub("alice"), email("bob@partner.test")]).is_ok(), "the approval's own address stays mailable");
+    }
+
+    #[test]
     fn operators_neither_take_the_decision_nor_give_it_to_a_requester() {
         let seats = vec![Seat::listed(sub("a")), Seat::listed(sub("b"))];
         let op = who("op", Some("op@example.com"), &["admin"]);
         let req = [sub("rita")];
-        let plan = |new: &[Principal]| reassign(&snap(&seats, strict(&req)), &op, new, NOW);
+        let plan = |new: &[Principal]| reassign(&snap(&seats, strict(&req)), &op, new, &["example.com".into()], NOW);
         let field = |r: Result<Reassignment, ApiError>| match r {
             Err(ApiError::Invalid { field, .. }) => field,
             other => panic!("{other:?}"),
@@ -412,7 +449,7 @@ mod tests {
         assert_eq!((ok.removed.clone(), ok.added.clone()), (vec![sub("a")], vec![sub("x")]));
         assert!(ok.guards.contains(&Guard::Unsatisfied { slot: sub("a") }), "a racing approval on a keeps it");
         let all = Snapshot { quorum: Quorum::All, ..snap(&seats, strict(&req)) };
-        assert!(reassign(&all, &op, &[sub("b"), group("g")], NOW).is_ok());
+        assert!(reassign(&all, &op, &[sub("b"), group("g")], &[], NOW).is_ok());
         let votes = [RecordedVote {
             sub: "a".into(),
             principal: sub("a"),
@@ -424,8 +461,8 @@ mod tests {
             at: 0,
         }];
         let voted = Snapshot { votes: &votes, ..snap(&seats, strict(&req)) };
-        assert_eq!(field(reassign(&voted, &op, &[sub("b")], NOW)), "approvers", "a approved: stays listed");
+        assert_eq!(field(reassign(&voted, &op, &[sub("b")], &[], NOW)), "approvers", "a approved: stays listed");
         // A voter no longer delegates: their vote stands for their slot.
-        assert_eq!(delegate(&voted, &who("a", None, &[]), &sub("z"), NOW), Err(ApiError::AlreadyVoted));
+        assert_eq!(delegate(&voted, &who("a", None, &[]), &sub("z"), &[], NOW), Err(ApiError::AlreadyVoted));
     }
 }

@@ -26,14 +26,8 @@ pub async fn post(
     let loaded = super::approval_get::load_for(store, id, who).await?;
     // Checked after the approver check: a non-approver learns nothing from a 400.
     let request = DelegationRequest::parse(&body)?;
-    ringi_core::mail::check_principal(
-        "to",
-        &request.to,
-        &ringi_core::delegation::listed(&loaded.seats),
-        &ctx.cfg.mail_allowed_domains,
-    )?;
     let now = now_ms();
-    let handover = rules::delegate(&loaded.snapshot(), who, &request.to, now)?;
+    let handover = rules::delegate(&loaded.snapshot(), who, &request.to, &ctx.cfg.mail_allowed_domains, now)?;
     let actor = super::actor(who);
     if !store.delegate(&loaded, &handover, &actor, request.note.as_deref(), now).await? {
         // The approval changed between the load and the write (decided, voted, the slot moved).

@@ -17,8 +17,7 @@ pub async fn handle(req: &mut Request, cfg: &Config, store: &Store, who: &Identi
     match req.method() {
         Method::Put => {
             let body = super::body_bytes(req).await?;
-            let o = OutOfOfficeRequest::parse(&body, who, now)?;
-            ringi_core::mail::check_principal("delegate", &o.delegate, &[], &cfg.mail_allowed_domains)?;
+            let o = OutOfOfficeRequest::parse(&body, who, &cfg.mail_allowed_domains, now)?;
             // The email routes approvals naming the person by email: only a verified one (never under
             // EMAIL_VERIFIED=trust, where anyone could claim an address and take its approvals).
             let email = who.email.as_deref().filter(|_| cfg.routes_by_email());
