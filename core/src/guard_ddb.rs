@@ -372,21 +372,14 @@ pub fn reassignment(r: &Reassignment, seats: &[Seat], listed_after: &[Principal]
     (Update { update, condition, expr: e }, gone.iter().map(|s| s.principal.clone()).collect())
 }
 
+/// What the tests of DynamoDB writes check every expression for.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rules::{approval_guards, completion_guards};
-
-    fn sub(s: &str) -> Principal {
-        Principal::Sub(s.into())
-    }
-    fn group(s: &str) -> Principal {
-        Principal::Group(s.into())
-    }
+pub(crate) mod testing {
+    use super::Update;
 
     /// Every placeholder an update uses is defined and every defined one is used: DynamoDB refuses either
     /// mistake with a ValidationException.
-    fn well_formed(u: &Update) {
+    pub fn well_formed(u: &Update) {
         let text = format!("{} {}", u.update, u.condition);
         assert!(!text.contains("(("), "DynamoDB refuses redundant parentheses: {text}");
         let used = |p: &str| {
@@ -406,13 +399,27 @@ mod tests {
     }
 
     /// The expression with its placeholders replaced by what they stand for (values as plain JSON).
-    fn readable(u: &Update, text: &str) -> String {
+    pub fn readable(u: &Update, text: &str) -> String {
         let mut all: Vec<(String, String)> =
             u.expr.names.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned())).collect();
         all.extend(u.expr.values.iter().map(|(k, v)| (k.clone(), crate::dynamo::from_attr(v).unwrap().to_string())));
         // Longest first: #g1 must not replace the start of #g10.
         all.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
         all.iter().fold(text.to_owned(), |t, (k, v)| t.replace(k.as_str(), v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{readable, well_formed};
+    use super::*;
+    use crate::rules::{approval_guards, completion_guards};
+
+    fn sub(s: &str) -> Principal {
+        Principal::Sub(s.into())
+    }
+    fn group(s: &str) -> Principal {
+        Principal::Group(s.into())
     }
 
     fn names(u: &Update, path: &str) -> String {

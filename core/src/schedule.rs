@@ -333,6 +333,71 @@ pub fn default_reminder(
     Some(ReminderView { at: format_rfc3339(at), sent_at: reminded_at.map(format_rfc3339), skipped: false })
 }
 
+/// One stored entry of a registration's schedule, as either backend keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEntry {
+    pub seq: i64,
+    pub kind: EntryKind,
+    pub due_at: i64,
+    /// The escalation's `{to, note}` (empty for a reminder).
+    pub detail: Map<String, Value>,
+    pub done_at: Option<i64>,
+    pub outcome: Option<Outcome>,
+}
+
+impl StoredEntry {
+    /// The escalation this entry holds, if it is one and its detail reads as one.
+    pub fn escalation(&self) -> Option<Escalation> {
+        let e = serde_json::from_value::<Escalation>(Value::Object(self.detail.clone())).ok()?;
+        (self.kind == EntryKind::Escalation).then_some(Escalation { at: self.due_at, ..e })
+    }
+}
+
+/// The schedule as the approval page shows it, from the stored entries and the approval's times (`window_ms`:
+/// the default reminder's distance from expiry). One reading for both backends.
+pub fn view(
+    entries: &[StoredEntry],
+    created_at: i64,
+    expires_at: i64,
+    reminded_at: Option<i64>,
+    escalated_at: Option<i64>,
+    window_ms: i64,
+) -> ScheduleView {
+    let mut view = ScheduleView::default();
+    let mut entries: Vec<&StoredEntry> = entries.iter().collect();
+    entries.sort_by_key(|e| (e.due_at, e.seq));
+    for e in entries {
+        let skipped = e.outcome == Some(Outcome::Skipped);
+        match e.kind {
+            EntryKind::Reminder => view.reminders.push(ReminderView {
+                at: format_rfc3339(e.due_at),
+                sent_at: e.done_at.filter(|_| !skipped).map(format_rfc3339),
+                skipped,
+            }),
+            EntryKind::Escalation => {
+                let Some(esc) = e.escalation() else { continue };
+                view.escalation = Some(EscalationView {
+                    at: format_rfc3339(e.due_at),
+                    to: esc.to,
+                    note: esc.note,
+                    escalated_at: escalated_at.map(format_rfc3339),
+                });
+            }
+        }
+    }
+    if let Some(d) = default_reminder(created_at, expires_at, window_ms, reminded_at) {
+        view.reminders.push(d);
+        view.reminders.sort_by(|a, b| a.at.cmp(&b.at));
+    }
+    view
+}
+
+/// When an approval registered at `now` counts as reminded already: its own `reminders` replace the default one,
+/// and one registered inside the reminder window needs none (its request mail is recent enough).
+pub fn reminded_at_registration(s: &Schedule, now: i64, expires_at: i64, window_ms: i64) -> Option<i64> {
+    (s.reminders.is_some() || expires_at - now <= window_ms).then_some(now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

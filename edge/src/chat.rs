@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::aws::{post, MAIL_TIMEOUT};
 use crate::platform::{log, now_ms};
-use crate::store::{D1Store, MailJob};
+use crate::store::{MailJob, ScheduleStore, Store};
 
 /// What one channel said: `Ok` when it accepted the message (2xx), else why not (no URL in it).
 struct Tried {
@@ -64,9 +64,9 @@ async fn post_one(cfg: &Config, job: &MailJob, name: &ChannelName, message: &Cha
     Tried { name: name.clone(), via: Some(channel.kind), outcome }
 }
 
-/// Posts the request to the job's channels still due and records the outcome (1 D1 round trip); nothing to
+/// Posts the request to the job's channels still due and records the outcome (1 round trip); nothing to
 /// do without channels due.
-pub async fn send(cfg: &Config, store: &D1Store, job: &MailJob) -> Result<(), ApiError> {
+pub async fn send(cfg: &Config, store: &Store, job: &MailJob) -> Result<(), ApiError> {
     if job.chat_due.is_empty() {
         return Ok(());
     }

@@ -25,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::{ApprovalStore, D1Store, DueEntry, Store, SCHEDULE_LEASE_MS};
+use crate::store::{ApprovalStore, DueEntry, ScheduleStore, Store, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
@@ -52,13 +52,8 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     };
     let released = step("release_stale_claims", store.release_stale_claims(now).await);
     let expired = step("expire_due", store.expire_due(now).await);
-    // Retention is D1's step (the DynamoDB backend leaves it to the table's TTL); it keeps its place before the
-    // mail retries, which run on both backends.
-    let d1 = store.governance("the cron's governance steps").ok();
-    let purged = match d1 {
-        Some(d1) => step("purge", d1.purge(now - cfg.retention_ms, now - 3_600_000, now).await),
-        None => 0,
-    };
+    // Retention (the DynamoDB backend leaves it to the table's TTL and counts nothing here).
+    let purged = step("purge", store.purge(now - cfg.retention_ms, now - 3_600_000, now).await);
 
     let (mut retried, mut chat_retried) = (0, 0);
     let due = step_rows(
@@ -70,33 +65,20 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         // Sent, then recorded (`send_request`); one approval's failure does not stop the others.
         retried += step("mail_retry", mailer::send_request(&cfg, &store, &row).await.map(|_| 1));
     }
-    // The rest is the governance D1 keeps (chat, reminders, audit retention, schedules); the outcome on expiry
-    // runs on both backends, last.
-    let Some(d1) = d1 else {
-        let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
-        log(
-            "info",
-            "cron",
-            json!({"released": released, "expired": expired, "mailRetried": retried, "storage": "dynamodb",
-                   "decidedOnExpiry": auto_decided, "failedSteps": failed,
-                   "roundTrips": probe.round_trips().to_string()}),
-        );
-        return outcome(&failed);
-    };
     // Chat notifications by the same rule (failed, or still pending past the sender's grace), channels still
-    // due only; their look-up came in the mail retries' round trip.
+    // due only; their look-up came with the mail retries'.
     for row in due.chat {
-        chat_retried += step("chat_retry", crate::chat::send(&cfg, d1, &row).await.map(|_| 1));
+        chat_retried += step("chat_retry", crate::chat::send(&cfg, &store, &row).await.map(|_| 1));
     }
 
     let mut reminded = 0;
-    for (row, voted) in step_rows(&mut step, "reminders_due", d1.reminders_due(now, cfg.reminder_window_ms).await) {
+    for (row, voted) in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await) {
         // Only to those who have not voted yet. Sent first, marked after: a failed send is retried by the next
         // run, a failed mark costs at most one more reminder (never a lost one).
         let to = reminder_recipients(&row.notify, None, &voted);
         match mailer::send_to(&cfg, &probe, &row, &to, MailKind::Reminder, None).await {
             Ok(_) => {
-                let marked = d1.mark_reminded(&row.id, now, to.len()).await;
+                let marked = store.mark_reminded(&row.id, now, to.len()).await;
                 reminded += step("mark_reminded", marked.map(|_| 1));
             }
             Err(e) => log("warn", "reminder_not_sent", json!({"approvalId": row.id.as_str(), "error": e})),
@@ -105,13 +87,13 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     // The steps below come after the ones above, so that those keep the numbers of their D1 calls (the fault
     // matrix counts them). The audit retention: events older than AUDIT_RETENTION_DAYS, whatever became of their
     // approvals.
-    let events_purged = step("purge_events", d1.purge_events(now - cfg.audit_retention_ms).await);
+    let events_purged = step("purge_events", store.purge_events(now - cfg.audit_retention_ms).await);
 
     // The registrations' own schedules (reminders at their times, escalation).
     let lease = ringi_core::hex_sha256(&crate::platform::random_bytes::<16>());
     let mut scheduled = 0;
-    for entry in step_rows(&mut step, "schedule_due", d1.schedule_due(now, &lease, SCHEDULE_LEASE_MS).await) {
-        scheduled += step("schedule_entry", run_entry(&cfg, &probe, d1, &entry, &lease, now).await);
+    for entry in step_rows(&mut step, "schedule_due", store.schedule_due(now, &lease, SCHEDULE_LEASE_MS).await) {
+        scheduled += step("schedule_entry", run_entry(&cfg, &probe, &store, &entry, &lease, now).await);
     }
     // Last: the outcome chosen for approvals nobody decided.
     let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
@@ -141,7 +123,7 @@ fn outcome(failed: &[&str]) -> Result<(), String> {
 async fn run_entry(
     cfg: &Config,
     probe: &Probe,
-    store: &D1Store,
+    store: &Store,
     entry: &DueEntry,
     lease: &str,
     now: i64,

@@ -225,14 +225,8 @@ pub async fn send_request_of(
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
         let Some(row) = store.mail_job(id).await? else { return Ok(()) };
-        // The chat channels get the same request, alongside (their outcome is recorded on its own; D1 only).
-        let chat = async {
-            match store.governance("chat notifications") {
-                Ok(d1) => crate::chat::send(cfg, d1, &row).await,
-                Err(_) => Ok(()),
-            }
-        };
-        let (sent, chat) = join(send_request(cfg, &store, &row), chat).await;
+        // The chat channels get the same request, alongside (their outcome is recorded on its own).
+        let (sent, chat) = join(send_request(cfg, &store, &row), crate::chat::send(cfg, &store, &row)).await;
         if let Err(e) = chat {
             log("error", "chat_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));
         }

@@ -241,10 +241,11 @@ impl D1Store {
         now: i64,
         remind_window_ms: i64,
     ) -> Result<Inserted, ApiError> {
-        let window_start = now - now.rem_euclid(60_000);
-        // Its own `reminders` replace the default one before expiry (core::schedule).
-        let own_reminders = a.schedule.reminders.is_some();
-        let reminded_at = if own_reminders || a.expires_at - now <= remind_window_ms { n(now) } else { JsValue::NULL };
+        let window = ringi_core::rate::RateWindow::at(now);
+        let window_start = window.start;
+        let reminded_at =
+            ringi_core::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
+                .map_or(JsValue::NULL, n);
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];
         stmts.extend(batch.principals());
@@ -260,8 +261,7 @@ impl D1Store {
             .and_then(|rows| rows.first().map(|c| c.count as i64))
             .ok_or(ApiError::Internal)?;
         if count > i64::from(registrant.rate_per_minute) {
-            let retry_after = ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1);
-            return Ok(Inserted::RateLimited { retry_after });
+            return Ok(Inserted::RateLimited { retry_after: window.retry_after_secs });
         }
         if changed(results.get(1)) != 1 {
             return Ok(Inserted::Exists);

@@ -1,15 +1,16 @@
-//! The storage traits the routes, the mailer and the cron call ([`ApprovalStore`]: the decision path;
-//! [`GovernanceStore`]: delegation, reassignment, out-of-office), their two implementations — [`D1Store`]
-//! (every feature) and [`DynamoStore`] (`STORAGE=dynamodb`, the seed design's token table) — and [`Store`],
-//! the one the configuration chose; [`OnExpiryStore`] is the cron's outcome on expiry. Both keep the audit
-//! trail. Features only D1 keeps (schedules, chat retries) are reached through [`Store::governance`], which
-//! answers `not_supported_by_backend` (501) on DynamoDB.
+//! The storage port: the traits the routes, the mailer and the cron call, by concern ([`ApprovalStore`]: the
+//! decision path, mail and retention; [`GovernanceStore`]: delegation, reassignment, out-of-office;
+//! [`ScheduleStore`]: reminders, escalation, chat bookkeeping; [`OnExpiryStore`]: the outcome on expiry), each
+//! implemented by both backends — [`D1Store`] and [`DynamoStore`] (`STORAGE=dynamodb`, the seed design's token
+//! table) — and [`Store`], the one the configuration chose. Both keep the audit trail. Nothing outside this
+//! folder names a backend.
 
 use std::rc::Rc;
 
 use ringi_core::approval::Verdict;
-use ringi_core::audit::Actor;
+use ringi_core::audit::{Actor, EventKind};
 use ringi_core::audit_export::AuditQuery;
+use ringi_core::chat::ChannelName;
 use ringi_core::config::Storage;
 use ringi_core::delegation::OutOfOfficeRequest;
 use ringi_core::inbox::{Cursor, InboxFilter};
@@ -17,6 +18,7 @@ use ringi_core::mail::MailState;
 use ringi_core::principal::{Identity, Principal};
 use ringi_core::register::NewApproval;
 use ringi_core::rules::{Handover, Reassignment};
+use ringi_core::schedule::Outcome;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
@@ -30,338 +32,150 @@ use super::maintenance::Retries;
 use super::on_expiry::DueOutcome;
 use super::rows::InboxEntry;
 use super::{
-    Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, Guess, Inserted, Loaded, MailJob, Opened, Registrant,
-    Vote,
+    Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, DueEntry, Guess, Inserted, Loaded, MailJob, Opened,
+    Registrant, Vote,
 };
 use crate::probe::Probe;
 
-/// Declares [`ApprovalStore`] once, implements it for [`D1Store`] by its own methods (unchanged: the same
-/// statements, the same round trips) and for [`Store`] by handing each call to the chosen backend.
-macro_rules! approval_store {
-    ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*) => {
-        /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's
-        /// exactly-once, what each failure leaves) are design.md §4 and §8's, on every backend.
+/// Declares a storage trait once, implements it for [`D1Store`] by its own methods (the same statements, the
+/// same round trips) and for [`Store`] by handing each call to the chosen backend; [`DynamoStore`] implements
+/// each trait itself.
+macro_rules! store_trait {
+    ($(#[$tdoc:meta])* trait $trait:ident {
+        $( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*
+    }) => {
+        $(#[$tdoc])*
         #[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
-        pub trait ApprovalStore {
+        pub trait $trait {
             $( $(#[$doc])* async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError>; )*
         }
 
-        impl ApprovalStore for D1Store {
+        impl $trait for D1Store {
             $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
                 D1Store::$name(self $(, $arg)*).await
             } )*
         }
 
-        impl ApprovalStore for Store {
+        impl $trait for Store {
             $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
                 match self {
                     Store::D1(s) => D1Store::$name(s $(, $arg)*).await,
-                    Store::DynamoDb(s) => ApprovalStore::$name(s $(, $arg)*).await,
+                    Store::DynamoDb(s) => $trait::$name(s $(, $arg)*).await,
                 }
             } )*
         }
     };
 }
 
-approval_store! {
-    /// The approval alone.
-    fn get(&self, id: &ApprovalId) -> Option<Approval>;
-    /// The approval with its principals and votes (one snapshot).
-    fn load(&self, id: &ApprovalId) -> Option<Loaded>;
-    /// What the approval page shows, with the caller's first view recorded and the approval's timeline (D1
-    /// also reads the schedule).
-    fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
-    /// Registers an approval unless its ID or task token is taken or the credential is over its rate.
-    fn insert(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64, remind_window_ms: i64) -> Inserted;
-    /// The approvals an insert collided with: the same ID, or the same task token.
-    fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Vec<Registered>;
-    /// One page of the caller's inbox.
-    fn inbox(&self, who: &Identity, principals: &[Principal], filter: InboxFilter, now: i64, cursor: Option<Cursor>, limit: usize) -> Vec<InboxEntry>;
-    fn votes(&self, id: &ApprovalId) -> Vec<RecordedVote>;
-    /// A decision's first round trip (a backend may ignore `guess`: then the route claims or votes after).
-    fn open_decision(&self, id: &ApprovalId, guess: Option<&Guess<'_>>) -> Opened;
-    /// One approver's vote, once.
-    fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> ();
-    /// The exclusive, conditional claim that also records the attempt; `Some` for the one winner.
-    fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Option<Attempt>;
-    /// Step Functions took the decision: final, confirmed, token dropped.
-    fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> ();
-    /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
-    fn unconfirmed(&self, id: &ApprovalId, claim_id: &str, now: i64, vote: Option<&Vote<'_>>) -> ();
-    /// The task is closed and nothing of ours closed it: expired.
-    fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> ();
-    /// Nothing was delivered under the claim: decidable again.
-    fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> ();
-    /// [`ApprovalStore::release`] after a failed callback (D1 records the `callback_failed` event with it).
-    fn release_failed(&self, id: &ApprovalId, claim_id: &str, not_sent: bool, failure: &CallbackFailure) -> ();
-    fn mail_job(&self, id: &ApprovalId) -> Option<MailJob>;
-    fn set_mail_state(&self, id: &ApprovalId, state: MailState, mailed: Option<(&Map<String, Value>, i64)>) -> ();
-    /// The cron: open approvals past their expiry close.
-    fn expire_due(&self, now: i64) -> usize;
-    /// The cron: claims whose lease ran out go back to pending.
-    fn release_stale_claims(&self, now: i64) -> usize;
-    /// One page of the operators' export of the event log.
-    fn audit_page(&self, q: &AuditQuery) -> EventPage;
-    /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
-    /// (at most `max_attempts` tries); D1 also returns the chat notifications due by the same rule.
-    fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
-}
-
-/// What delegation, reassignment and out-of-office need of storage. Each write commits the change
-/// `ringi_core::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
-/// adds no rule of its own.
-#[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
-pub trait GovernanceStore {
-    /// Hands the seat `h.from` on to `h.to` (`rules::delegate`) with its `delegated` event; `true` when the seat
-    /// is `h.to`'s now (also when an earlier try of this very write made it so).
-    async fn delegate(
-        &self,
-        a: &Loaded,
-        h: &Handover,
-        actor: &Actor,
-        note: Option<&str>,
-        now: i64,
-    ) -> Result<bool, ApiError>;
-    /// An operator's reassignment (`rules::reassign`) with its `reassigned` event; `false` when a guard no
-    /// longer held (nothing was written).
-    async fn reassign(
-        &self,
-        a: &Loaded,
-        r: &Reassignment,
-        listed_after: &[Principal],
-        actor: &Actor,
-        reason: &str,
-        now: i64,
-    ) -> Result<bool, ApiError>;
-    /// The out-of-office of the person with the verified `sub`.
-    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError>;
-    /// Sets (or replaces) it; `email`: their verified email, which routes approvals naming them by email too.
-    async fn set_out_of_office(
-        &self,
-        sub: &str,
-        email: Option<&str>,
-        o: &OutOfOfficeRequest,
-        now: i64,
-    ) -> Result<(), ApiError>;
-    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError>;
-}
-
-impl GovernanceStore for D1Store {
-    async fn delegate(
-        &self,
-        a: &Loaded,
-        h: &Handover,
-        actor: &Actor,
-        note: Option<&str>,
-        now: i64,
-    ) -> Result<bool, ApiError> {
-        D1Store::delegate(self, &a.approval.id, h, actor, note, now).await
-    }
-
-    async fn reassign(
-        &self,
-        a: &Loaded,
-        r: &Reassignment,
-        listed_after: &[Principal],
-        actor: &Actor,
-        reason: &str,
-        now: i64,
-    ) -> Result<bool, ApiError> {
-        D1Store::reassign(self, &a.approval.id, r, listed_after, actor, reason, now).await
-    }
-
-    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
-        D1Store::out_of_office(self, sub).await
-    }
-
-    async fn set_out_of_office(
-        &self,
-        sub: &str,
-        email: Option<&str>,
-        o: &OutOfOfficeRequest,
-        now: i64,
-    ) -> Result<(), ApiError> {
-        D1Store::set_out_of_office(self, sub, email, o, now).await
-    }
-
-    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
-        D1Store::clear_out_of_office(self, sub).await
+store_trait! {
+    /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's exactly-once,
+    /// what each failure leaves) are design.md's, on every backend.
+    trait ApprovalStore {
+        /// The approval alone.
+        fn get(&self, id: &ApprovalId) -> Option<Approval>;
+        /// The approval with its principals and votes (one snapshot).
+        fn load(&self, id: &ApprovalId) -> Option<Loaded>;
+        /// What the approval page shows (the approval with its schedule), with the caller's first view recorded
+        /// and the approval's timeline.
+        fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
+        /// Registers an approval unless its ID or task token is taken or the credential is over its rate.
+        fn insert(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64, remind_window_ms: i64) -> Inserted;
+        /// The approvals an insert collided with: the same ID, or the same task token.
+        fn registered(&self, id: &ApprovalId, token_sha256: &str) -> Vec<Registered>;
+        /// One page of the caller's inbox.
+        fn inbox(&self, who: &Identity, principals: &[Principal], filter: InboxFilter, now: i64, cursor: Option<Cursor>, limit: usize) -> Vec<InboxEntry>;
+        fn votes(&self, id: &ApprovalId) -> Vec<RecordedVote>;
+        /// A decision's first round trip (a backend may ignore `guess`: then the route claims or votes after).
+        fn open_decision(&self, id: &ApprovalId, guess: Option<&Guess<'_>>) -> Opened;
+        /// One approver's vote, once.
+        fn record_vote(&self, id: &ApprovalId, vote: &Vote<'_>) -> ();
+        /// The exclusive, conditional claim that also records the attempt; `Some` for the one winner.
+        fn claim(&self, id: &ApprovalId, c: &ClaimRequest<'_>) -> Option<Attempt>;
+        /// Step Functions took the decision: final, confirmed, token dropped.
+        fn finish(&self, id: &ApprovalId, claim_id: &str, vote: &Vote<'_>) -> ();
+        /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
+        fn unconfirmed(&self, id: &ApprovalId, claim_id: &str, now: i64, vote: Option<&Vote<'_>>) -> ();
+        /// The task is closed and nothing of ours closed it: expired.
+        fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> ();
+        /// Nothing was delivered under the claim: decidable again.
+        fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> ();
+        /// [`ApprovalStore::release`] after a failed callback, with its `callback_failed` event.
+        fn release_failed(&self, id: &ApprovalId, claim_id: &str, not_sent: bool, failure: &CallbackFailure) -> ();
+        fn mail_job(&self, id: &ApprovalId) -> Option<MailJob>;
+        fn set_mail_state(&self, id: &ApprovalId, state: MailState, mailed: Option<(&Map<String, Value>, i64)>) -> ();
+        /// The cron: open approvals past their expiry close.
+        fn expire_due(&self, now: i64) -> usize;
+        /// The cron: claims whose lease ran out go back to pending.
+        fn release_stale_claims(&self, now: i64) -> usize;
+        /// The cron: closed approvals decided before `before` go, with their rows (the registration counters of
+        /// minutes before `rates_before` too). DynamoDB leaves this to the table's TTL.
+        fn purge(&self, before: i64, rates_before: i64, now: i64) -> usize;
+        /// The cron: audit events older than `before` go (DynamoDB: the TTL each event item carries).
+        fn purge_events(&self, before: i64) -> usize;
+        /// One page of the operators' export of the event log.
+        fn audit_page(&self, q: &AuditQuery) -> EventPage;
+        /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
+        /// (at most `max_attempts` tries), and the chat notifications due by the same rule.
+        fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
     }
 }
 
-impl GovernanceStore for Store {
-    async fn delegate(
-        &self,
-        a: &Loaded,
-        h: &Handover,
-        actor: &Actor,
-        note: Option<&str>,
-        now: i64,
-    ) -> Result<bool, ApiError> {
-        match self {
-            Store::D1(s) => GovernanceStore::delegate(s, a, h, actor, note, now).await,
-            Store::DynamoDb(s) => GovernanceStore::delegate(s, a, h, actor, note, now).await,
-        }
-    }
-
-    async fn reassign(
-        &self,
-        a: &Loaded,
-        r: &Reassignment,
-        listed_after: &[Principal],
-        actor: &Actor,
-        reason: &str,
-        now: i64,
-    ) -> Result<bool, ApiError> {
-        match self {
-            Store::D1(s) => GovernanceStore::reassign(s, a, r, listed_after, actor, reason, now).await,
-            Store::DynamoDb(s) => GovernanceStore::reassign(s, a, r, listed_after, actor, reason, now).await,
-        }
-    }
-
-    async fn out_of_office(&self, sub: &str) -> Result<Option<OutOfOfficeRow>, ApiError> {
-        match self {
-            Store::D1(s) => GovernanceStore::out_of_office(s, sub).await,
-            Store::DynamoDb(s) => GovernanceStore::out_of_office(s, sub).await,
-        }
-    }
-
-    async fn set_out_of_office(
-        &self,
-        sub: &str,
-        email: Option<&str>,
-        o: &OutOfOfficeRequest,
-        now: i64,
-    ) -> Result<(), ApiError> {
-        match self {
-            Store::D1(s) => GovernanceStore::set_out_of_office(s, sub, email, o, now).await,
-            Store::DynamoDb(s) => GovernanceStore::set_out_of_office(s, sub, email, o, now).await,
-        }
-    }
-
-    async fn clear_out_of_office(&self, sub: &str) -> Result<(), ApiError> {
-        match self {
-            Store::D1(s) => GovernanceStore::clear_out_of_office(s, sub).await,
-            Store::DynamoDb(s) => GovernanceStore::clear_out_of_office(s, sub).await,
-        }
+store_trait! {
+    /// What delegation, reassignment and out-of-office need of storage. Each write commits the change
+    /// `ringi_core::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
+    /// adds no rule of its own.
+    trait GovernanceStore {
+        /// Hands the seat `h.from` on to `h.to` (`rules::delegate`) with its `delegated` event; `true` when the seat
+        /// is `h.to`'s now (also when an earlier try of this very write made it so).
+        fn delegate(&self, a: &Loaded, h: &Handover, actor: &Actor, note: Option<&str>, now: i64) -> bool;
+        /// An operator's reassignment (`rules::reassign`) with its `reassigned` event; `false` when a guard no
+        /// longer held (nothing was written).
+        fn reassign(&self, a: &Loaded, r: &Reassignment, listed_after: &[Principal], actor: &Actor, reason: &str, now: i64) -> bool;
+        /// The out-of-office of the person with the verified `sub`.
+        fn out_of_office(&self, sub: &str) -> Option<OutOfOfficeRow>;
+        /// Sets (or replaces) it; `email`: their verified email, which routes approvals naming them by email too.
+        fn set_out_of_office(&self, sub: &str, email: Option<&str>, o: &OutOfOfficeRequest, now: i64) -> ();
+        fn clear_out_of_office(&self, sub: &str) -> ();
     }
 }
 
-/// The cron's outcome on expiry (`ringi_core::on_expiry`): what is due, ringi's own claim, its final writes.
-#[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
-pub trait OnExpiryStore {
-    /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's.
-    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError>;
-    /// ringi's claim (an attempt without a person's sub): `Some(recorded attempt)` if it won.
-    async fn claim_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        now: i64,
-        until: i64,
-        verdict: Verdict,
-    ) -> Result<Option<Attempt>, ApiError>;
-    /// Step Functions took ringi's outcome: decided on expiry, confirmed, with its event.
-    async fn finish_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        verdict: Verdict,
-        at: i64,
-    ) -> Result<(), ApiError>;
-    /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
-    async fn unconfirmed_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        attempt: &Attempt,
-        now: i64,
-    ) -> Result<(), ApiError>;
-}
-
-impl OnExpiryStore for D1Store {
-    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
-        D1Store::on_expiry_due(self, now).await
-    }
-
-    async fn claim_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        now: i64,
-        until: i64,
-        verdict: Verdict,
-    ) -> Result<Option<Attempt>, ApiError> {
-        D1Store::claim_on_expiry(self, id, claim_id, now, until, verdict).await
-    }
-
-    async fn finish_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        verdict: Verdict,
-        at: i64,
-    ) -> Result<(), ApiError> {
-        D1Store::finish_on_expiry(self, id, claim_id, verdict, at).await
-    }
-
-    async fn unconfirmed_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        attempt: &Attempt,
-        now: i64,
-    ) -> Result<(), ApiError> {
-        D1Store::unconfirmed_on_expiry(self, id, claim_id, attempt, now).await
+store_trait! {
+    /// The cron's reminders and escalation (`ringi_core::schedule`) and the chat notifications' bookkeeping. A run
+    /// takes due entries under its lease, mails, then marks them done under that lease: a failed mark costs at
+    /// most one more mail, never a lost one.
+    trait ScheduleStore {
+        /// Open approvals inside the default reminder's window not reminded yet, each with the verified emails of
+        /// those who voted already (a reminder skips them).
+        fn reminders_due(&self, now: i64, window_ms: i64) -> Vec<(MailJob, Vec<String>)>;
+        /// Records the default reminder (and its event), once.
+        fn mark_reminded(&self, id: &ApprovalId, now: i64, recipients: usize) -> ();
+        /// Takes the due entries of open approvals for `lease_ms` under `lease_id` (those of closed approvals are
+        /// marked skipped); the entries of one approval and kind come as one.
+        fn schedule_due(&self, now: i64, lease_id: &str, lease_ms: i64) -> Vec<DueEntry>;
+        /// Marks the entry done (conditional on this run's lease) with the event of what was done, if anything was.
+        fn schedule_done(&self, e: &DueEntry, lease_id: &str, now: i64, outcome: Outcome, event: Option<(EventKind, Map<String, Value>)>) -> ();
+        /// Gives the entry back (its mail failed): the next run takes it again.
+        fn schedule_release(&self, e: &DueEntry, lease_id: &str) -> ();
+        /// Adds the escalation principals to an open approval (seats, inboxes) with its event, once; `true` if this
+        /// call did.
+        fn escalate(&self, id: &ApprovalId, to: &[Principal], note: Option<&str>, now: i64) -> bool;
+        /// Records what the channels said to one chat delivery: the channels still due, the state, one `notified`
+        /// event per channel tried.
+        fn set_chat_state(&self, id: &ApprovalId, state: MailState, still_due: &[ChannelName], tried: &[Map<String, Value>], now: i64) -> ();
     }
 }
 
-impl OnExpiryStore for Store {
-    async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
-        match self {
-            Store::D1(s) => OnExpiryStore::on_expiry_due(s, now).await,
-            Store::DynamoDb(s) => OnExpiryStore::on_expiry_due(s, now).await,
-        }
-    }
-
-    async fn claim_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        now: i64,
-        until: i64,
-        verdict: Verdict,
-    ) -> Result<Option<Attempt>, ApiError> {
-        match self {
-            Store::D1(s) => OnExpiryStore::claim_on_expiry(s, id, claim_id, now, until, verdict).await,
-            Store::DynamoDb(s) => OnExpiryStore::claim_on_expiry(s, id, claim_id, now, until, verdict).await,
-        }
-    }
-
-    async fn finish_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        verdict: Verdict,
-        at: i64,
-    ) -> Result<(), ApiError> {
-        match self {
-            Store::D1(s) => OnExpiryStore::finish_on_expiry(s, id, claim_id, verdict, at).await,
-            Store::DynamoDb(s) => OnExpiryStore::finish_on_expiry(s, id, claim_id, verdict, at).await,
-        }
-    }
-
-    async fn unconfirmed_on_expiry(
-        &self,
-        id: &ApprovalId,
-        claim_id: &str,
-        attempt: &Attempt,
-        now: i64,
-    ) -> Result<(), ApiError> {
-        match self {
-            Store::D1(s) => OnExpiryStore::unconfirmed_on_expiry(s, id, claim_id, attempt, now).await,
-            Store::DynamoDb(s) => OnExpiryStore::unconfirmed_on_expiry(s, id, claim_id, attempt, now).await,
-        }
+store_trait! {
+    /// The cron's outcome on expiry (`ringi_core::on_expiry`): what is due, ringi's own claim, its final writes.
+    trait OnExpiryStore {
+        /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's.
+        fn on_expiry_due(&self, now: i64) -> Vec<DueOutcome>;
+        /// ringi's claim (an attempt without a person's sub): `Some(recorded attempt)` if it won.
+        fn claim_on_expiry(&self, id: &ApprovalId, claim_id: &str, now: i64, until: i64, verdict: Verdict) -> Option<Attempt>;
+        /// Step Functions took ringi's outcome: decided on expiry, confirmed, with its event.
+        fn finish_on_expiry(&self, id: &ApprovalId, claim_id: &str, verdict: Verdict, at: i64) -> ();
+        /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
+        fn unconfirmed_on_expiry(&self, id: &ApprovalId, claim_id: &str, attempt: &Attempt, now: i64) -> ();
     }
 }
 
@@ -386,14 +200,6 @@ impl Store {
         match self {
             Self::D1(s) => s.probe(),
             Self::DynamoDb(s) => s.probe(),
-        }
-    }
-
-    /// The store of the features only D1 keeps; `feature` names the one asked for in the 501.
-    pub fn governance(&self, feature: &'static str) -> Result<&D1Store, ApiError> {
-        match self {
-            Self::D1(s) => Ok(s),
-            Self::DynamoDb(_) => Err(ApiError::NotSupportedByBackend(feature)),
         }
     }
 }

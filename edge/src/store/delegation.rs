@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use wasm_bindgen::JsValue;
 
 use super::events::{event_stmt_if, guarded_event_stmt, recorded_sql};
-use super::{n, opt, s, D1Store, Stmt};
+use super::{n, opt, s, D1Store, Loaded, Stmt};
 use crate::error::OrInternal;
 
 /// A guard's bound value as D1 takes it.
@@ -83,12 +83,13 @@ impl D1Store {
     /// very batch did it).
     pub async fn delegate(
         &self,
-        id: &ApprovalId,
+        a: &Loaded,
         h: &Handover,
         actor: &Actor,
         note: Option<&str>,
         now: i64,
     ) -> Result<bool, ApiError> {
+        let id = &a.approval.id;
         let by = actor.display().unwrap_or_default();
         let guard = guards_sql(id.as_str(), &h.guards, 3);
         let mut args = vec![s(&h.to.key()), s(&h.from.key())];
@@ -143,13 +144,14 @@ impl D1Store {
     /// `approver_count` follows. `false` when a guard no longer held (nothing was written).
     pub async fn reassign(
         &self,
-        id: &ApprovalId,
+        a: &Loaded,
         r: &Reassignment,
         listed_after: &[Principal],
         actor: &Actor,
         reason: &str,
         now: i64,
     ) -> Result<bool, ApiError> {
+        let id = &a.approval.id;
         let keys = |ps: &[Principal]| Value::from(ps.iter().map(Principal::key).collect::<Vec<_>>()).to_string();
         let list = |ps: &[Principal]| ps.iter().map(principal_value).collect::<Vec<_>>();
         let d = detail(json!({

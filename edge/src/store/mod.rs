@@ -34,7 +34,7 @@ use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Delay, Env};
 
 pub use approvals::{Inserted, Registrant};
-pub use backend::{ApprovalStore, GovernanceStore, OnExpiryStore, Store};
+pub use backend::{ApprovalStore, GovernanceStore, OnExpiryStore, ScheduleStore, Store};
 // Not called here yet: the audit trail's writers put events into their batches through it.
 #[allow(unused_imports)]
 pub(crate) use events::event_stmt;

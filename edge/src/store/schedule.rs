@@ -8,10 +8,7 @@
 
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::principal::Principal;
-use ringi_core::schedule::{
-    default_reminder, EntryKind, Escalation, EscalationView, Outcome, ReminderView, ScheduleView,
-};
-use ringi_core::time::format_rfc3339;
+use ringi_core::schedule::{EntryKind, Escalation, Outcome, ScheduleView, StoredEntry};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -271,32 +268,30 @@ pub(super) fn read_view(
 }
 
 fn schedule_view(id: &ApprovalId, entries: &[EntryRow], cols: &ScheduleCols, window_ms: i64) -> ScheduleView {
-    let t = |v: f64| format_rfc3339(v as i64);
-    let mut view = ScheduleView::default();
-    for e in entries {
-        let skipped = e.outcome.as_deref().and_then(Outcome::parse) == Some(Outcome::Skipped);
-        match EntryKind::parse(&e.kind) {
-            Some(EntryKind::Reminder) => view.reminders.push(ReminderView {
-                at: t(e.due_at),
-                sent_at: e.done_at.filter(|_| !skipped).map(t),
-                skipped,
-            }),
-            Some(EntryKind::Escalation) => {
-                let Some(esc) = escalation_of(id.as_str(), &e.detail_json) else { continue };
-                view.escalation = Some(EscalationView {
-                    at: t(e.due_at),
-                    to: esc.to,
-                    note: esc.note,
-                    escalated_at: cols.escalated_at.map(t),
-                });
-            }
-            None => log("error", "corrupt_row", json!({"approvalId": id.as_str(), "seq": e.seq, "error": "kind"})),
-        }
-    }
-    let (created, expires) = (cols.created_at as i64, cols.expires_at as i64);
-    if let Some(d) = default_reminder(created, expires, window_ms, cols.reminded_at.map(|r| r as i64)) {
-        view.reminders.push(d);
-        view.reminders.sort_by(|a, b| a.at.cmp(&b.at));
-    }
-    view
+    let stored: Vec<StoredEntry> = entries
+        .iter()
+        .filter_map(|e| {
+            let Some(kind) = EntryKind::parse(&e.kind) else {
+                log("error", "corrupt_row", json!({"approvalId": id.as_str(), "seq": e.seq, "error": "kind"}));
+                return None;
+            };
+            Some(StoredEntry {
+                seq: e.seq as i64,
+                kind,
+                due_at: e.due_at as i64,
+                detail: serde_json::from_str(&e.detail_json).unwrap_or_default(),
+                done_at: e.done_at.map(|d| d as i64),
+                outcome: e.outcome.as_deref().and_then(Outcome::parse),
+            })
+        })
+        .collect();
+    let t = |v: Option<f64>| v.map(|v| v as i64);
+    ringi_core::schedule::view(
+        &stored,
+        cols.created_at as i64,
+        cols.expires_at as i64,
+        t(cols.reminded_at),
+        t(cols.escalated_at),
+        window_ms,
+    )
 }

@@ -3,6 +3,9 @@ DynamoDB), its API and paused executions, and what it stored read the same way o
 DynamoDB table's item in moto)."""
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 import requests
 from ringi_stack import DDB_TABLE, Stack
@@ -72,12 +75,52 @@ class Backend:
                                else c for c in columns)
             [row] = d1(self.stack, f"SELECT {picked} FROM approvals a WHERE id = '{approval_id}'", persist=persist)
             return row
-        item = self.stack.aws("dynamodb").get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
-                                                   ConsistentRead=True)["Item"]
+        item = self._item(approval_id)
         read = {c: _plain(item.get(a)) for c, a in _DDB_ATTRIBUTES.items()}
         read["attempt_id"] = _plain(item.get("attempt", {}).get("M", {}).get("id"))
         read["votes"] = len(item.get("votes", {}).get("M", {}))
         return {c: read[c] for c in columns}
+
+    def events(self, approval_id: str, kind: str) -> list[dict]:
+        """The approval's stored events of one kind, oldest first: `actor` in its stored form, `detail`."""
+        if self.name == "d1":
+            rows = d1(self.stack, f"SELECT actor, detail_json FROM approval_events WHERE approval_id = '{approval_id}' "
+                                  f"AND kind = '{kind}' ORDER BY at, seq")
+            return [{"actor": r["actor"], "detail": json.loads(r["detail_json"])} for r in rows]
+        items = self.stack.aws("dynamodb").query(
+            TableName=DDB_TABLE, IndexName="eventsByApproval", KeyConditionExpression="eventOf = :id",
+            ExpressionAttributeValues={":id": {"S": approval_id}})["Items"]
+        items = sorted((i for i in items if i["kind"]["S"] == kind), key=lambda i: i["eventSort"]["S"])
+        return [{"actor": i["actor"]["S"], "detail": json.loads(i["detailJson"]["S"])} for i in items]
+
+    def schedule(self, approval_id: str) -> list[dict]:
+        """The approval's stored schedule entries by seq: `outcome` (None while not done)."""
+        if self.name == "d1":
+            return d1(self.stack, f"SELECT outcome FROM approval_schedule WHERE approval_id = '{approval_id}' "
+                                  "ORDER BY seq")
+        entries = self._item(approval_id).get("schedule", {}).get("M", {})
+        return [{"outcome": _plain(entries[k]["M"].get("outcome"))} for k in sorted(entries, key=int)]
+
+    def seats(self, approval_id: str) -> int:
+        """How many principals hold a seat on the approval (listed, stand-ins, escalation principals)."""
+        if self.name == "d1":
+            [row] = d1(self.stack, f"SELECT count(*) AS n FROM approval_principals WHERE approval_id = '{approval_id}'")
+            return row["n"]
+        return len(self._item(approval_id).get("seats", {}).get("M", {}))
+
+    def expire_in(self, approval_id: str, ms: int) -> None:
+        """Moves the approval's deadline to `ms` from now, as if that much of its time had passed."""
+        at = int(time.time() * 1000) + ms
+        if self.name == "d1":
+            d1(self.stack, f"UPDATE approvals SET expires_at = {at} WHERE id = '{approval_id}'")
+            return
+        self.stack.aws("dynamodb").update_item(
+            TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}}, UpdateExpression="SET expiresAtMs = :at",
+            ExpressionAttributeValues={":at": {"N": str(at)}})
+
+    def _item(self, approval_id: str) -> dict:
+        return self.stack.aws("dynamodb").get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
+                                                   ConsistentRead=True)["Item"]
 
 
 # Fixtures for a module whose tests run on both backends: imported there, they take the place of conftest.py's

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
-use futures_util::future::{join3, join_all};
+use futures_util::future::{join, join3, join_all};
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::audit_export::AuditQuery;
@@ -27,8 +27,10 @@ use ringi_core::inbox::{Cursor, InboxFilter};
 use ringi_core::mail::MailState;
 use ringi_core::on_expiry::{event_detail, OnExpiry};
 use ringi_core::principal::{Identity, Principal};
+use ringi_core::rate::RateWindow;
 use ringi_core::register::NewApproval;
 use ringi_core::rules::{self, Absence, Guard, Handover, Reassignment, Requesters, Routing};
+use ringi_core::schedule_ddb::{self as schedule, ESCALATED_AT, REMINDED_AT};
 use ringi_core::storage::D1_RETRY;
 use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
@@ -49,6 +51,8 @@ use super::{
 use crate::aws::{signed_post, AwsService};
 use crate::platform::{log, random_unit};
 use crate::probe::Probe;
+
+mod schedule_store;
 
 /// The task's own deadline (ms) when it is later than the approvers' (an outcome on expiry).
 const TASK_EXPIRES: &str = "taskExpiresAtMs";
@@ -266,9 +270,11 @@ impl DynamoStore {
         Ok(out)
     }
 
-    /// The Put of one event, for the transaction of the change it records. `once`: the event happens once
-    /// (`decided`, `viewed:<sub>` …, after the approval's ID as on D1) and is written only if absent; else its
-    /// key is drawn here, once per write, so a retry of the same write puts the same item again.
+    /// The Put of one event, for the transaction of the change it records. Its key is drawn here, once per write,
+    /// so a retry of the same write puts the same item again; an event that happens once per registration
+    /// (`decided`, `voted`, `expired` …) is once because the change it records is conditional — a key of its own
+    /// would outlive the approval's item and refuse the same ID registered again. `once`: an event with no such
+    /// change (the first view), written only if its key is absent.
     fn event_put(&self, e: (&ApprovalId, i64, EventKind), actor: &Actor, detail: &Item, once: Option<&str>) -> Value {
         let (id, at, kind) = e;
         let dedupe_key = once.map_or_else(|| random_key(id), |k| format!("{}:{k}", id.as_str()));
@@ -336,13 +342,15 @@ impl DynamoStore {
 
     /// The approval's events (oldest first, [`TIMELINE_MAX`] at most) as D1's event rows, through
     /// [`item::EVENTS_BY_APPROVAL`].
-    async fn timeline(&self, id: &ApprovalId) -> Result<Vec<Value>, ApiError> {
+    /// `from`: only events at or after it (an ID registered again: its own registration's).
+    async fn timeline(&self, id: &ApprovalId, from: i64) -> Result<Vec<Value>, ApiError> {
         let answer = self
             .ok(
                 "Query",
-                json!({"IndexName": item::EVENTS_BY_APPROVAL, "KeyConditionExpression": "#o = :id",
-                       "ExpressionAttributeNames": {"#o": item::EVENT_OF},
-                       "ExpressionAttributeValues": {":id": {"S": id.as_str()}}, "Limit": TIMELINE_MAX}),
+                json!({"IndexName": item::EVENTS_BY_APPROVAL, "KeyConditionExpression": "#o = :id AND #s >= :from",
+                       "ExpressionAttributeNames": {"#o": item::EVENT_OF, "#s": item::EVENT_SORT},
+                       "ExpressionAttributeValues": {":id": {"S": id.as_str()}, ":from": {"S": item::event_sort(from, 0)}},
+                       "Limit": TIMELINE_MAX}),
             )
             .await?;
         event_rows(&answer)
@@ -401,32 +409,47 @@ impl DynamoStore {
         self.item(id.as_str()).await
     }
 
-    /// The IDs of the items `filter` matches, `limit` at most: a Scan, page after page (one request per MB
-    /// of table while nothing matches). The cron's look-ups: no index serves "due", and it runs every 5 minutes.
+    /// The IDs of the items `filter` matches, `limit` at most (see [`Self::scan`]).
     async fn scan_ids(&self, filter: &str, vals: Value, limit: usize) -> Result<Vec<String>, ApiError> {
-        let mut ids = Vec::new();
+        let items = self.scan(filter, vals, limit, Some(KEY)).await?;
+        Ok(items.iter().filter_map(|i| i.get(KEY).and_then(Value::as_str).map(str::to_owned)).collect())
+    }
+
+    /// The items `filter` matches (`projection`: only those attributes), `limit` at most: a Scan, page after page
+    /// (one request per MB of table while nothing matches), eventually consistent — a write made from what it
+    /// read is conditional on what it read. The cron's look-ups: no index serves "due", and it runs every 5 minutes.
+    async fn scan(
+        &self,
+        filter: &str,
+        vals: Value,
+        limit: usize,
+        projection: Option<&str>,
+    ) -> Result<Vec<Item>, ApiError> {
+        let mut items = Vec::new();
         let mut start: Option<Value> = None;
-        while ids.len() < limit {
-            let mut body = json!({"FilterExpression": filter, "ProjectionExpression": "approvalId",
-                "ExpressionAttributeNames": {"#st": "status"}, "ExpressionAttributeValues": values(vals.clone())});
+        while items.len() < limit {
+            let mut body = json!({"FilterExpression": filter, "ExpressionAttributeValues": values(vals.clone())});
+            // DynamoDB refuses a name placeholder the request does not use.
+            if filter.contains("#st") {
+                body["ExpressionAttributeNames"] = json!({"#st": "status"});
+            }
+            if let Some(p) = projection {
+                body["ProjectionExpression"] = Value::from(p);
+            }
             if let Some(s) = start.take() {
                 body["ExclusiveStartKey"] = s;
             }
             let answer = self.ok("Scan", body).await?;
-            ids.extend(
-                answer["Items"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| i[KEY]["S"].as_str().map(str::to_owned)),
-            );
+            for i in answer["Items"].as_array().into_iter().flatten().filter_map(Value::as_object) {
+                items.push(plain("scan", i)?);
+            }
             match answer.get("LastEvaluatedKey") {
                 Some(k) if !k.is_null() => start = Some(k.clone()),
                 _ => break,
             }
         }
-        ids.truncate(limit);
-        Ok(ids)
+        items.truncate(limit);
+        Ok(items)
     }
 
     /// The registration's one transaction: the credential's count for this minute (refused past its rate),
@@ -439,8 +462,9 @@ impl DynamoStore {
         seats: &[Seat],
         registrant: &Registrant<'_>,
         now: i64,
+        remind_window_ms: i64,
     ) -> Vec<Value> {
-        let window_start = now - now.rem_euclid(60_000);
+        let window_start = RateWindow::at(now).start;
         // The task's deadline (later than the approvers' with an outcome on expiry) keeps the items.
         let ttl = secs_ceil(a.task_expires_at.unwrap_or(a.expires_at));
         let rate = json!({"Update": {"TableName": self.ddb.table, "Key": key(&item::rate_key(registrant.label, window_start)),
@@ -464,8 +488,18 @@ impl DynamoStore {
             "requestedByJson": Value::from(a.requested_by.iter().map(Principal::key).collect::<Vec<_>>()).to_string(),
             "allowSelfApproval": a.allow_self_approval, "onExpiry": a.on_expiry.as_str(), "decidedOnExpiry": false,
             VOTES: {}, SLOTS: {}, VOTER_EMAILS: {}, SEATS: guard::seats_value(seats),
+            // The chat channels: all of them due, delivered after the response like the mail.
+            "chatDueJson": serde_json::to_string(&a.channels).unwrap_or_else(|_| "[]".into()),
+            "chatState": MailState::initial(a.channels.len()).as_str(), "chatAttempts": 0,
         });
-        let mut approval = item::to_item(&obj(approval));
+        let mut approval = obj(approval);
+        approval.extend(schedule::registration_attrs(&a.schedule));
+        if let Some(at) =
+            ringi_core::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
+        {
+            approval.insert(REMINDED_AT.into(), at.into());
+        }
+        let mut approval = item::to_item(&approval);
         if let Some(t) = a.task_expires_at {
             approval.insert(TASK_EXPIRES.into(), json!({"N": t.to_string()}));
         }
@@ -492,8 +526,7 @@ impl DynamoStore {
         let id = item.get(KEY).and_then(Value::as_str).unwrap_or("");
         let mut cols = approval_columns(item).map_err(corrupt(id))?;
         cols["notify_json"] = Value::from(item.get("notifyJson").and_then(Value::as_str).unwrap_or("[]"));
-        // No channel is ever due: chat notifications are refused at registration on this backend.
-        cols["chat_due_json"] = Value::from("[]");
+        cols["chat_due_json"] = Value::from(item.get("chatDueJson").and_then(Value::as_str).unwrap_or("[]"));
         let row: MailRow = columns(id, "mail", cols)?;
         rows::mail_job(row)
     }
@@ -516,7 +549,7 @@ impl DynamoStore {
         let sort_at = if sort_at.is_null() { cols["expires_at"].clone() } else { sort_at };
         cols["sort_at"] = sort_at;
         cols["approvals"] = Value::from(approved.len());
-        cols["escalated_at"] = Value::Null;
+        cols["escalated_at"] = item.get(ESCALATED_AT).cloned().unwrap_or(Value::Null);
         Ok((columns(&id, "inbox", cols)?, id))
     }
 }
@@ -592,8 +625,15 @@ impl ApprovalStore for DynamoStore {
     /// and a TransactWriteItems of a ConditionCheck — the caller is listed — with the event's Put once per
     /// approver): three requests side by side, one round trip's time. The index behind the timeline is
     /// read as it is (eventually consistent): the view's own event, when this request wrote it, is added.
-    /// No schedule on this backend.
-    async fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, _: i64) -> Result<Viewed, ApiError> {
+    /// The schedule is the item's own.
+    async fn view(
+        &self,
+        id: &ApprovalId,
+        actor: &Actor,
+        keys: &str,
+        now: i64,
+        window_ms: i64,
+    ) -> Result<Viewed, ApiError> {
         let Actor::User { sub, .. } = actor else { return Err(ApiError::Internal) };
         let keys: Vec<String> = serde_json::from_str(keys).map_err(|_| ApiError::Internal)?;
         let event = self.event_put((id, now, EventKind::Viewed), actor, &Map::new(), Some(&format!("viewed:{sub}")));
@@ -603,10 +643,34 @@ impl ApprovalStore for DynamoStore {
             }
             self.transact(vec![self.listed_check(id, &keys), event.clone()]).await
         };
-        let (found, timeline, recorded) = join3(self.approval_item(id), self.timeline(id), first_view).await;
+        let (found, timeline, recorded) = join3(self.approval_item(id), self.timeline(id, 0), first_view).await;
         let Some(found) = found? else { return Ok(Viewed { loaded: None, events: Vec::new() }) };
-        let mut rows = timeline?;
-        if recorded? {
+        let (mut rows, mut recorded, mut event) = (timeline?, recorded?, event);
+        let registered_at = found.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
+        let at = |r: &Value| r["at"].as_f64().unwrap_or(0.0) as i64;
+        if rows.iter().any(|r| at(r) < registered_at) {
+            // The ID was registered before and its events outlive its item: this registration's own timeline,
+            // and its first view under a key of its own (the earlier one's holds the plain one). Rare: a chosen
+            // ID used again; a second round trip then.
+            let again = if recorded || keys.is_empty() {
+                None
+            } else {
+                let once = format!("viewed:{registered_at}:{sub}");
+                event = self.event_put((id, now, EventKind::Viewed), actor, &Map::new(), Some(&once));
+                Some(vec![self.listed_check(id, &keys), event.clone()])
+            };
+            let write = async {
+                match again {
+                    Some(actions) => self.transact(actions).await,
+                    None => Ok(recorded),
+                }
+            };
+            let (own, written) = join(self.timeline(id, registered_at), write).await;
+            rows = own?;
+            recorded = written?;
+        }
+        rows.retain(|r| at(r) >= registered_at);
+        if recorded {
             let own = event_row(&plain(id.as_str(), event["Put"]["Item"].as_object().unwrap_or(&Map::new()))?)?;
             if !rows.iter().any(|r| r["seq"] == own["seq"]) {
                 rows.push(own);
@@ -617,7 +681,8 @@ impl ApprovalStore for DynamoStore {
         rows.truncate(TIMELINE_MAX as usize);
         let rows: Vec<EventRow> =
             rows.into_iter().map(|r| columns(id.as_str(), "event", r)).collect::<Result<_, _>>()?;
-        Ok(Viewed { loaded: Some((Self::loaded(&found)?, Default::default())), events: events(rows)? })
+        let schedule = Self::schedule_view(&found, window_ms)?;
+        Ok(Viewed { loaded: Some((Self::loaded(&found)?, schedule)), events: events(rows)? })
     }
 
     async fn insert(
@@ -626,39 +691,29 @@ impl ApprovalStore for DynamoStore {
         a: &NewApproval,
         registrant: &Registrant<'_>,
         now: i64,
-        _remind_window_ms: i64,
+        remind_window_ms: i64,
     ) -> Result<Inserted, ApiError> {
-        // What only D1 keeps is refused before anything is written, never silently dropped.
-        if a.schedule.reminders.is_some() || a.schedule.escalation.is_some() {
-            return Err(ApiError::NotSupportedByBackend("reminders and escalation"));
-        }
-        if !a.channels.is_empty() {
-            return Err(ApiError::NotSupportedByBackend("chat notifications"));
-        }
         // Out-of-office routing in the registration's own transaction: the listed people's absences (one
         // BatchGetItem), `rules::route` decides, the routed seats and their events are written with the approval.
         let absences = self.absences(&a.approvers, now).await?;
         let requesters = Requesters { principals: &a.requested_by, allow_self_approval: a.allow_self_approval };
         let routed = rules::route(&a.approvers, &absences, &requesters);
         let seats = guard::routed_seats(&a.approvers, &routed);
-        let mut actions = self.registration(id, a, &seats, registrant, now);
+        let mut actions = self.registration(id, a, &seats, registrant, now, remind_window_ms);
         for r in &routed {
             let detail = obj(json!({"from": principal_value(&r.slot), "to": principal_value(&r.stand_in)}));
-            let once = format!("routed:{}", r.slot.normalized().key());
-            actions.push(self.event_put((id, now, EventKind::Routed), &Actor::System, &detail, Some(&once)));
+            actions.push(self.event_put((id, now, EventKind::Routed), &Actor::System, &detail, None));
         }
-        // Once per approval: a redelivered registration is refused by the approval's own condition anyway.
         let detail =
             obj(json!({"approvers": a.approvers.len(), "quorum": a.quorum.as_string(), "notified": a.notify.len()}));
         let registrant_actor = Actor::Registrant { id: registrant.label.to_owned() };
-        actions.push(self.event_put((id, now, EventKind::Registered), &registrant_actor, &detail, Some("registered")));
+        actions.push(self.event_put((id, now, EventKind::Registered), &registrant_actor, &detail, None));
         match self.call("TransactWriteItems", json!({"TransactItems": actions})).await? {
             DdbOutcome::Ok(_) => {
                 Ok(Inserted::Created { routed: routed.into_iter().map(|r: Routing| (r.slot, r.stand_in)).collect() })
             }
             DdbOutcome::Cancelled(reasons) if reasons.first().is_some_and(|r| r == "ConditionalCheckFailed") => {
-                let window_start = now - now.rem_euclid(60_000);
-                Ok(Inserted::RateLimited { retry_after: ((window_start + 60_000 - now) as u32).div_ceil(1000).max(1) })
+                Ok(Inserted::RateLimited { retry_after: RateWindow::at(now).retry_after_secs })
             }
             DdbOutcome::Cancelled(reasons) if reasons.iter().any(|r| r == "ConditionalCheckFailed") => {
                 Ok(Inserted::Exists)
@@ -766,12 +821,7 @@ impl ApprovalStore for DynamoStore {
         };
         let update = write.record(&guards);
         let detail = obj(json!({"verdict": vote.verdict.as_str()}));
-        let event = self.event_put(
-            (id, vote.at, EventKind::Voted),
-            &vote.actor(),
-            &detail,
-            Some(&format!("voted:{}", vote.sub)),
-        );
+        let event = self.event_put((id, vote.at, EventKind::Voted), &vote.actor(), &detail, None);
         self.transact_guarded(id, vec![self.tx_guarded(id, &update), event]).await.map(drop)
     }
 
@@ -819,7 +869,7 @@ impl ApprovalStore for DynamoStore {
             "ConditionExpression": "claimId = :cid",
             "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals});
         let detail = obj(json!({"verdict": vote.verdict.as_str(), "status": status, "confirmed": true}));
-        let event = self.event_put((id, vote.at, EventKind::Decided), &vote.actor(), &detail, Some("decided"));
+        let event = self.event_put((id, vote.at, EventKind::Decided), &vote.actor(), &detail, None);
         self.transact_guarded(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
@@ -851,12 +901,8 @@ impl ApprovalStore for DynamoStore {
             "UpdateExpression": format!("{set} REMOVE taskToken, claimId, claimedUntil"),
             "ConditionExpression": "claimId = :cid AND attribute_exists(attempt)",
             "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals});
-        let event = self.event_put(
-            (id, now, EventKind::Decided),
-            &attempt_actor(attempt),
-            &unconfirmed_detail(attempt),
-            Some("decided"),
-        );
+        let event =
+            self.event_put((id, now, EventKind::Decided), &attempt_actor(attempt), &unconfirmed_detail(attempt), None);
         self.transact_guarded(id, vec![self.tx_update(body), event]).await.map(drop)
     }
 
@@ -867,7 +913,7 @@ impl ApprovalStore for DynamoStore {
             "ExpressionAttributeNames": {"#st": "status"},
             "ExpressionAttributeValues": values(json!({":expired": ApprovalStatus::Expired.as_str(), ":now": now, ":cid": claim_id}))});
         let detail = obj(json!({"reason": "task_closed"}));
-        let event = self.event_put((id, now, EventKind::Expired), &Actor::System, &detail, Some("expired"));
+        let event = self.event_put((id, now, EventKind::Expired), &Actor::System, &detail, None);
         self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 
@@ -940,13 +986,8 @@ impl ApprovalStore for DynamoStore {
             let decided_at = item::expires_at_ms(&i).unwrap_or(now);
             let (at, kind) = (decided_at, if attempt.is_some() { EventKind::Decided } else { EventKind::Expired });
             let event = match attempt {
-                None => self.event_put(
-                    (&id, at, kind),
-                    &Actor::System,
-                    &obj(json!({"reason": "deadline"})),
-                    Some("expired"),
-                ),
-                Some(a) => self.event_put((&id, at, kind), &attempt_actor(a), &unconfirmed_detail(a), Some("decided")),
+                None => self.event_put((&id, at, kind), &Actor::System, &obj(json!({"reason": "deadline"})), None),
+                Some(a) => self.event_put((&id, at, kind), &attempt_actor(a), &unconfirmed_detail(a), None),
             };
             let (set, extra) = match attempt {
                 None => (
@@ -975,16 +1016,32 @@ impl ApprovalStore for DynamoStore {
 
     /// D1's rule on the item's `mailState` / `mailAttempts`: found by a bounded Scan (50 a run, as on D1), then
     /// read in one BatchGetItem. With nothing due the step costs its Scan alone (one request per MB of table).
-    /// Seed items carry no `mailState` (nothing of ringi's to mail) and never match; chat is D1's.
+    /// Seed items carry no `mailState` (nothing of ringi's to mail) and never match. The chat notifications by
+    /// the same rule on `chatState` / `chatAttempts`, their Scan alongside.
     async fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Result<Retries, ApiError> {
-        let due = "(mailState = :failed OR (mailState = :unsent AND createdAt < :gone)) AND mailAttempts < :max
-            AND expiresAtMs > :now AND #st IN (:pending, :claimed)";
-        let vals = json!({":failed": MailState::Failed.as_str(), ":unsent": MailState::Pending.as_str(),
-            ":gone": sender_gone_before, ":max": max_attempts, ":now": now, ":pending": "pending", ":claimed": "claimed"});
-        let ids = self.scan_ids(due, vals, MAIL_RETRY_LIMIT).await?;
-        let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
-        let mail = self.items(&ids).await?.iter().map(Self::mail_job_of).collect::<Result<_, _>>()?;
-        Ok(Retries { mail, chat: Vec::new() })
+        let due = |state: &'static str, attempts: &'static str| async move {
+            let filter = format!(
+                "({state} = :failed OR ({state} = :unsent AND createdAt < :gone)) AND {attempts} < :max
+                 AND expiresAtMs > :now AND #st IN (:pending, :claimed)"
+            );
+            let vals = json!({":failed": MailState::Failed.as_str(), ":unsent": MailState::Pending.as_str(),
+                ":gone": sender_gone_before, ":max": max_attempts, ":now": now, ":pending": "pending", ":claimed": "claimed"});
+            let ids = self.scan_ids(&filter, vals, MAIL_RETRY_LIMIT).await?;
+            let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
+            self.items(&ids).await?.iter().map(Self::mail_job_of).collect::<Result<Vec<_>, _>>()
+        };
+        let (mail, chat) = join(due("mailState", "mailAttempts"), due("chatState", "chatAttempts")).await;
+        Ok(Retries { mail: mail?, chat: chat? })
+    }
+
+    /// The table's TTL removes an approval's items after its task's deadline (`expiresAt`).
+    async fn purge(&self, _before: i64, _rates_before: i64, _now: i64) -> Result<usize, ApiError> {
+        Ok(0)
+    }
+
+    /// Each event item carries its retention's end as its TTL (`expiresAt`).
+    async fn purge_events(&self, _before: i64) -> Result<usize, ApiError> {
+        Ok(0)
     }
 
     /// Nothing to do: a lapsed lease is claimable as it is (the claim's condition takes `claimedUntil <= now`),
@@ -1271,8 +1328,7 @@ impl OnExpiryStore for DynamoStore {
             "ExpressionAttributeNames": {"#st": "status"},
             "ExpressionAttributeValues": values(json!({":status": status, ":one": 1, ":at": at, ":yes": true,
                 ":cid": claim_id}))});
-        let event =
-            self.event_put((id, at, EventKind::Decided), &Actor::System, &event_detail(verdict), Some("decided"));
+        let event = self.event_put((id, at, EventKind::Decided), &Actor::System, &event_detail(verdict), None);
         self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 
@@ -1298,7 +1354,7 @@ impl OnExpiryStore for DynamoStore {
                 ":cid": claim_id}))});
         let mut detail = event_detail(verdict);
         detail.insert("unconfirmed".into(), true.into());
-        let event = self.event_put((id, now, EventKind::Decided), &Actor::System, &detail, Some("decided"));
+        let event = self.event_put((id, now, EventKind::Decided), &Actor::System, &detail, None);
         self.transact(vec![self.tx_update(body), event]).await.map(drop)
     }
 }
