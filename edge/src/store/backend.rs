@@ -40,7 +40,7 @@ use crate::probe::Probe;
 macro_rules! approval_store {
     ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*) => {
         /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's
-        /// exactly-once, what each failure leaves) are design.md §4 and §8's, on every backend.
+        /// exactly-once, what each failure leaves) are design.md §5 and §6's (failures: faults.md), on every backend.
         #[allow(async_fn_in_trait)] // single-threaded worker: no Send bound wanted
         pub trait ApprovalStore {
             $( $(#[$doc])* async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError>; )*
