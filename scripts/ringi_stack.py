@@ -334,7 +334,7 @@ class Stack:
                             aws_access_key_id=key, aws_secret_access_key=secret)
 
     def _setup_aws(self) -> None:
-        """The worker's own IAM user: only the callback and mail actions, like production (design.md §5)."""
+        """The worker's own IAM user: only the callback and mail actions, like production (design.md §12)."""
         iam = self.aws("iam")
         iam.create_user(UserName="ringi-edge")
         iam.put_user_policy(UserName="ringi-edge", PolicyName="ringi-edge", PolicyDocument=json.dumps({

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SPA into dist/, as two bundles of the same app (docs/design.md §8 "Two SPA bundles"): Trunk builds it
+# The SPA into dist/, as two bundles of the same app (docs/design.md §11 "Two bundles"): Trunk builds it
 # twice with the same release profile and std (scripts/wasm-env.sh --spa):
 #   dist/index.html  — what an emailed link loads: sign-in callback, inbox, approval page with its forms;
 #   dist/admin.html  — the same plus the pages few people open (`admin` feature: /audit, /settings).

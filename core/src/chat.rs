@@ -260,7 +260,7 @@ pub fn teams_payload(m: &ChatInput<'_>) -> Value {
     })
 }
 
-/// The generic webhook body (its own documented shape, docs/design.md §8).
+/// The generic webhook body (its own documented shape, docs/design.md §9).
 pub fn webhook_payload(m: &ChatInput<'_>, channel: &ChannelName, sent_at_ms: i64) -> Value {
     json!({
         "type": "approval.requested",

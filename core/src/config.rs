@@ -1,4 +1,4 @@
-//! The worker's typed configuration (design.md §7), parsed once from wrangler vars and secrets.
+//! The worker's typed configuration (design.md §13), parsed once from wrangler vars and secrets.
 
 use std::net::Ipv4Addr;
 
@@ -30,7 +30,7 @@ pub enum ConfigError {
 }
 
 /// Where approvals are kept (`STORAGE`): D1 (the default, every feature), or a DynamoDB table shaped like the
-/// seed design's token table (the decision path; design.md §8 "Storage backends").
+/// seed design's token table (the decision path; design.md §7 "DynamoDB").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Storage {
     D1,

@@ -1,4 +1,4 @@
-//! A decision request, its limits, and the Step Functions callback it turns into (design.md §3).
+//! A decision request, its limits, and the Step Functions callback it turns into (design.md §6).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

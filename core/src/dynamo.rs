@@ -1,4 +1,4 @@
-//! The DynamoDB backend's platform-free half (`STORAGE=dynamodb`, design.md §8 "Storage backends"): the
+//! The DynamoDB backend's platform-free half (`STORAGE=dynamodb`, design.md §7 "DynamoDB"): the
 //! DynamoDB JSON attribute values, the item mapping (the seed design's token item `{approvalId,
 //! approverUserId, taskToken, expiresAt}` read as is, ringi's own attributes optional), the approver index's
 //! key, and what an answer of the DynamoDB JSON protocol means.
@@ -217,7 +217,7 @@ pub fn attempt_columns(item: &Map<String, Value>) -> Value {
     json!({"attempt_id": f("id"), "attempt_verdict": f("verdict"), "attempt_sub": f("sub")})
 }
 
-/// The audit trail's items (design.md §8): one item per event under `event#{dedupe key}` (the dedupe key D1
+/// The audit trail's items (design.md §10): one item per event under `event#{dedupe key}` (the dedupe key D1
 /// keeps unique: `{approvalId}:{once key}` or `{approvalId}:r:{random}`), so a retried write of the same event
 /// lands on the same key. Two indexes read them: [`EVENTS_BY_APPROVAL`] (hash [`EVENT_OF`], the approval's
 /// timeline) and [`EVENTS_BY_MONTH`] (hash [`EVENT_MONTH`], the operators' export by time range), both sorted

@@ -1,5 +1,5 @@
 //! Step Functions callbacks: request bodies for SendTaskSuccess/SendTaskFailure and the classification of
-//! their answers into what ringi does next (design.md §4).
+//! their answers into what ringi does next (design.md §6).
 
 use serde_json::json;
 

@@ -1,4 +1,4 @@
--- ringi storage (design.md §4). Times are Unix milliseconds.
+-- ringi storage (design.md §7). Times are Unix milliseconds.
 CREATE TABLE approvals (
   id            TEXT PRIMARY KEY,
   task_token    TEXT,                 -- NULL once the task is answered or closed: kept only while needed

@@ -1,4 +1,4 @@
-//! ringi edge worker: the API of design.md §3 plus the SPA's static assets, on Cloudflare Workers.
+//! ringi edge worker: the API of design.md §2 plus the SPA's static assets, on Cloudflare Workers.
 
 mod assets;
 mod auth;

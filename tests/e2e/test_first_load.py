@@ -168,7 +168,7 @@ def bundle_of(html: str) -> str:
 
 
 def test_the_emailed_link_loads_the_small_bundle_and_the_rare_pages_the_full_one(stack, workflows, api, tab):
-    """Two bundles of the app (docs/design.md §8): the emailed link's (sign-in, inbox, approval page) and the full
+    """Two bundles of the app (docs/design.md §11): the emailed link's (sign-in, inbox, approval page) and the full
     one with the audit and settings pages, which the worker serves for those paths only — each with the
     configuration embedded, strict CSP, precompressed, immutable. In the app, the link to the settings page is a
     full-page load (not answered by the service worker's cached shell), which then shows the settings page."""

@@ -14,7 +14,7 @@ import requests
 
 from support.api import Api, d1, round_trips
 
-# What each request may cost: the budget of docs/design.md §8 ("Round trips").
+# What each request may cost: the budget of docs/design.md §7 ("Round trips").
 BUDGET = {
     "register": {"d1": 1, "sfn": 0, "ses": 0},  # the request mail goes after the response
     "view": {"d1": 1, "sfn": 0, "ses": 0},

@@ -1,4 +1,4 @@
-//! The worker's JSON API (design §3) over gloo-net, with the access token as bearer. Errors are keyed on
+//! The worker's JSON API (design §2) over gloo-net, with the access token as bearer. Errors are keyed on
 //! the stable `error.code` of `{"error":{"code","message","field"?}}` (ringi-core `ErrorBody`), read as
 //! core's `ErrorCode`; every other string the worker defines (statuses, verdicts, `context` keys, the
 //! field paths of a 400) is read through core's types too.

@@ -1,4 +1,4 @@
-//! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §7:
+//! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §11, §13:
 //! `COGNITO_DOMAIN`, `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
 //! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
 

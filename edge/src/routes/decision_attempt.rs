@@ -1,5 +1,5 @@
 //! One attempt to deliver a decision: claim the approval (recording the attempt), call Step Functions,
-//! write what came of it. Each step's storage failure has the outcome design.md §8 lists.
+//! write what came of it. Each step's storage failure has the outcome faults.md lists.
 
 use ringi_core::approval::{check_decidable, ApprovalStatus, Verdict};
 use ringi_core::decision::{DecisionRecord, DecisionRequest, PriorApproval};

@@ -1,5 +1,5 @@
 //! `POST /api/v1/approvals/{id}/decision`: approver? → validate → vote (quorum) → claim (records the
-//! attempt) → callback → final write (design.md §4, §8 "Failure semantics"); the last three steps are
+//! attempt) → callback → final write (design.md §6; what each failure leaves: faults.md); the last three steps are
 //! [`DecisionAttempt`].
 
 use ringi_core::approval::{ApprovalStatus, Step, Verdict};

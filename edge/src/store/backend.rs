@@ -68,8 +68,8 @@ macro_rules! store_trait {
 }
 
 store_trait! {
-    /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's exactly-once,
-    /// what each failure leaves) are design.md's, on every backend.
+    /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's exactly-once) are
+    /// design.md §5 and §6's, what each failure leaves faults.md's, on every backend.
     trait ApprovalStore {
         /// The approval alone.
         fn get(&self, id: &ApprovalId) -> Option<Approval>;

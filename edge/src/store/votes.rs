@@ -1,4 +1,4 @@
-//! Votes, the claim, and the writes that close a decision (design.md §4, §8 "Attempts").
+//! Votes, the claim, and the writes that close a decision (design.md §6 "Attempts").
 
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::principal::Principal;

@@ -87,7 +87,7 @@ fn problem_view(code: String, text: &'static str, detail: Option<String>, retry:
     .into_any()
 }
 
-/// The five 409s of a decision (design §8); any other code (a newer worker's) gets the general text.
+/// The five 409s of a decision (design §6); any other code (a newer worker's) gets the general text.
 fn conflict_text(t: &'static Texts, code: Option<ErrorCode>) -> &'static str {
     match code {
         Some(ErrorCode::AlreadyDecided) => t.err_already_decided,
