@@ -197,6 +197,16 @@ pub fn parse_escalation(
     Ok(Escalation { at, to: principals, note })
 }
 
+/// The `escalated` event's detail: whom the escalation added, and its note.
+pub fn escalated_detail(to: &[Principal], note: Option<&str>) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert("to".into(), serde_json::to_value(to).unwrap_or_default());
+    if let Some(note) = note {
+        detail.insert("note".into(), note.into());
+    }
+    detail
+}
+
 /// Who a reminder goes to: the approval's recipients (`notify`, and the escalation's addresses once it
 /// happened), less everyone who has voted already (by verified email, case-insensitively).
 pub fn reminder_recipients(notify: &[String], escalated: Option<&Escalation>, voted: &[String]) -> Vec<String> {

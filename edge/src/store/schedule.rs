@@ -218,11 +218,7 @@ impl D1Store {
                AND status IN ('pending', 'claimed') AND expires_at > ?2",
             vec![s(id.as_str()), n(now)],
         );
-        let mut detail = Map::new();
-        detail.insert("to".into(), serde_json::to_value(to).unwrap_or_default());
-        if let Some(note) = note {
-            detail.insert("note".into(), note.into());
-        }
+        let detail = ringi_core::schedule::escalated_detail(to, note);
         let event = event_stmt_if(id, now, EventKind::Escalated, &Actor::System, &detail, "changes() > 0");
         let add = Stmt::new(
             format!(

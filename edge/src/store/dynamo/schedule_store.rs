@@ -148,11 +148,7 @@ impl ScheduleStore for DynamoStore {
         let Some(current) = self.approval_item(id).await? else { return Ok(false) };
         let (update, added) = schedule::escalation(&current, to, now).map_err(corrupt(id.as_str()))?;
         let ttl = current.get("expiresAt").and_then(Value::as_i64).unwrap_or(0);
-        let mut detail = Map::new();
-        detail.insert("to".into(), serde_json::to_value(to).unwrap_or_default());
-        if let Some(note) = note {
-            detail.insert("note".into(), note.into());
-        }
+        let detail = ringi_core::schedule::escalated_detail(to, note);
         let mut actions = vec![self.tx_guarded(id, &update)];
         actions.extend(added.iter().map(|p| self.index_put(id, p, ttl)));
         actions.push(self.event_put((id, now, EventKind::Escalated), &Actor::System, &detail, None));
