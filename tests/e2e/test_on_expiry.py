@@ -2,7 +2,8 @@
 ON_EXPIRY_LEAD_SECONDS before the task's; after it the cron answers the paused task itself — `SendTaskFailure`
 `ringi.Expired` or `SendTaskSuccess` `{"decision": "expired"}` — exactly once (two cron runs at the same time race
 for the same claim), records it as decided by the system, and a failed callback is retried by the next run. Real
-paused executions in moto; the deadlines are moved the way an operator would shift them in D1."""
+paused executions in moto; the deadlines are moved the way an operator would shift them in storage. The outcome, its
+exactly-once and the one deadline on both backends; the page, a failed callback and D1's faults on D1."""
 from __future__ import annotations
 
 import json
@@ -49,6 +50,13 @@ def into_the_lead(stack, approval_id, seconds=120, persist=None):
               f"WHERE id = '{approval_id}'", persist=persist)
 
 
+def state(backend, approval_id) -> dict:
+    """`row`'s columns, on either backend."""
+    r = backend.stored(approval_id, "status", "confirmed", "decided_on_expiry", "task_token", "attempt_id")
+    return {"status": r["status"], "confirmed": r["confirmed"], "decided_on_expiry": r["decided_on_expiry"] or 0,
+            "closed": int(r["task_token"] is None), "attempt_id": r["attempt_id"]}
+
+
 def row(stack, approval_id, persist=None) -> dict:
     return d1(stack, f"SELECT status, confirmed, decided_on_expiry, task_token IS NULL AS closed, attempt_id "
                      f"FROM approvals WHERE id = '{approval_id}'", persist=persist)[0]
@@ -60,17 +68,18 @@ def system_events(stack, approval_id, persist=None) -> list:
     return [(r["kind"], json.loads(r["detail_json"])) for r in rows]
 
 
-def test_reject_on_expiry_fails_the_task_with_ringi_expired_exactly_once(stack, api, workflows, machine):
+def test_reject_on_expiry_fails_the_task_with_ringi_expired_exactly_once(backend, workflows, machine):
+    api = backend.api
     arn, token = workflows.start_paused(machine)
     approval_id = api.register(token, onExpiry="reject", timeoutSeconds=3600).json()["id"]
     assert api.get(approval_id).json()["onExpiry"] == "reject"
-    stack.run_cron()
-    assert row(stack, approval_id)["status"] == "pending", "not inside the lead yet"
+    backend.run_cron()
+    assert state(backend, approval_id)["status"] == "pending", "not inside the lead yet"
     assert workflows.status(arn) == "RUNNING"
-    into_the_lead(stack, approval_id)
+    backend.into_the_lead(approval_id)
     # Two cron runs at the same moment: one claim, one callback.
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda _: stack.run_cron(), range(2)))
+        list(pool.map(lambda _: backend.run_cron(), range(2)))
     done = workflows.wait_done(arn)
     assert done["status"] == "SUCCEEDED" and "AutoRejected" in entered(workflows, arn), entered(workflows, arn)
     assert callbacks(workflows, arn) == ["TaskFailed"]
@@ -78,37 +87,40 @@ def test_reject_on_expiry_fails_the_task_with_ringi_expired_exactly_once(stack, 
     assert out["Error"] == "ringi.Expired"
     cause = json.loads(out["Cause"])
     assert (cause["decision"], cause["onExpiry"], cause["approvalId"]) == ("expired", "reject", approval_id)
-    assert row(stack, approval_id) == {"status": "rejected", "confirmed": 1, "decided_on_expiry": 1, "closed": 1,
-                                       "attempt_id": None}
-    assert system_events(stack, approval_id) == [("decided", {"verdict": "reject", "onExpiry": True})]
+    assert state(backend, approval_id) == {"status": "rejected", "confirmed": 1, "decided_on_expiry": 1, "closed": 1,
+                                           "attempt_id": None}
+    assert backend.events(approval_id, "decided") == [
+        {"actor": "system", "detail": {"verdict": "reject", "onExpiry": True}}]
     view = api.get(approval_id).json()
     assert (view["status"], view["verdict"], view["decidedOnExpiry"]) == ("rejected", "reject", True)
     assert view["decisions"] == [], "no person decided"
     late = api.decide(approval_id, "approve")
     assert late.status_code == 409 and late.json()["error"]["code"] == "already_decided", late.text
-    stack.run_cron()
+    backend.run_cron()
     assert callbacks(workflows, arn) == ["TaskFailed"], "a later run sends nothing"
 
 
-def test_approve_on_expiry_resumes_the_workflow_with_decision_expired(stack, api, workflows):
+def test_approve_on_expiry_resumes_the_workflow_with_decision_expired(backend, workflows):
+    api = backend.api
     arn, token = workflows.start_paused()
     approval_id = api.register(token, onExpiry="approve", timeoutSeconds=3600).json()["id"]
-    into_the_lead(stack, approval_id)
-    stack.run_cron()
+    backend.into_the_lead(approval_id)
+    backend.run_cron()
     done = workflows.wait_done(arn)
     assert done["status"] == "SUCCEEDED" and "Approved" in entered(workflows, arn)
     assert callbacks(workflows, arn) == ["TaskSucceeded"]
     out = json.loads(done["output"])["approval"]
     assert (out["decision"], out["onExpiry"], out["approvalId"]) == ("expired", "approve", approval_id)
-    assert row(stack, approval_id)["status"] == "approved" and row(stack, approval_id)["decided_on_expiry"] == 1
+    assert state(backend, approval_id)["status"] == "approved" and state(backend, approval_id)["decided_on_expiry"] == 1
     decided = api.get(approval_id).json()
     assert decided["decidedOnExpiry"] is True and decided["status"] == "approved"
 
 
-def test_one_deadline_a_person_decides_before_it_and_ringi_after_it(stack, api, workflows):
+def test_one_deadline_a_person_decides_before_it_and_ringi_after_it(backend, workflows):
     """`none` (the default) is Step Functions' own timeout and one deadline. With an outcome on expiry, the deadline
     approvers are shown (and the registration answers) ends the lead (600 s) before the task's; a person decides
     before it and is refused after it, when ringi's outcome is due."""
+    api = backend.api
     arn_none, token = workflows.start_paused()
     r = api.register(token, timeoutSeconds=3600)
     left = r.json()["id"]
@@ -121,16 +133,16 @@ def test_one_deadline_a_person_decides_before_it_and_ringi_after_it(stack, api, 
     assert api.decide(decided, "approve").json()["status"] == "approved"
     arn_late, token = workflows.start_paused()
     late = api.register(token, onExpiry="reject", timeoutSeconds=3600).json()["id"]
-    into_the_lead(stack, late)
+    backend.into_the_lead(late)
     refused = api.decide(late, "approve")
     assert (refused.status_code, refused.json()["error"]["code"]) == (409, "expired"), refused.text
-    stack.run_cron()
-    assert row(stack, left)["status"] == "pending" and workflows.status(arn_none) == "RUNNING"
+    backend.run_cron()
+    assert state(backend, left)["status"] == "pending" and workflows.status(arn_none) == "RUNNING"
     assert workflows.wait_done(arn_decided)["status"] == "SUCCEEDED"
     assert callbacks(workflows, arn_decided) == ["TaskSucceeded"]
-    assert row(stack, decided)["decided_on_expiry"] == 0
+    assert state(backend, decided)["decided_on_expiry"] == 0
     assert workflows.wait_done(arn_late)["status"] == "FAILED" and callbacks(workflows, arn_late) == ["TaskFailed"]
-    assert row(stack, late)["decided_on_expiry"] == 1
+    assert state(backend, late)["decided_on_expiry"] == 1
 
 
 def iso_seconds(at: str) -> int:

@@ -14,7 +14,7 @@ from .api import Api, Workflows, d1, paused_factory
 
 # The columns `Backend.stored` answers, as D1 names them, and the DynamoDB attribute each one is read from.
 _DDB_ATTRIBUTES = {"status": "status", "task_token": "taskToken", "claim_id": "claimId", "mail_state": "mailState",
-                   "mail_attempts": "mailAttempts"}
+                   "mail_attempts": "mailAttempts", "confirmed": "confirmed", "decided_on_expiry": "decidedOnExpiry"}
 
 
 def _plain(attr: dict | None):
@@ -22,7 +22,7 @@ def _plain(attr: dict | None):
     if not attr:
         return None
     (ty, v), = attr.items()
-    return int(v) if ty == "N" else v
+    return int(v) if ty == "N" else int(v) if ty == "BOOL" else v
 
 
 class Backend:
@@ -117,6 +117,18 @@ class Backend:
         self.stack.aws("dynamodb").update_item(
             TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}}, UpdateExpression="SET expiresAtMs = :at",
             ExpressionAttributeValues={":at": {"N": str(at)}})
+
+    def into_the_lead(self, approval_id: str, seconds: int = 120) -> None:
+        """With an outcome on expiry: the approvers' deadline has just passed; the task's is `seconds` from now."""
+        now = int(time.time() * 1000)
+        if self.name == "d1":
+            d1(self.stack, f"UPDATE approvals SET expires_at = {now - 1000}, task_expires_at = {now + seconds * 1000} "
+                           f"WHERE id = '{approval_id}'")
+            return
+        self.stack.aws("dynamodb").update_item(
+            TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
+            UpdateExpression="SET expiresAtMs = :a, taskExpiresAtMs = :t",
+            ExpressionAttributeValues={":a": {"N": str(now - 1000)}, ":t": {"N": str(now + seconds * 1000)}})
 
     def _item(self, approval_id: str) -> dict:
         return self.stack.aws("dynamodb").get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
