@@ -2,6 +2,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::aws_target::{AwsTarget, AwsTargets};
 use crate::chat::ChatChannels;
 use crate::discovery::Discovery;
 use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
@@ -86,7 +87,11 @@ pub struct Config {
     pub register_api_key_hashes: Vec<String>,
     pub aws_region: String,
     pub aws_credentials: Option<AwsCredentials>,
-    pub sfn_endpoint: String,
+    /// `SFN_ENDPOINT`: one fixed endpoint for every region (a local stand-in); by default each region's own.
+    pub sfn_endpoint: Option<String>,
+    /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::aws_target). Empty:
+    /// one account, the credentials' own, in `AWS_REGION`.
+    pub aws_targets: AwsTargets,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
@@ -308,9 +313,10 @@ impl Config {
                 ))
             }
         };
-        let sfn_endpoint = match opt("SFN_ENDPOINT") {
-            Some(u) => url("SFN_ENDPOINT", u)?,
-            None => format!("https://states.{aws_region}.amazonaws.com"),
+        let sfn_endpoint = opt("SFN_ENDPOINT").map(|u| url("SFN_ENDPOINT", u)).transpose()?;
+        let aws_targets = match opt("AWS_TARGETS") {
+            None => AwsTargets::default(),
+            Some(v) => AwsTargets::parse(&v).map_err(|e| ConfigError::Invalid("AWS_TARGETS", e))?,
         };
         let ses_endpoint = match opt("SES_ENDPOINT") {
             Some(u) => url("SES_ENDPOINT", u)?,
@@ -445,6 +451,7 @@ impl Config {
             aws_region,
             aws_credentials,
             sfn_endpoint,
+            aws_targets,
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
             mail_allowed_domains,
@@ -459,6 +466,20 @@ impl Config {
             default_locale,
             version: opt("RINGI_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         })
+    }
+
+    /// The region a callback is signed for and sent to: the approval's target's, else `AWS_REGION`.
+    pub fn callback_region<'a>(&'a self, target: Option<&'a AwsTarget>) -> &'a str {
+        target.map_or(self.aws_region.as_str(), |t| t.region.as_str())
+    }
+
+    /// The Step Functions endpoint of `region` (or the fixed `SFN_ENDPOINT`), with the trailing `/` of the
+    /// JSON protocol's path.
+    pub fn sfn_url(&self, region: &str) -> String {
+        match &self.sfn_endpoint {
+            Some(fixed) => format!("{fixed}/"),
+            None => format!("https://states.{region}.amazonaws.com/"),
+        }
     }
 
     /// Is this verified caller an operator (a member of `ADMIN_GROUP`)?
@@ -571,7 +592,8 @@ mod tests {
         assert_eq!(c.sign_in_scopes, "openid email profile");
         assert_eq!(c.token_use, TokenUse::Access);
         assert!(c.register_client_ids.is_empty(), "no fallback to COGNITO_CLIENT_ID: no token may register");
-        assert_eq!(c.sfn_endpoint, "https://states.us-east-1.amazonaws.com");
+        assert_eq!(c.sfn_url(c.callback_region(None)), "https://states.us-east-1.amazonaws.com/");
+        assert!(c.aws_targets.is_empty());
         assert_eq!(c.spa_config(None).redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
@@ -846,6 +868,22 @@ mod tests {
         assert!(oidc(&[("TOKEN_USE", "id")]).is_ok());
         assert!(oidc(&[("OIDC_AUDIENCE", "api://default")]).is_ok());
         assert_eq!(with(&[("GROUPS_CLAIM", "custom:teams")]).unwrap().mapping.groups_claim, "custom:teams");
+    }
+
+    #[test]
+    fn aws_targets_route_each_callback_to_its_region() {
+        let c = with(&[("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]).unwrap();
+        let t = AwsTarget::from_stored(Some("111111111111"), Some("eu-west-1")).unwrap();
+        assert_eq!(c.callback_region(t.as_ref()), "eu-west-1");
+        assert_eq!(c.sfn_url(c.callback_region(t.as_ref())), "https://states.eu-west-1.amazonaws.com/");
+        // A local stand-in serves every region on one endpoint (it routes by the signature's region).
+        let local = with(&[("SFN_ENDPOINT", "http://127.0.0.1:5000")]).unwrap();
+        assert_eq!(local.sfn_url("eu-west-1"), "http://127.0.0.1:5000/");
+        assert!(matches!(with(&[("AWS_TARGETS", "{}")]), Err(ConfigError::Invalid("AWS_TARGETS", _))));
+        assert!(matches!(
+            with(&[("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"], "sfnEndpoint": "https://x"}}"#)]),
+            Err(ConfigError::Invalid("AWS_TARGETS", _))
+        ));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod approval;
 pub mod assets;
 pub mod audit;
 pub mod audit_export;
+pub mod aws_target;
 mod body;
 pub mod chat;
 pub mod config;
