@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 use crate::aws_target::{AwsTarget, AwsTargets};
 use crate::chat::ChatChannels;
 use crate::discovery::Discovery;
+use crate::federation::Federation;
 use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
@@ -92,6 +93,9 @@ pub struct Config {
     /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::aws_target). Empty:
     /// one account, the credentials' own, in `AWS_REGION`.
     pub aws_targets: AwsTargets,
+    /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target's role
+    /// (core::federation), not the static access key.
+    pub federation: Option<Federation>,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
@@ -318,6 +322,32 @@ impl Config {
             None => AwsTargets::default(),
             Some(v) => AwsTargets::parse(&v).map_err(|e| ConfigError::Invalid("AWS_TARGETS", e))?,
         };
+        let federation = match opt("FEDERATION_SIGNING_KEY") {
+            None => None,
+            Some(key) => {
+                let sts = opt("STS_ENDPOINT").map(|u| url("STS_ENDPOINT", u)).transpose()?;
+                let f = Federation::parse(
+                    &key,
+                    opt("FEDERATION_PUBLISHED_KEYS").as_deref(),
+                    opt("FEDERATION_AUDIENCE"),
+                    sts,
+                )
+                .map_err(|(name, e)| ConfigError::Invalid(name, e))?;
+                if aws_targets.is_empty() {
+                    return Err(ConfigError::Invalid(
+                        "AWS_TARGETS",
+                        "federation (FEDERATION_SIGNING_KEY) needs the accounts and their roles".into(),
+                    ));
+                }
+                if let Some(a) = aws_targets.accounts().iter().find(|a| a.role_arn.is_none()) {
+                    return Err(ConfigError::Invalid(
+                        "AWS_TARGETS",
+                        format!("account {} has no roleArn: federation assumes each account's role", a.account),
+                    ));
+                }
+                Some(f)
+            }
+        };
         let ses_endpoint = match opt("SES_ENDPOINT") {
             Some(u) => url("SES_ENDPOINT", u)?,
             None => format!("https://email.{aws_region}.amazonaws.com"),
@@ -359,7 +389,13 @@ impl Config {
             }
         };
         let claim_lease_ms = secs("CLAIM_LEASE_SECONDS", 30, 900)?;
-        let min_lease = min_claim_lease_secs(&RetryPolicy::default());
+        // Under federation a delivery may also fetch credentials: at most twice (cold, and once more when Step
+        // Functions calls them expired), each bounded like an attempt.
+        let sts_secs = match federation {
+            Some(_) => 2 * RetryPolicy::default().attempt_timeout_ms.div_ceil(1000) as i64,
+            None => 0,
+        };
+        let min_lease = min_claim_lease_secs(&RetryPolicy::default()) + sts_secs;
         if claim_lease_ms < min_lease * 1000 {
             let policy = RetryPolicy::default();
             return Err(ConfigError::Invalid(
@@ -452,6 +488,7 @@ impl Config {
             aws_credentials,
             sfn_endpoint,
             aws_targets,
+            federation,
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
             mail_allowed_domains,
@@ -480,6 +517,12 @@ impl Config {
             Some(fixed) => format!("{fixed}/"),
             None => format!("https://states.{region}.amazonaws.com/"),
         }
+    }
+
+    /// The issuer of the worker's own tokens for AWS (federation): its public origin, where AWS fetches
+    /// `/.well-known/openid-configuration` and the keys.
+    pub fn federation_issuer(&self) -> &str {
+        self.public_base_url.trim_end_matches('/')
     }
 
     /// Is this verified caller an operator (a member of `ADMIN_GROUP`)?
@@ -884,6 +927,38 @@ mod tests {
             with(&[("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"], "sfnEndpoint": "https://x"}}"#)]),
             Err(ConfigError::Invalid("AWS_TARGETS", _))
         ));
+    }
+
+    #[test]
+    fn federation_needs_every_target_account_to_name_its_role() {
+        const KEY: &str = r#"{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+            "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}"#;
+        const ROLE: &str =
+            r#"{"111111111111": {"roleArn": "arn:aws:iam::111111111111:role/ringi", "regions": ["eu-west-1"]}}"#;
+        let c =
+            with(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("STS_ENDPOINT", "http://127.0.0.1:5000")])
+                .unwrap();
+        let f = c.federation.as_ref().unwrap();
+        assert_eq!(
+            (f.audience.as_str(), f.sts_url("eu-west-1").as_str()),
+            ("sts.amazonaws.com", "http://127.0.0.1:5000/")
+        );
+        assert_eq!(c.federation_issuer(), "http://127.0.0.1:8787");
+        assert!(with(&[]).unwrap().federation.is_none(), "the static key stays the default without a signing key");
+        let err = |pairs: &[(&'static str, &'static str)]| match with(pairs).unwrap_err() {
+            ConfigError::Invalid(name, _) => name,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(err(&[("FEDERATION_SIGNING_KEY", KEY)]), "AWS_TARGETS");
+        assert_eq!(
+            err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]),
+            "AWS_TARGETS"
+        );
+        assert_eq!(err(&[("FEDERATION_SIGNING_KEY", "{}"), ("AWS_TARGETS", ROLE)]), "FEDERATION_SIGNING_KEY");
+        assert_eq!(
+            err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("FEDERATION_PUBLISHED_KEYS", "x")]),
+            "FEDERATION_PUBLISHED_KEYS"
+        );
     }
 
     #[test]

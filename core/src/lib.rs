@@ -16,6 +16,7 @@ pub mod devswitch;
 pub mod discovery;
 pub mod dynamo;
 pub mod error;
+pub mod federation;
 pub mod form;
 pub mod guard_ddb;
 pub mod ids;

@@ -11,7 +11,7 @@ import pytest
 import requests
 from ringi_stack import ADMIN_KEY, REGION
 
-from support.api import _definition, wait_execution_done
+from support.api import _definition, envelope, registration, wait_execution_done
 from support.backends import Backend
 from support.leaks import SEEN
 
@@ -47,13 +47,6 @@ class RegionalWorkflows:
         raise AssertionError("the execution never handed out a task token")
 
 
-def envelope(detail: dict, account: str, region: str) -> dict:
-    """An event as an EventBridge API destination delivers it."""
-    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "ringi.approval.requested",
-            "source": "ringi.e2e", "account": account, "time": "2026-12-04T00:00:00Z", "region": region,
-            "resources": [], "detail": detail}
-
-
 @pytest.fixture(scope="module", params=["d1", "dynamodb"])
 def targets(request, stack, workflows):
     url = request.getfixturevalue("dynamodb_url") if request.param == "dynamodb" else stack.base_url
@@ -70,10 +63,6 @@ def regions(stack):
 def post(backend, body: dict):
     return requests.post(f"{backend.url}/api/v1/approvals", json=body,
                          headers={"authorization": f"Bearer {backend.stack.api_key}"}, timeout=30)
-
-
-def registration(token: str, **extra) -> dict:
-    return {"taskToken": token, "approvers": [{"sub": "alice"}], "title": "Deploy", "timeoutSeconds": 600, **extra}
 
 
 def stored_target(backend, approval_id: str) -> tuple:

@@ -54,6 +54,19 @@ def id_token_claims(stack: Stack) -> dict:
     return {"token_use": "id", "aud": stack.client_id, "client_id": None, "scope": None}
 
 
+def envelope(detail: dict, account: str, region: str) -> dict:
+    """An event as an EventBridge API destination delivers it: the registration in `detail`, where it came from
+    in `account` and `region`."""
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "ringi.approval.requested",
+            "source": "ringi.e2e", "account": account, "time": "2026-12-04T00:00:00Z", "region": region,
+            "resources": [], "detail": detail}
+
+
+def registration(token: str, **extra) -> dict:
+    """A minimal registration body for approver `alice`."""
+    return {"taskToken": token, "approvers": [{"sub": "alice"}], "title": "Deploy", "timeoutSeconds": 600, **extra}
+
+
 def paused_factory(workflows, api):
     """make(timeout=300, approvers=None, **fields): a real paused execution registered with ringi (approver
     `alice` unless told otherwise) → (approvalId, executionArn)."""
