@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from ringi_stack import ADMIN_KEY, free_port
 
 from support.api import _definition, envelope, registration, wait_execution_done
+from support.faultproxy import FaultProxy
 from support.leaks import SEEN
 
 HOME = ("123456789012", "us-east-1")  # moto's default account
@@ -110,6 +111,9 @@ class Account:
 def federated(stack):
     accounts = {a: Account(stack, a, r) for a, r in (HOME, MEMBER)}
     sts = StsRecorder(stack.moto_url)
+    # Step Functions through a proxy that forwards everything unless a test scripts a fault.
+    sfn = FaultProxy(int(stack.moto_url.rsplit(":", 1)[1])).start()
+    sfn.mode = "ok"
     signing, following = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     # The worker's static key may only mail: a callback signed with it would be refused.
     iam = stack.aws("iam")
@@ -123,11 +127,13 @@ def federated(stack):
         "FEDERATION_SIGNING_KEY": json.dumps(jwk(signing, "ringi-1", private=True)),
         "FEDERATION_PUBLISHED_KEYS": json.dumps([jwk(following, "ringi-2", private=False)]),
         "STS_ENDPOINT": sts.url,
+        "SFN_ENDPOINT": f"http://127.0.0.1:{sfn.port}",
         # A delivery may now also fetch credentials: the lease outlasts that too.
         "CLAIM_LEASE_SECONDS": "30",
     })
-    yield url, accounts, sts
+    yield url, accounts, sts, sfn
     sts.server.shutdown()
+    sfn.stop()
 
 
 def post(stack, url: str, body: dict):
@@ -141,7 +147,7 @@ def decide(stack, url: str, approval_id: str, decision: str):
 
 
 def test_each_callback_lands_in_its_account_with_temporary_credentials_of_its_role(stack, federated):
-    url, accounts, sts = federated
+    url, accounts, sts, _ = federated
     paused = {a: acc.start_paused() for a, acc in accounts.items()}
     ids = {}
     for account, (_, token) in paused.items():
@@ -188,6 +194,21 @@ def test_each_callback_lands_in_its_account_with_temporary_credentials_of_its_ro
     assert len(sts.calls) == 2
     log = (stack.state / "worker-federated.log").read_text(errors="replace")
     assert log.count('"event":"sts_assumed_role"') == 2, "one role session per account"
+
+
+def test_credentials_that_expire_mid_flight_are_renewed_and_the_decision_lands_once(stack, federated):
+    url, accounts, sts, sfn = federated
+    home = accounts[HOME[0]]
+    arn, token = home.start_paused()
+    r = post(stack, url, envelope(registration(token), *HOME))
+    assert r.status_code == 201, r.text
+    before = sum(c["RoleArn"] == role_arn(HOME[0]) for c in sts.calls)
+    sfn.script = ["expired"]  # the cached session is refused once
+    assert decide(stack, url, r.json()["id"], "approve").status_code == 200
+    assert wait_execution_done(home.sfn, arn)["status"] == "SUCCEEDED"
+    assert sfn.injected["expired"] == 1
+    assert sfn.forwarded[token] == 1, "delivered exactly once"
+    assert sum(c["RoleArn"] == role_arn(HOME[0]) for c in sts.calls) == before + 1, "a new session was fetched"
 
 
 def test_without_federation_there_is_no_issuer(stack):
