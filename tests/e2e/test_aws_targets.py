@@ -11,9 +11,8 @@ import pytest
 import requests
 from ringi_stack import ADMIN_KEY, REGION
 
-from support.api import _definition, envelope, registration, wait_execution_done
+from support.api import _definition, envelope, registration, start_paused, wait_execution_done
 from support.backends import Backend
-from support.leaks import SEEN
 
 ACCOUNT = "123456789012"  # moto's default account: the worker's static key's
 OTHER_REGION = "eu-west-1"
@@ -34,17 +33,7 @@ class RegionalWorkflows:
         assert f":states:{region}:" in self.machine
 
     def start_paused(self):
-        import time
-        q = self.sqs.create_queue(QueueName=f"ringi-e2e-{uuid.uuid4().hex[:10]}")["QueueUrl"]
-        arn = self.sfn.start_execution(stateMachineArn=self.machine,
-                                       input=json.dumps({"queueUrl": q, "request": "deploy"}))["executionArn"]
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for m in self.sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", []):
-                token = json.loads(m["Body"])["taskToken"]
-                SEEN.task_tokens.add(token)
-                return arn, token
-        raise AssertionError("the execution never handed out a task token")
+        return start_paused(self.sfn, self.sqs, self.machine)
 
 
 @pytest.fixture(scope="module", params=["d1", "dynamodb"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,9 +19,8 @@ import requests
 from cryptography.hazmat.primitives.asymmetric import ec
 from ringi_stack import ADMIN_KEY, free_port
 
-from support.api import _definition, envelope, registration, wait_execution_done
+from support.api import _definition, envelope, registration, start_paused, wait_execution_done
 from support.faultproxy import FaultProxy
-from support.leaks import SEEN
 
 HOME = ("123456789012", "us-east-1")  # moto's default account
 MEMBER = ("210987654321", "eu-west-1")
@@ -95,16 +93,7 @@ class Account:
         assert f":states:{region}:{account}:" in self.machine
 
     def start_paused(self):
-        q = self.sqs.create_queue(QueueName=f"ringi-fed-{uuid.uuid4().hex[:10]}")["QueueUrl"]
-        arn = self.sfn.start_execution(stateMachineArn=self.machine,
-                                       input=json.dumps({"queueUrl": q, "request": "deploy"}))["executionArn"]
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            for m in self.sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", []):
-                token = json.loads(m["Body"])["taskToken"]
-                SEEN.task_tokens.add(token)
-                return arn, token
-        raise AssertionError("the execution never handed out a task token")
+        return start_paused(self.sfn, self.sqs, self.machine)
 
 
 @pytest.fixture(scope="module")
