@@ -8,6 +8,6 @@ use worker::Response;
 use super::Ctx;
 
 pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
-    ctx.cfg.federation.as_ref().ok_or(ApiError::NoRoute)?;
+    ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
     super::json(200, &Federation::discovery(ctx.cfg.federation_issuer()))
 }

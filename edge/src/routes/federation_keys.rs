@@ -7,6 +7,6 @@ use worker::Response;
 use super::Ctx;
 
 pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
-    let federation = ctx.cfg.federation.as_ref().ok_or(ApiError::NoRoute)?;
+    let federation = ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
     super::json(200, &federation.jwks())
 }
