@@ -17,6 +17,7 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
      subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does.
   8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes);
   9. StopExecution right after StartExecution aborts the execution instead of failing with a 500.
+  (2. also: an unsigned sts:AssumeRoleWithWebIdentity passes IAM auth, as on AWS.)
 It patches moto internals, hence the exact version pin.
 """
 import argparse
@@ -69,6 +70,10 @@ _orig_auth = ActionAuthenticatorMixin._authenticate_and_authorize_action
 
 def _auth(self, iam_request_cls, resource="*"):
     if any(c in (self.headers.get("Authorization") or "") for c in _BYPASS):
+        return None
+    # As on AWS, AssumeRoleWithWebIdentity is unsigned: the web identity token is the credential (moto's STS
+    # then accepts any token; the tests verify the worker's tokens themselves, as IAM would).
+    if not self.headers.get("Authorization") and self._get_action() == "AssumeRoleWithWebIdentity":
         return None
     return _orig_auth(self, iam_request_cls, resource)
 

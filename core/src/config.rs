@@ -2,8 +2,10 @@
 
 use std::net::Ipv4Addr;
 
+use crate::aws_target::{AwsTarget, AwsTargets};
 use crate::chat::ChatChannels;
 use crate::discovery::Discovery;
+use crate::federation::Federation;
 use crate::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
@@ -86,7 +88,14 @@ pub struct Config {
     pub register_api_key_hashes: Vec<String>,
     pub aws_region: String,
     pub aws_credentials: Option<AwsCredentials>,
-    pub sfn_endpoint: String,
+    /// `SFN_ENDPOINT`: one fixed endpoint for every region (a local stand-in); by default each region's own.
+    pub sfn_endpoint: Option<String>,
+    /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::aws_target). Empty:
+    /// one account, the credentials' own, in `AWS_REGION`.
+    pub aws_targets: AwsTargets,
+    /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target's role
+    /// (core::federation), not the static access key.
+    pub federation: Option<Federation>,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
@@ -308,9 +317,36 @@ impl Config {
                 ))
             }
         };
-        let sfn_endpoint = match opt("SFN_ENDPOINT") {
-            Some(u) => url("SFN_ENDPOINT", u)?,
-            None => format!("https://states.{aws_region}.amazonaws.com"),
+        let sfn_endpoint = opt("SFN_ENDPOINT").map(|u| url("SFN_ENDPOINT", u)).transpose()?;
+        let aws_targets = match opt("AWS_TARGETS") {
+            None => AwsTargets::default(),
+            Some(v) => AwsTargets::parse(&v).map_err(|e| ConfigError::Invalid("AWS_TARGETS", e))?,
+        };
+        let federation = match opt("FEDERATION_SIGNING_KEY") {
+            None => None,
+            Some(key) => {
+                let sts = opt("STS_ENDPOINT").map(|u| url("STS_ENDPOINT", u)).transpose()?;
+                let f = Federation::parse(
+                    &key,
+                    opt("FEDERATION_PUBLISHED_KEYS").as_deref(),
+                    opt("FEDERATION_AUDIENCE"),
+                    sts,
+                )
+                .map_err(|(name, e)| ConfigError::Invalid(name, e))?;
+                if aws_targets.is_empty() {
+                    return Err(ConfigError::Invalid(
+                        "AWS_TARGETS",
+                        "federation (FEDERATION_SIGNING_KEY) needs the accounts and their roles".into(),
+                    ));
+                }
+                if let Some(a) = aws_targets.accounts().iter().find(|a| a.role_arn.is_none()) {
+                    return Err(ConfigError::Invalid(
+                        "AWS_TARGETS",
+                        format!("account {} has no roleArn: federation assumes each account's role", a.account),
+                    ));
+                }
+                Some(f)
+            }
         };
         let ses_endpoint = match opt("SES_ENDPOINT") {
             Some(u) => url("SES_ENDPOINT", u)?,
@@ -353,7 +389,13 @@ impl Config {
             }
         };
         let claim_lease_ms = secs("CLAIM_LEASE_SECONDS", 30, 900)?;
-        let min_lease = min_claim_lease_secs(&RetryPolicy::default());
+        // Under federation a delivery may also fetch credentials: at most twice (cold, and once more when Step
+        // Functions calls them expired), each bounded like an attempt.
+        let sts_secs = match federation {
+            Some(_) => 2 * RetryPolicy::default().attempt_timeout_ms.div_ceil(1000) as i64,
+            None => 0,
+        };
+        let min_lease = min_claim_lease_secs(&RetryPolicy::default()) + sts_secs;
         if claim_lease_ms < min_lease * 1000 {
             let policy = RetryPolicy::default();
             return Err(ConfigError::Invalid(
@@ -445,6 +487,8 @@ impl Config {
             aws_region,
             aws_credentials,
             sfn_endpoint,
+            aws_targets,
+            federation,
             ses_endpoint,
             mail_from: opt("MAIL_FROM"),
             mail_allowed_domains,
@@ -459,6 +503,26 @@ impl Config {
             default_locale,
             version: opt("RINGI_VERSION").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         })
+    }
+
+    /// The region a callback is signed for and sent to: the approval's target's, else `AWS_REGION`.
+    pub fn callback_region<'a>(&'a self, target: Option<&'a AwsTarget>) -> &'a str {
+        target.map_or(self.aws_region.as_str(), |t| t.region.as_str())
+    }
+
+    /// The Step Functions endpoint of `region` (or the fixed `SFN_ENDPOINT`), with the trailing `/` of the
+    /// JSON protocol's path.
+    pub fn sfn_url(&self, region: &str) -> String {
+        match &self.sfn_endpoint {
+            Some(fixed) => format!("{fixed}/"),
+            None => format!("https://states.{region}.amazonaws.com/"),
+        }
+    }
+
+    /// The issuer of the worker's own tokens for AWS (federation): its public origin, where AWS fetches
+    /// `/.well-known/openid-configuration` and the keys.
+    pub fn federation_issuer(&self) -> &str {
+        self.public_base_url.trim_end_matches('/')
     }
 
     /// Is this verified caller an operator (a member of `ADMIN_GROUP`)?
@@ -571,7 +635,8 @@ mod tests {
         assert_eq!(c.sign_in_scopes, "openid email profile");
         assert_eq!(c.token_use, TokenUse::Access);
         assert!(c.register_client_ids.is_empty(), "no fallback to COGNITO_CLIENT_ID: no token may register");
-        assert_eq!(c.sfn_endpoint, "https://states.us-east-1.amazonaws.com");
+        assert_eq!(c.sfn_url(c.callback_region(None)), "https://states.us-east-1.amazonaws.com/");
+        assert!(c.aws_targets.is_empty());
         assert_eq!(c.spa_config(None).redirect_uri, "http://127.0.0.1:8787/auth/callback");
         assert!(c.aws_credentials.is_none());
         assert_eq!(c.claim_lease_ms, 30_000);
@@ -846,6 +911,54 @@ mod tests {
         assert!(oidc(&[("TOKEN_USE", "id")]).is_ok());
         assert!(oidc(&[("OIDC_AUDIENCE", "api://default")]).is_ok());
         assert_eq!(with(&[("GROUPS_CLAIM", "custom:teams")]).unwrap().mapping.groups_claim, "custom:teams");
+    }
+
+    #[test]
+    fn aws_targets_route_each_callback_to_its_region() {
+        let c = with(&[("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]).unwrap();
+        let t = AwsTarget::from_stored(Some("111111111111"), Some("eu-west-1")).unwrap();
+        assert_eq!(c.callback_region(t.as_ref()), "eu-west-1");
+        assert_eq!(c.sfn_url(c.callback_region(t.as_ref())), "https://states.eu-west-1.amazonaws.com/");
+        // A local stand-in serves every region on one endpoint (it routes by the signature's region).
+        let local = with(&[("SFN_ENDPOINT", "http://127.0.0.1:5000")]).unwrap();
+        assert_eq!(local.sfn_url("eu-west-1"), "http://127.0.0.1:5000/");
+        assert!(matches!(with(&[("AWS_TARGETS", "{}")]), Err(ConfigError::Invalid("AWS_TARGETS", _))));
+        assert!(matches!(
+            with(&[("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"], "sfnEndpoint": "https://x"}}"#)]),
+            Err(ConfigError::Invalid("AWS_TARGETS", _))
+        ));
+    }
+
+    #[test]
+    fn federation_needs_every_target_account_to_name_its_role() {
+        const KEY: &str = r#"{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+            "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}"#;
+        const ROLE: &str =
+            r#"{"111111111111": {"roleArn": "arn:aws:iam::111111111111:role/ringi", "regions": ["eu-west-1"]}}"#;
+        let c =
+            with(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("STS_ENDPOINT", "http://127.0.0.1:5000")])
+                .unwrap();
+        let f = c.federation.as_ref().unwrap();
+        assert_eq!(
+            (f.audience.as_str(), f.sts_url("eu-west-1").as_str()),
+            ("sts.amazonaws.com", "http://127.0.0.1:5000/")
+        );
+        assert_eq!(c.federation_issuer(), "http://127.0.0.1:8787");
+        assert!(with(&[]).unwrap().federation.is_none(), "the static key stays the default without a signing key");
+        let err = |pairs: &[(&'static str, &'static str)]| match with(pairs).unwrap_err() {
+            ConfigError::Invalid(name, _) => name,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(err(&[("FEDERATION_SIGNING_KEY", KEY)]), "AWS_TARGETS");
+        assert_eq!(
+            err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]),
+            "AWS_TARGETS"
+        );
+        assert_eq!(err(&[("FEDERATION_SIGNING_KEY", "{}"), ("AWS_TARGETS", ROLE)]), "FEDERATION_SIGNING_KEY");
+        assert_eq!(
+            err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("FEDERATION_PUBLISHED_KEYS", "x")]),
+            "FEDERATION_PUBLISHED_KEYS"
+        );
     }
 
     #[test]

@@ -187,6 +187,8 @@ pub fn approval_columns(item: &Map<String, Value>) -> Result<Value, CorruptValue
         "allow_self_approval": bool_num(item, "allowSelfApproval"),
         "on_expiry": str_or(item, "onExpiry", "none"),
         "decided_on_expiry": bool_num(item, "decidedOnExpiry"),
+        "aws_account": item.get("awsAccount").and_then(Value::as_str),
+        "aws_region": item.get("awsRegion").and_then(Value::as_str),
     }))
 }
 

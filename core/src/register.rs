@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::approval::Quorum;
+use crate::aws_target::{AwsTarget, AwsTargets, RequestedTarget};
 use crate::body::{first_item, from_object, json_value, top_field};
 use crate::chat::{ChannelName, ChatChannels, MAX_CHANNELS};
 use crate::error::ApiError;
@@ -54,6 +55,8 @@ pub struct NewApproval {
     pub request_sha256: String,
     /// `reminders` and `escalation` (core::schedule), resolved to times.
     pub schedule: Schedule,
+    /// The account and region the callback goes to (`AWS_TARGETS`); `None`: this ringi's one account.
+    pub target: Option<AwsTarget>,
 }
 
 /// The registration body as sent. Every member is optional here (`null` = absent) so that a missing one is
@@ -81,6 +84,16 @@ pub struct RegistrationBody {
     /// Checked item by item (core::schedule), so that each error names `reminders[i]`.
     reminders: Option<Vec<Value>>,
     escalation: Option<Value>,
+    /// Where the workflow runs, for callers that send no EventBridge envelope.
+    aws: Option<AwsField>,
+}
+
+/// `aws`: only the account and region; a role or an endpoint is never the registrant's to choose.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AwsField {
+    account_id: Option<String>,
+    region: Option<String>,
 }
 
 /// What a member of the body must be, for a value serde could not take.
@@ -107,6 +120,8 @@ fn explain(path: &str, serde_message: String) -> ApiError {
         "allowSelfApproval" => must("must be true or false"),
         "onExpiry" => must("must be \"none\", \"reject\" or \"approve\""),
         "reminders" => must("must be an array of durations (\"PT4H\") or {\"beforeExpiry\": \"PT1H\"}"),
+        "aws" if nested => must("must be a string"),
+        "aws" => must("must be {\"accountId\": …, \"region\": …}"),
         _ => must("must be a string"),
     }
 }
@@ -140,11 +155,19 @@ pub fn valid_domain(d: &str) -> bool {
 
 /// An EventBridge event delivered by an API destination carries the registration in `detail`.
 pub fn unwrap_event_envelope(v: Value) -> Value {
+    split_event_envelope(v).0
+}
+
+/// The registration and, for an EventBridge event, the `account` and `region` it came from (where the
+/// workflow runs).
+fn split_event_envelope(v: Value) -> (Value, (Option<String>, Option<String>)) {
     match v {
         Value::Object(mut o) if o.contains_key("detail-type") && o.get("detail").is_some_and(Value::is_object) => {
-            o.remove("detail").unwrap_or(Value::Null)
+            let text = |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+            let origin = (text(&o, "account"), text(&o, "region"));
+            (o.remove("detail").unwrap_or(Value::Null), origin)
         }
-        other => other,
+        other => (other, (None, None)),
     }
 }
 
@@ -152,20 +175,24 @@ pub fn unwrap_event_envelope(v: Value) -> Value {
 /// approvers and addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`; the rule of every mail,
 /// `crate::mail::may_mail`), and `notify` no chat channel. Every error names the offending field.
 pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
-    parse_registration_with_channels(body, now, mail_allowed_domains, &ChatChannels::default())
+    parse_registration_with_channels(body, now, mail_allowed_domains, &ChatChannels::default(), &AwsTargets::default())
 }
 
-/// [`parse_registration`], where `notify` may also name the channels of `CHAT_CHANNELS`.
+/// [`parse_registration`], where `notify` may also name the channels of `CHAT_CHANNELS`, and the target must
+/// be one of `AWS_TARGETS` (`crate::aws_target`).
 pub fn parse_registration_with_channels(
     body: &[u8],
     now: i64,
     mail_allowed_domains: &[String],
     channels: &ChatChannels,
+    targets: &AwsTargets,
 ) -> Result<NewApproval, ApiError> {
-    let v = unwrap_event_envelope(json_value(body)?);
+    let (v, envelope) = split_event_envelope(json_value(body)?);
     let request_sha256 = crate::hex_sha256(v.to_string().as_bytes());
-    let dto: RegistrationBody = from_object(v, explain)?;
-    dto.validate(now, mail_allowed_domains, channels, request_sha256)
+    let mut dto: RegistrationBody = from_object(v, explain)?;
+    let explicit = dto.aws.take().map(|a| (a.account_id, a.region));
+    let target = targets.resolve(&RequestedTarget { envelope, explicit })?;
+    Ok(NewApproval { target, ..dto.validate(now, mail_allowed_domains, channels, request_sha256)? })
 }
 
 pub(crate) fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
@@ -386,6 +413,7 @@ impl RegistrationBody {
             on_expiry: self.on_expiry.unwrap_or_default(),
             request_sha256,
             schedule,
+            target: None,
         })
     }
 }
@@ -477,7 +505,7 @@ mod tests {
         .unwrap();
         let parse = |notify: Value| {
             let b = with("notify", notify).to_string();
-            parse_registration_with_channels(b.as_bytes(), NOW, &[], &chat)
+            parse_registration_with_channels(b.as_bytes(), NOW, &[], &chat, &AwsTargets::default())
         };
         let a = parse(json!([{"email": "alice@example.com"}, {"channel": "deploys"}, {"channel": "ops"},
                              {"channel": "deploys"}]))
@@ -515,6 +543,59 @@ mod tests {
     fn eventbridge_envelope_is_accepted() {
         let ev = json!({"version": "0", "detail-type": "ringi.approval", "source": "x", "detail": base()});
         assert!(parse_registration(ev.to_string().as_bytes(), NOW, &[]).is_ok());
+    }
+
+    #[test]
+    fn the_target_comes_from_the_envelope_or_aws_and_must_be_configured() {
+        let targets = AwsTargets::parse(
+            r#"{"111111111111": {"regions": ["eu-west-1"]}, "222222222222": {"regions": ["us-east-1"]}}"#,
+        )
+        .unwrap();
+        let parse = |v: Value| {
+            parse_registration_with_channels(v.to_string().as_bytes(), NOW, &[], &ChatChannels::default(), &targets)
+        };
+        let event = |account: &str, region: &str, detail: Value| {
+            json!({"version": "0", "id": "e1", "detail-type": "ringi.approval.requested", "source": "x",
+                   "account": account, "region": region, "detail": detail})
+        };
+        let t = parse(event("222222222222", "us-east-1", base())).unwrap().target.unwrap();
+        assert_eq!((t.account.as_str(), t.region.as_str()), ("222222222222", "us-east-1"));
+        let direct = with("aws", json!({"accountId": "111111111111", "region": "eu-west-1"}));
+        assert_eq!(parse(direct.clone()).unwrap().target.unwrap().region.as_str(), "eu-west-1");
+        // The target is not part of the request's fingerprint: a redelivery still matches.
+        assert_eq!(
+            parse(event("222222222222", "us-east-1", base())).unwrap().request_sha256,
+            parse_registration(base().to_string().as_bytes(), NOW, &[]).unwrap().request_sha256
+        );
+        let field = |r: Result<NewApproval, ApiError>| match r.unwrap_err() {
+            ApiError::Invalid { field, .. } => field,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(field(parse(event("333333333333", "us-east-1", base()))), "account");
+        assert_eq!(field(parse(event("222222222222", "eu-west-1", base()))), "region");
+        assert_eq!(field(parse(base())), "account");
+        assert!(parse(event("111111111111", "eu-west-1", direct.clone())).is_ok(), "agrees with the envelope");
+        let mut spoofed = direct;
+        spoofed["aws"]["accountId"] = json!("222222222222");
+        assert_eq!(field(parse(event("111111111111", "eu-west-1", spoofed))), "aws.accountId");
+        // A registrant names no role and no endpoint.
+        assert_eq!(
+            field(parse(with(
+                "aws",
+                json!({"accountId": "111111111111", "region": "eu-west-1",
+                                                   "roleArn": "arn:aws:iam::111111111111:role/x"})
+            ))),
+            "aws.roleArn"
+        );
+        assert_eq!(field(parse(with("aws", json!({"endpoint": "https://evil.test"})))), "aws.endpoint");
+        assert_eq!(field(parse(with("aws", json!("111111111111")))), "aws");
+        assert_eq!(field(parse(with("aws", json!({"accountId": 111111111111u64})))), "aws.accountId");
+        // Without AWS_TARGETS: the envelope's origin is ignored, an explicit target refused.
+        assert!(parse_registration(event("333333333333", "eu-west-1", base()).to_string().as_bytes(), NOW, &[])
+            .unwrap()
+            .target
+            .is_none());
+        assert_eq!(field_of(with("aws", json!({"accountId": "111111111111", "region": "eu-west-1"}))), "aws");
     }
 
     #[test]

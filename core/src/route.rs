@@ -18,6 +18,9 @@ pub enum Auth {
 pub enum Endpoint {
     Health,
     SpaConfig,
+    /// The worker's own OpenID Connect discovery document and keys (federation with AWS).
+    FederationDiscovery,
+    FederationKeys,
     Register,
     Inbox,
     Approval,
@@ -46,6 +49,9 @@ const fn op(method: &'static str, path: &'static str, endpoint: Endpoint, auth: 
 pub enum Route {
     Health,
     SpaConfig,
+    /// The worker's own OpenID Connect discovery document and keys (federation with AWS).
+    FederationDiscovery,
+    FederationKeys,
     Register,
     Inbox,
     Approval(ApprovalId),
@@ -84,7 +90,11 @@ impl From<Unrouted> for ApiError {
 
 /// Paths the worker answers itself; everything else is a static asset of the SPA.
 pub fn is_api(path: &str) -> bool {
-    path.starts_with("/api/") || path == "/api" || path == "/healthz" || path == "/config.json"
+    path.starts_with("/api/")
+        || path == "/api"
+        || path == "/healthz"
+        || path == "/config.json"
+        || path.starts_with("/.well-known/")
 }
 
 /// `path`'s segments against a template's; `Some(id segment)` (or `Some("")` without one) on a match.
@@ -110,6 +120,8 @@ impl Route {
         op("HEAD", "/healthz", Endpoint::Health, Auth::None),
         op("GET", "/config.json", Endpoint::SpaConfig, Auth::None),
         op("HEAD", "/config.json", Endpoint::SpaConfig, Auth::None),
+        op("GET", "/.well-known/openid-configuration", Endpoint::FederationDiscovery, Auth::None),
+        op("GET", "/.well-known/jwks.json", Endpoint::FederationKeys, Auth::None),
         op("GET", "/api/v1/approvals", Endpoint::Inbox, Auth::User),
         op("POST", "/api/v1/approvals", Endpoint::Register, Auth::Machine),
         op("GET", "/api/v1/approvals/{id}", Endpoint::Approval, Auth::User),
@@ -140,6 +152,8 @@ impl Route {
         Ok(match spec.endpoint {
             Endpoint::Health => Self::Health,
             Endpoint::SpaConfig => Self::SpaConfig,
+            Endpoint::FederationDiscovery => Self::FederationDiscovery,
+            Endpoint::FederationKeys => Self::FederationKeys,
             Endpoint::Register => Self::Register,
             Endpoint::Inbox => Self::Inbox,
             Endpoint::Approval => Self::Approval(id()?),
@@ -155,6 +169,8 @@ impl Route {
         match self {
             Self::Health => Endpoint::Health,
             Self::SpaConfig => Endpoint::SpaConfig,
+            Self::FederationDiscovery => Endpoint::FederationDiscovery,
+            Self::FederationKeys => Endpoint::FederationKeys,
             Self::Register => Endpoint::Register,
             Self::Inbox => Endpoint::Inbox,
             Self::Approval(_) => Endpoint::Approval,
@@ -184,6 +200,8 @@ mod tests {
         assert_eq!(Route::parse("GET", "/healthz"), Ok(Route::Health));
         assert_eq!(Route::parse("HEAD", "/config.json"), Ok(Route::SpaConfig));
         assert_eq!(Route::parse("POST", "/api/v1/approvals"), Ok(Route::Register));
+        assert_eq!(Route::parse("GET", "/.well-known/jwks.json"), Ok(Route::FederationKeys));
+        assert!(is_api("/.well-known/openid-configuration"));
         assert_eq!(Route::parse("GET", "/api/v1/approvals/"), Ok(Route::Inbox), "a trailing slash is ignored");
         assert_eq!(Route::parse("GET", &format!("/api/v1/approvals/{ID}")), Ok(Route::Approval(id.clone())));
         assert_eq!(Route::parse("POST", &format!("/api/v1/approvals/{ID}/decision")), Ok(Route::Decision(id)));

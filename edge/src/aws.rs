@@ -3,7 +3,7 @@
 
 use ringi_core::config::Config;
 use ringi_core::latency::Remote;
-use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, SignOptions, SignRequest};
+use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
@@ -60,6 +60,21 @@ pub async fn signed_post(
         (AwsService::DynamoDb, ringi_core::config::Storage::DynamoDb(d)) => d.region.as_str(),
         _ => cfg.aws_region.as_str(),
     };
+    signed_post_as(creds, region, probe, url, service, headers, body, timeout).await
+}
+
+/// [`signed_post`] with the given credentials, signed for `region` (a callback's target's).
+#[allow(clippy::too_many_arguments)]
+pub async fn signed_post_as(
+    creds: &AwsCredentials,
+    region: &str,
+    probe: &Probe,
+    url: &str,
+    service: AwsService,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Result<(u16, String), String> {
     let signed = sign_headers(
         &SignRequest {
             method: "POST",

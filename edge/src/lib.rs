@@ -8,6 +8,7 @@ mod config;
 mod cron;
 mod discovery;
 mod error;
+mod federation;
 mod jwks;
 mod mailer;
 mod on_expiry;

@@ -44,7 +44,8 @@ async fn answer(cfg: &Config, store: &Store, due: &DueOutcome) -> Result<bool, A
         }
     };
     let cb = callback(id, verdict, due.expires_at, now);
-    let Delivery { outcome, maybe_delivered } = deliver(cfg, store.probe(), id, &cb, &due.token).await;
+    let Delivery { outcome, maybe_delivered } =
+        deliver(cfg, store.probe(), id, &cb, &due.token, due.target.as_ref()).await;
     let fields = |code: &str| json!({"approvalId": id.as_str(), "verdict": verdict.as_str(), "code": code});
     match outcome {
         CallbackOutcome::Delivered => {

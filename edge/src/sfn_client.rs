@@ -2,13 +2,16 @@
 
 use std::time::Duration;
 
+use ringi_core::aws_target::AwsTarget;
 use ringi_core::config::Config;
+use ringi_core::federation::expired_credentials;
 use ringi_core::sfn::{classify, CallbackOutcome, RetryPolicy, SfnCallback, JSON_CONTENT_TYPE};
 use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;
 
-use crate::aws::{signed_post, AwsService};
+use crate::aws::{signed_post_as, AwsService};
+use crate::federation::{credentials, forget};
 use crate::platform::{log, random_unit};
 use crate::probe::Probe;
 
@@ -23,34 +26,65 @@ pub struct Delivery {
 
 /// Delivers `cb` with bounded, jittered retries. It never presumes anything: "task closed" after an
 /// ambiguous try is reported as such, with `maybe_delivered`, and the caller records it as unconfirmed.
-pub async fn deliver(cfg: &Config, probe: &Probe, id: &ApprovalId, cb: &SfnCallback, token: &TaskToken) -> Delivery {
-    if cfg.aws_credentials.is_none() {
-        return Delivery {
-            outcome: CallbackOutcome::Refused("NoCredentialsConfigured".into()),
-            maybe_delivered: false,
-        };
-    }
+/// The callback goes to `target`'s region (`None`: `AWS_REGION`), signed with that account's temporary
+/// credentials under federation, else with the static key.
+pub async fn deliver(
+    cfg: &Config,
+    probe: &Probe,
+    id: &ApprovalId,
+    cb: &SfnCallback,
+    token: &TaskToken,
+    target: Option<&AwsTarget>,
+) -> Delivery {
+    let region = cfg.callback_region(target);
     // The same policy sets the floor of CLAIM_LEASE_SECONDS (config::min_claim_lease_secs): a stalled endpoint
     // cannot hold the claim past its lease.
     let policy = RetryPolicy::default();
     let attempt_timeout = Duration::from_millis(policy.attempt_timeout_ms);
-    let url = format!("{}/", cfg.sfn_endpoint);
+    let url = cfg.sfn_url(region);
     let body = cb.body(token);
     let headers = [("content-type", JSON_CONTENT_TYPE), ("x-amz-target", cb.target())];
     let mut attempt = 1;
     let mut maybe_delivered = false;
+    let mut renewed = false;
     loop {
-        let outcome =
-            match signed_post(cfg, probe, &url, AwsService::StepFunctions, &headers, &body, attempt_timeout).await {
-                Ok((status, text)) => classify(status, &text),
-                Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
-            };
+        let outcome = match credentials(cfg, target, attempt_timeout).await {
+            Err(none) => none,
+            Ok(creds) => {
+                let sent = signed_post_as(
+                    &creds,
+                    region,
+                    probe,
+                    &url,
+                    AwsService::StepFunctions,
+                    &headers,
+                    &body,
+                    attempt_timeout,
+                );
+                match sent.await {
+                    Ok((status, text)) => classify(status, &text),
+                    Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),
+                }
+            }
+        };
         log(
             "info",
             "sfn_callback",
-            json!({"approvalId": id.as_str(), "target": cb.target(), "attempt": attempt, "outcome": format!("{outcome:?}")}),
+            json!({"approvalId": id.as_str(), "target": cb.target(), "region": region,
+                   "account": target.map(|t| t.account.as_str()), "attempt": attempt, "outcome": format!("{outcome:?}")}),
         );
         match outcome {
+            // Temporary credentials that ran out before their recorded expiry (a clock apart): new ones, once.
+            CallbackOutcome::Refused(code)
+                if cfg.federation.is_some()
+                    && expired_credentials(&code)
+                    && !renewed
+                    && attempt < policy.max_attempts =>
+            {
+                forget(target);
+                renewed = true;
+                attempt += 1;
+            }
             CallbackOutcome::Retryable(code) if attempt < policy.max_attempts => {
                 maybe_delivered |= !code.contains("Throttl");
                 Delay::from(Duration::from_millis(policy.backoff_ms(attempt, random_unit()))).await;

@@ -51,8 +51,10 @@ pub async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
 pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> Result<Response, ApiError> {
     let body = super::body_bytes(req).await?;
     let now = now_ms();
-    let new = parse_registration_with_channels(&body, now, &ctx.cfg.mail_allowed_domains, &ctx.cfg.chat_channels)?
-        .with_on_expiry_lead(now, ctx.cfg.on_expiry_lead_ms);
+    let cfg = &ctx.cfg;
+    let new =
+        parse_registration_with_channels(&body, now, &cfg.mail_allowed_domains, &cfg.chat_channels, &cfg.aws_targets)?
+            .with_on_expiry_lead(now, ctx.cfg.on_expiry_lead_ms);
     ringi_core::self_approval::check_enforceable(
         &new.requested_by,
         new.allow_self_approval,

@@ -134,7 +134,8 @@ impl DecisionAttempt<'_> {
             store.release(id, &claim.id, true).await?;
             return Err(ApiError::Expired);
         };
-        let Delivery { outcome, maybe_delivered } = deliver(&self.ctx.cfg, &self.ctx.probe, id, callback, token).await;
+        let Delivery { outcome, maybe_delivered } =
+            deliver(&self.ctx.cfg, &self.ctx.probe, id, callback, token, self.approval.target.as_ref()).await;
         match outcome {
             CallbackOutcome::Delivered => self.delivered(verdict, &claim).await,
             CallbackOutcome::TaskClosed(code) if claim.attempt.may_have_closed_the_task(&claim.id, maybe_delivered) => {

@@ -7,6 +7,8 @@ mod audit_get;
 mod decision_attempt;
 mod decision_post;
 mod delegation_post;
+mod federation_discovery;
+mod federation_keys;
 mod health;
 mod inbox_get;
 mod out_of_office;
@@ -75,6 +77,8 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
     match (route, who) {
         (Route::Health, _) => health::get(),
         (Route::SpaConfig, _) => spa_config::get(ctx).await,
+        (Route::FederationDiscovery, _) => federation_discovery::get(ctx),
+        (Route::FederationKeys, _) => federation_keys::get(ctx),
         (Route::Register, Caller::Registrant(label)) => {
             approvals_post::post(&mut req, ctx, &ctx.store()?, &label).await
         }

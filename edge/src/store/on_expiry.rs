@@ -4,6 +4,7 @@
 
 use ringi_core::approval::Verdict;
 use ringi_core::audit::{Actor, EventKind};
+use ringi_core::aws_target::AwsTarget;
 use ringi_core::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
@@ -23,6 +24,8 @@ struct DueRow {
     task_token: String,
     on_expiry: String,
     expires_at: f64,
+    aws_account: Option<String>,
+    aws_region: Option<String>,
 }
 
 /// An approval whose chosen outcome is due. Holds the task token: never log it.
@@ -31,6 +34,8 @@ pub struct DueOutcome {
     pub token: TaskToken,
     pub verdict: Verdict,
     pub expires_at: i64,
+    /// Where the callback goes (`None`: this ringi's one account).
+    pub target: Option<AwsTarget>,
 }
 
 impl DueRow {
@@ -41,6 +46,7 @@ impl DueRow {
             token: TaskToken::parse(&self.task_token).ok()?,
             verdict,
             expires_at: self.expires_at as i64,
+            target: AwsTarget::from_stored(self.aws_account.as_deref(), self.aws_region.as_deref()).ok()?,
         })
     }
 }
@@ -52,7 +58,7 @@ impl D1Store {
     pub async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
         let stmt = Stmt::new(
             format!(
-                "SELECT id, task_token, on_expiry, expires_at FROM approvals
+                "SELECT id, task_token, on_expiry, expires_at, aws_account, aws_region FROM approvals
                  WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
                    AND expires_at <= ?1 AND task_expires_at > ?1
                    AND (status = 'pending' OR claimed_until <= ?1)

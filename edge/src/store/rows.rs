@@ -2,6 +2,7 @@
 //! value maps to is a [`CorruptValue`]: logged and answered 500, never replaced by a default.
 
 use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
+use ringi_core::aws_target::AwsTarget;
 use ringi_core::chat::ChannelName;
 use ringi_core::context::ApprovalContext;
 use ringi_core::delegation::Seat;
@@ -44,7 +45,8 @@ fn locale(s: Option<&str>) -> Result<Option<Locale>, CorruptValue> {
 /// Columns of [`ApprovalRow`].
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_token, status, confirmed, title, summary, details_json, \
      form_json, quorum, approver_count, context_json, locale, created_at, expires_at, claimed_until, decided_at, \
-     attempt_sub, attempt_by, registered_by, requested_by_json, allow_self_approval, on_expiry, decided_on_expiry";
+     attempt_sub, attempt_by, registered_by, requested_by_json, allow_self_approval, on_expiry, decided_on_expiry, \
+     aws_account, aws_region";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalRow {
@@ -71,6 +73,8 @@ pub(crate) struct ApprovalRow {
     allow_self_approval: f64,
     on_expiry: String,
     decided_on_expiry: f64,
+    aws_account: Option<String>,
+    aws_region: Option<String>,
 }
 
 /// An approval as stored, typed.
@@ -103,6 +107,8 @@ pub struct Approval {
     pub on_expiry: OnExpiry,
     /// The verdict was ringi's own on expiry.
     pub decided_on_expiry: bool,
+    /// Where the callback goes (`None`: this ringi's one account).
+    pub target: Option<AwsTarget>,
 }
 
 /// The stored `requested_by_json`: principal keys.
@@ -144,6 +150,7 @@ impl TryFrom<ApprovalRow> for Approval {
             allow_self_approval: r.allow_self_approval != 0.0,
             on_expiry: OnExpiry::from_stored(&r.on_expiry)?,
             decided_on_expiry: r.decided_on_expiry != 0.0,
+            target: AwsTarget::from_stored(r.aws_account.as_deref(), r.aws_region.as_deref())?,
         })
     }
 }

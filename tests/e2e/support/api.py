@@ -54,6 +54,19 @@ def id_token_claims(stack: Stack) -> dict:
     return {"token_use": "id", "aud": stack.client_id, "client_id": None, "scope": None}
 
 
+def envelope(detail: dict, account: str, region: str) -> dict:
+    """An event as an EventBridge API destination delivers it: the registration in `detail`, where it came from
+    in `account` and `region`."""
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "ringi.approval.requested",
+            "source": "ringi.e2e", "account": account, "time": "2026-12-04T00:00:00Z", "region": region,
+            "resources": [], "detail": detail}
+
+
+def registration(token: str, **extra) -> dict:
+    """A minimal registration body for approver `alice`."""
+    return {"taskToken": token, "approvers": [{"sub": "alice"}], "title": "Deploy", "timeoutSeconds": 600, **extra}
+
+
 def paused_factory(workflows, api):
     """make(timeout=300, approvers=None, **fields): a real paused execution registered with ringi (approver
     `alice` unless told otherwise) → (approvalId, executionArn)."""
@@ -132,6 +145,21 @@ def _definition(timeout: int) -> str:
     })
 
 
+def start_paused(sfn, sqs, machine: str, request: str = "deploy"):
+    """Starts an execution of `machine` (a `_definition` workflow) on a new queue of `sqs` and returns
+    (executionArn, taskToken) once it is paused."""
+    q = sqs.create_queue(QueueName=f"ringi-e2e-{uuid.uuid4().hex[:10]}")["QueueUrl"]
+    arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps({"queueUrl": q, "request": request}))["executionArn"]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        msgs = sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", [])
+        if msgs:
+            token = json.loads(msgs[0]["Body"])["taskToken"]
+            SEEN.task_tokens.add(token)
+            return arn, token
+    raise AssertionError("the execution never handed out a task token")
+
+
 class Workflows:
     def __init__(self, stack: Stack):
         self.sfn = stack.aws("stepfunctions")
@@ -145,17 +173,7 @@ class Workflows:
 
     def start_paused(self, timeout: int = 300, request: str = "deploy"):
         """Starts an execution and returns (executionArn, taskToken) once it is paused."""
-        q = self.sqs.create_queue(QueueName=f"ringi-e2e-{uuid.uuid4().hex[:10]}")["QueueUrl"]
-        arn = self.sfn.start_execution(stateMachineArn=self.machines[timeout],
-                                       input=json.dumps({"queueUrl": q, "request": request}))["executionArn"]
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            msgs = self.sqs.receive_message(QueueUrl=q, WaitTimeSeconds=1).get("Messages", [])
-            if msgs:
-                token = json.loads(msgs[0]["Body"])["taskToken"]
-                SEEN.task_tokens.add(token)
-                return arn, token
-        raise AssertionError("the execution never handed out a task token")
+        return start_paused(self.sfn, self.sqs, self.machines[timeout], request)
 
     def start_many(self, n: int, timeout: int = 300):
         """Starts n executions on one queue; returns [(executionArn, taskToken)] once all are paused."""

@@ -1,5 +1,5 @@
 """A small HTTP proxy on 127.0.0.1 between the worker and AWS (moto) that injects faults: HTTP 500,
-ThrottlingException, connection reset, or a 5 s stall — none of them forwarded, so each fault is a callback
+ThrottlingException, ExpiredTokenException ("expired", only when scripted), connection reset, or a 5 s stall — none of them forwarded, so each fault is a callback
 that did not happen. It counts what it forwarded per task token (duplicate detection). Mode "slow" forwards
 everything, each request `slow_seconds` late (a slow, not a broken, endpoint); "lost" forwards the request
 and then resets the worker's connection (delivered, but the answer never arrives). `script`: modes for the
@@ -88,6 +88,10 @@ class FaultProxy:
                 return
             elif fault == "500":
                 await self._reply(writer, 500, b"upstream exploded")
+            elif fault == "expired":
+                # Temporary credentials Step Functions no longer accepts (they ran out before the worker thought).
+                await self._reply(writer, 400, json.dumps({"__type": "ExpiredTokenException",
+                                                           "message": "The security token included in the request is expired"}).encode())
             elif fault == "throttle":
                 await self._reply(writer, 400, json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode())
             elif fault == "reset":

@@ -16,6 +16,7 @@ use futures_util::future::{join, join3, join_all};
 use ringi_core::approval::{ApprovalStatus, Verdict};
 use ringi_core::audit::{Actor, EventKind};
 use ringi_core::audit_export::AuditQuery;
+use ringi_core::aws_target::AwsTarget;
 use ringi_core::config::{Config, DynamoDbConfig};
 use ringi_core::delegation::{listed, principal_value, OutOfOfficeRequest, Seat};
 use ringi_core::dynamo::{
@@ -505,6 +506,10 @@ impl DynamoStore {
         }
         if let Some(l) = a.locale {
             approval.insert("locale".into(), json!({"S": l.as_str()}));
+        }
+        if let Some(t) = &a.target {
+            approval.insert("awsAccount".into(), json!({"S": t.account.as_str()}));
+            approval.insert("awsRegion".into(), json!({"S": t.region.as_str()}));
         }
         let put = |item: Value| json!({"Put": {"TableName": self.ddb.table, "Item": item, "ConditionExpression": "attribute_not_exists(approvalId)"}});
         let token = item::to_item(&obj(
@@ -1281,6 +1286,11 @@ impl OnExpiryStore for DynamoStore {
                     token: TaskToken::parse(i.get("taskToken")?.as_str()?).ok()?,
                     verdict,
                     expires_at: item::expires_at_ms(i)?,
+                    target: AwsTarget::from_stored(
+                        i.get("awsAccount").and_then(Value::as_str),
+                        i.get("awsRegion").and_then(Value::as_str),
+                    )
+                    .ok()?,
                 })
             })
             .collect();

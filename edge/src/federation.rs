@@ -1,0 +1,123 @@
+//! The callbacks' credentials: with federation (`FEDERATION_SIGNING_KEY`), temporary credentials of the target
+//! account's role, from `sts:AssumeRoleWithWebIdentity` with a JWT the worker signs itself (WebCrypto ECDSA
+//! P-256), cached per isolate until shortly before they expire; without it, the static access key.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use ringi_core::aws_target::AwsTarget;
+use ringi_core::config::Config;
+use ringi_core::federation::{self, Federation, SessionCredentials};
+use ringi_core::sfn::{error_code, CallbackOutcome};
+use ringi_core::sigv4::AwsCredentials;
+use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::CryptoKey;
+
+use crate::aws::post;
+use crate::platform::{log, now_ms, random_bytes, subtle};
+
+thread_local! {
+    /// Temporary credentials per account, for this isolate's lifetime (or until shortly before they expire).
+    static SESSIONS: RefCell<HashMap<String, SessionCredentials>> = RefCell::new(HashMap::new());
+    /// The imported signing key, by kid (a rotated secret brings a new kid).
+    static SIGNER: RefCell<Option<(String, CryptoKey)>> = const { RefCell::new(None) };
+}
+
+/// The credentials a callback to `target` is signed with, or why there are none (an outcome the caller
+/// reports like Step Functions' own). `timeout`: for the STS call.
+pub async fn credentials(
+    cfg: &Config,
+    target: Option<&AwsTarget>,
+    timeout: Duration,
+) -> Result<AwsCredentials, CallbackOutcome> {
+    let (Some(fed), Some(target)) = (&cfg.federation, target) else {
+        return cfg.aws_credentials.clone().ok_or_else(|| CallbackOutcome::Refused("NoCredentialsConfigured".into()));
+    };
+    let account = target.account.as_str();
+    let now = now_ms();
+    if let Some(s) = SESSIONS.with(|c| c.borrow().get(account).filter(|s| s.fresh(now)).cloned()) {
+        return Ok(s.credentials);
+    }
+    let role = cfg
+        .aws_targets
+        .account(&target.account)
+        .and_then(|a| a.role_arn.as_ref())
+        .ok_or_else(|| CallbackOutcome::Refused("NoRoleConfigured".into()))?;
+    let token = sign(fed, cfg.federation_issuer(), target).await.map_err(CallbackOutcome::Refused)?;
+    let session_name = format!("ringi-{}", URL_SAFE_NO_PAD.encode(random_bytes::<9>()));
+    let body = federation::assume_role_body(role.as_str(), &session_name, &token);
+    let headers = [("content-type", "application/x-www-form-urlencoded; charset=utf-8")];
+    let url = fed.sts_url(target.region.as_str());
+    let (status, text) = post(&url, &headers, &body, timeout)
+        .await
+        .map_err(|e| CallbackOutcome::Retryable(format!("sts network: {e}")))?;
+    let fields = json!({"account": account, "role": role.as_str(), "session": session_name, "status": status});
+    if !(200..300).contains(&status) {
+        let code = error_code(&text).unwrap_or_else(|| format!("HTTP{status}"));
+        log("warn", "sts_refused", json!({"account": account, "role": role.as_str(), "code": code}));
+        return Err(if status >= 500 || status == 429 || federation::sts_retryable(&code) {
+            CallbackOutcome::Retryable(format!("sts: {code}"))
+        } else {
+            CallbackOutcome::Refused(format!("sts: {code}"))
+        });
+    }
+    let session = federation::parse_assume_role_response(&text).map_err(CallbackOutcome::Retryable)?;
+    log("info", "sts_assumed_role", fields);
+    let creds = session.credentials.clone();
+    SESSIONS.with(|c| c.borrow_mut().insert(account.to_owned(), session));
+    Ok(creds)
+}
+
+/// Drops the cached credentials of `target`'s account (Step Functions said they expired).
+pub fn forget(target: Option<&AwsTarget>) {
+    if let Some(t) = target {
+        SESSIONS.with(|c| c.borrow_mut().remove(t.account.as_str()));
+    }
+}
+
+/// A JWT for `target`'s account, signed with the federation key.
+async fn sign(fed: &Federation, issuer: &str, target: &AwsTarget) -> Result<String, String> {
+    let key = signing_key(fed).await?;
+    let jti = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
+    let input = fed.signing_input(issuer, &target.account, now_ms() / 1000, &jti);
+    let promise = subtle()
+        .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &key, input.as_bytes())
+        .map_err(|_| "signing failed".to_owned())?;
+    let sig = JsFuture::from(promise).await.map_err(|_| "signing failed".to_owned())?;
+    Ok(federation::jws(&input, &Uint8Array::new(&sig).to_vec()))
+}
+
+async fn signing_key(fed: &Federation) -> Result<CryptoKey, String> {
+    let kid = fed.signing.kid();
+    if let Some(k) = SIGNER.with(|s| s.borrow().as_ref().filter(|(id, _)| id == kid).map(|(_, k)| k.clone())) {
+        return Ok(k);
+    }
+    let failed = |_: JsValue| "the federation signing key did not import".to_owned();
+    let jwk = serde_wasm(&fed.signing.private_jwk()).map_err(failed)?;
+    let promise = subtle()
+        .import_key_with_object("jwk", &jwk, &ecdsa(Some("namedCurve"), "P-256"), false, &Array::of1(&"sign".into()))
+        .map_err(failed)?;
+    let key: CryptoKey = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
+    SIGNER.with(|s| *s.borrow_mut() = Some((kid.to_owned(), key.clone())));
+    Ok(key)
+}
+
+/// `{name: "ECDSA", <param>: <value>}` (import: the curve; sign: the hash).
+fn ecdsa(param: Option<&str>, value: &str) -> Object {
+    let o = Object::new();
+    let _ = Reflect::set(&o, &"name".into(), &"ECDSA".into());
+    if let Some(p) = param {
+        let _ = Reflect::set(&o, &p.into(), &value.into());
+    }
+    o
+}
+
+/// A JSON value as a JS object (through `JSON.parse`: the JWK holds only strings and booleans).
+fn serde_wasm(v: &serde_json::Value) -> Result<Object, JsValue> {
+    js_sys::JSON::parse(&v.to_string()).map(JsCast::unchecked_into)
+}

@@ -1,0 +1,13 @@
+//! `GET /.well-known/openid-configuration`: the worker as an OpenID Connect issuer for AWS (core::federation).
+//! What IAM reads to find the keys of the tokens the worker trades for each target account's role.
+
+use ringi_core::federation::Federation;
+use ringi_core::ApiError;
+use worker::Response;
+
+use super::Ctx;
+
+pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
+    ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
+    super::json(200, &Federation::discovery(ctx.cfg.federation_issuer()))
+}
