@@ -14,7 +14,8 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
   5. StartExecution without a name gets a UUID name;
   6. SendTaskFailure keeps `cause`;
   7. GET /moto-api/ringi/ses-messages.json lists the mail SES accepted ({messages: [{id, source, destinations,
-     subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does.
+     subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does; with
+     `?after=N&wait=S` it answers once there are more than N, or after S seconds (a long poll);
   8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes);
   9. StopExecution right after StartExecution aborts the execution instead of failing with a 500.
   (2. also: an unsigned sts:AssumeRoleWithWebIdentity passes IAM auth, as on AWS.)
@@ -26,6 +27,7 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 
 import moto
@@ -174,14 +176,26 @@ StepFunctionResponse.send_task_failure = _send_task_failure_response
 
 # 7. The mail SES accepted, and nothing else: /moto-api/data.json serialises every tracked instance of every
 #    service (each SQS queue, execution, table item…), which grows through a test run while tests poll for mail.
+#    `after`/`wait`: the waiting is done here, next to the list (an in-process look every 20 ms costs nothing),
+#    instead of by a client sleeping between requests.
 def _ses_messages(request, full_url, headers):
     from moto.ses.models import Message
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(full_url).query)
+    try:
+        after = int(query["after"][0]) if "after" in query else None
+        wait = min(float(query.get("wait", ["0"])[0]), MAX_MAIL_WAIT_S)
+    except ValueError:
+        return 400, {"Content-Type": "text/plain"}, "after: a count; wait: seconds"
+    deadline = time.monotonic() + wait
+    while after is not None and len(Message.instances_tracked) <= after and time.monotonic() < deadline:
+        time.sleep(0.02)
     keys = ("id", "source", "destinations", "subject", "body")
     messages = [{k: getattr(m, k, None) for k in keys} for m in list(Message.instances_tracked)]
     return 200, {"Content-Type": "application/json"}, json.dumps({"messages": messages})
 
 
 SES_MESSAGES_PATH = "/moto-api/ringi/ses-messages.json"
+MAX_MAIL_WAIT_S = 25.0
 moto_api_urls.url_paths["{0}" + SES_MESSAGES_PATH] = _ses_messages
 
 

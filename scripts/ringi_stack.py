@@ -188,6 +188,8 @@ class Stack:
     profile: str = "cognito"
     # extra_worker's name → port (filled by it; may be called from several threads at once).
     extra_ports: dict = field(default_factory=dict, repr=False)
+    # Seconds the workers' test clock (TEST_CLOCK=header) runs ahead for the cron runs fired here (tests move it).
+    clock_seconds: int = 0
 
     # ------------------------------------------------------------------ derived settings
     @property
@@ -519,6 +521,9 @@ class Stack:
             # there may be mailed (core::mail::may_mail); any other domain only as an approval's own approver.
             "MAIL_ALLOWED_DOMAINS": "example.com",
             "CLAIM_LEASE_SECONDS": str(self.claim_lease_seconds),
+            # A local stack only (the worker refuses it off loopback): a request's `x-ringi-clock` or a cron
+            # run's `clock=` moves its "now" forward, so tests skip leases and schedules instead of sleeping.
+            "TEST_CLOCK": "header",
         }
         if self.storage == "dynamodb":
             v.update(self.dynamodb_vars())
@@ -621,17 +626,29 @@ class Stack:
     def run_cron(self, base_url: str | None = None, d1_fault: str | None = None, latency: str | None = None) -> None:
         """Fires the worker's scheduled handler now (wrangler dev --test-scheduled). `d1_fault`: a D1 fault spec
         for this run, honoured by a worker with D1_FAULTS=header; `latency`: delays (`d1=80,aws=80`), honoured
-        with INJECT_LATENCY=header (both ride in the trigger's cron string)."""
+        with INJECT_LATENCY=header; `clock_seconds` ahead on the test clock (TEST_CLOCK=header). All three ride in
+        the trigger's cron string."""
         cron = ("*/5 * * * *" + (f" d1-fault={d1_fault}" if d1_fault else "")
-                + (f" latency={latency}" if latency else ""))
+                + (f" latency={latency}" if latency else "") + (f" clock={self.clock_seconds}" if self.clock_seconds else ""))
         query = urllib.parse.urlencode({"cron": cron})
         with urllib.request.urlopen(f"{base_url or self.base_url}/__scheduled?{query}", timeout=60) as r:
             assert r.status == 200, r.status
 
-    def sent_mail(self) -> list:
-        """Every message SES (moto) accepted: {source, destinations, subject, body (HTML)}."""
-        with urllib.request.urlopen(self.moto_url + SES_MESSAGES, timeout=30) as r:
+    def sent_mail(self, after: int | None = None, wait: float = 0) -> list:
+        """Every message SES (moto) accepted: {source, destinations, subject, body (HTML)}. With `after`: once
+        there are more than `after` of them, or `wait` seconds later (a long poll, not a sleep)."""
+        query = f"?after={after}&wait={wait:.2f}" if after is not None and wait > 0 else ""
+        with urllib.request.urlopen(self.moto_url + SES_MESSAGES + query, timeout=30 + wait) as r:
             return json.load(r)["messages"]
+
+    def wait_mail(self, done, timeout: float = 15.0) -> list:
+        """The sent mail once `done(messages)` holds, else when `timeout` seconds have passed: each look waits
+        for the next message to arrive instead of sleeping between looks."""
+        deadline = time.monotonic() + timeout
+        messages = self.sent_mail()
+        while not done(messages) and (left := deadline - time.monotonic()) > 0:
+            messages = self.sent_mail(after=len(messages), wait=min(left, 10.0))
+        return messages
 
     def chat_messages(self) -> list:
         """Every message the chat stand-in accepted: {channel, kind, receivedAt, body, signature}."""

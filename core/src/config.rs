@@ -11,6 +11,7 @@ use crate::latency::LatencyModel;
 use crate::sfn::RetryPolicy;
 use crate::sigv4::AwsCredentials;
 use crate::storage::D1Faults;
+use crate::time::TestClock;
 use crate::wire::SpaConfig;
 
 /// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
@@ -128,6 +129,9 @@ pub struct Config {
     /// Dev/bench only (`INJECT_LATENCY`): a delay before each D1 round trip and AWS call, to model a
     /// placement. Refused off loopback like `D1_FAULTS`.
     pub inject_latency: LatencyModel,
+    /// Dev/test only (`TEST_CLOCK`): moves the worker's "now" forward, so tests skip leases, schedules and
+    /// expiries instead of sleeping. Refused off loopback like `D1_FAULTS`.
+    pub test_clock: TestClock,
 }
 
 impl Config {
@@ -457,7 +461,15 @@ impl Config {
             None => LatencyModel::Off,
             Some(v) => LatencyModel::parse(&v).map_err(|e| ConfigError::Invalid("INJECT_LATENCY", e))?,
         };
-        for (name, on) in [("D1_FAULTS", d1_faults.enabled()), ("INJECT_LATENCY", inject_latency.enabled())] {
+        let test_clock = match opt("TEST_CLOCK") {
+            None => TestClock::Off,
+            Some(v) => TestClock::parse(&v).map_err(|e| ConfigError::Invalid("TEST_CLOCK", e))?,
+        };
+        for (name, on) in [
+            ("D1_FAULTS", d1_faults.enabled()),
+            ("INJECT_LATENCY", inject_latency.enabled()),
+            ("TEST_CLOCK", test_clock.enabled()),
+        ] {
             if on && !is_loopback_origin(&public_base_url) {
                 return Err(ConfigError::Invalid(
                     name,
@@ -471,6 +483,7 @@ impl Config {
             storage,
             d1_faults,
             inject_latency,
+            test_clock,
             public_base_url,
             profile,
             issuer,
@@ -722,6 +735,23 @@ mod tests {
         prod[0] = ("PUBLIC_BASE_URL", "https://127.approvals.example.com");
         assert!(matches!(Config::from_lookup(lookup(&prod)).unwrap_err(), ConfigError::Invalid("D1_FAULTS", _)));
         assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().d1_faults, D1Faults::Off);
+    }
+
+    #[test]
+    fn test_clock_only_on_loopback() {
+        let mut local = BASE.to_vec();
+        local.push(("TEST_CLOCK", "header"));
+        assert_eq!(Config::from_lookup(lookup(&local)).unwrap().test_clock, TestClock::Header);
+        for public in ["https://ringi.example.com", "https://127.0.0.1.example.com", "https://localhost.evil.com"] {
+            let mut prod = local.clone();
+            prod[0] = ("PUBLIC_BASE_URL", public);
+            let err = Config::from_lookup(lookup(&prod)).unwrap_err();
+            assert!(matches!(&err, ConfigError::Invalid("TEST_CLOCK", m) if m.contains("loopback")), "{err}");
+        }
+        let mut bad = BASE.to_vec();
+        bad.push(("TEST_CLOCK", "-60"));
+        assert!(matches!(Config::from_lookup(lookup(&bad)).unwrap_err(), ConfigError::Invalid("TEST_CLOCK", _)));
+        assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().test_clock, TestClock::Off);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::CryptoKey;
 use worker::Request;
 
-use crate::platform::{log, now_ms, subtle};
+use crate::platform::{log, subtle, wall_ms};
 
 thread_local! {
     // Per isolate: survives across requests, so keys are imported once.
@@ -54,7 +54,7 @@ pub async fn verify(raw: &str, cfg: &Config, rules: &JwtRules) -> Result<Identit
     if ok.as_bool() != Some(true) {
         return Err(JwtError::BadSignature);
     }
-    jwt::validate_claims(&parsed.claims, rules, now_ms() / 1000)
+    jwt::validate_claims(&parsed.claims, rules, wall_ms() / 1000)
 }
 
 /// The registrant label of the configured API key `presented` matches: `api-key:` and the first 8 hex digits

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
 
-use crate::platform::now_ms;
+use crate::platform::wall_ms;
 use crate::probe::Probe;
 
 /// Mail goes out after the response, where nobody waits: a slow SES gets longer, and an answer that comes
@@ -83,7 +83,7 @@ pub async fn signed_post_as(
             body: body.as_bytes(),
             region,
             service: service.signing_name(),
-            time: unix_ms_to_system_time(now_ms()),
+            time: unix_ms_to_system_time(wall_ms()),
         },
         creds,
         SignOptions::default(),

@@ -10,7 +10,7 @@ use ringi_core::discovery::{Discovery, DiscoveryCache, DiscoveryLookup};
 use ringi_core::jwt::{IdpProfile, JwtError};
 use serde_json::json;
 
-use crate::platform::{log, now_ms};
+use crate::platform::{log, wall_ms};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -20,7 +20,7 @@ thread_local! {
 
 /// The issuer's discovery document: cached, else fetched now (a stale copy if the fetch fails).
 pub async fn document(cfg: &Config) -> Result<Discovery, String> {
-    let now = now_ms();
+    let now = wall_ms();
     match DISCOVERY.with(|c| c.borrow().lookup(now)) {
         DiscoveryLookup::Use(d) => Ok(d),
         DiscoveryLookup::Unavailable => Err("discovery document unavailable (retried at most every 10 s)".into()),
@@ -29,7 +29,7 @@ pub async fn document(cfg: &Config) -> Result<Discovery, String> {
             let url = Discovery::url(&cfg.issuer);
             match fetch(&url, &cfg.issuer).await {
                 Ok(d) => {
-                    DISCOVERY.with(|c| c.borrow_mut().store(d.clone(), now_ms()));
+                    DISCOVERY.with(|c| c.borrow_mut().store(d.clone(), wall_ms()));
                     Ok(d)
                 }
                 Err(e) => {

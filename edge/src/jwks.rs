@@ -20,7 +20,7 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use worker::Delay;
 
-use crate::platform::{log, now_ms};
+use crate::platform::{log, wall_ms};
 
 /// A JWKS fetch gets this long before it is abandoned (the verifying request then answers 401).
 const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(3);
@@ -73,7 +73,7 @@ async fn wait_for(mark: i64, deadline: i64) -> bool {
     let woken = Promise::new(&mut |resolve, _| wake = Some(resolve));
     let Some(wake) = wake else { return false };
     WAITERS.with(|w| w.borrow_mut().push(Waiter { id, mark, wake }));
-    let left = Duration::from_millis(deadline.saturating_sub(now_ms()).max(0) as u64);
+    let left = Duration::from_millis(deadline.saturating_sub(wall_ms()).max(0) as u64);
     match select(JsFuture::from(woken), Box::pin(Delay::from(left))).await {
         Either::Left(_) => true,
         Either::Right(_) => {
@@ -87,15 +87,15 @@ async fn wait_for(mark: i64, deadline: i64) -> bool {
 /// in flight, waited for at most until its mark expires).
 pub async fn key_for(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
     // Bounded: one in-flight window of waiting, then one fetch of our own at most.
-    let deadline = now_ms() + JWKS_IN_FLIGHT_MS + 1_000;
+    let deadline = wall_ms() + JWKS_IN_FLIGHT_MS + 1_000;
     loop {
-        let now = now_ms();
+        let now = wall_ms();
         let (lookup, in_flight) =
             JWKS.with(|c| (c.borrow().lookup(jwks_url, kid, now), c.borrow().in_flight_mark(now)));
         match (lookup, in_flight) {
             (KeyLookup::Found(k), _) => return Ok(k),
             (_, Some(mark)) if now < deadline => {
-                if !wait_for(mark, (mark + JWKS_IN_FLIGHT_MS).min(deadline)).await && now_ms() >= deadline {
+                if !wait_for(mark, (mark + JWKS_IN_FLIGHT_MS).min(deadline)).await && wall_ms() >= deadline {
                     return Err(JwtError::JwksUnavailable("timed out waiting for a concurrent fetch".into()));
                 }
             }
@@ -111,7 +111,7 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
     let fetched = fetch_jwks(jwks_url).await;
     let error = match fetched {
         Ok(jwks) => {
-            JWKS.with(|c| c.borrow_mut().store(jwks_url, jwks, now_ms()));
+            JWKS.with(|c| c.borrow_mut().store(jwks_url, jwks, wall_ms()));
             None
         }
         Err(e) => {
@@ -120,7 +120,7 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
         }
     };
     drop(mark);
-    match JWKS.with(|c| c.borrow().lookup(jwks_url, kid, now_ms())) {
+    match JWKS.with(|c| c.borrow().lookup(jwks_url, kid, wall_ms())) {
         KeyLookup::Found(k) => Ok(k),
         _ => Err(error.map(JwtError::JwksUnavailable).unwrap_or(JwtError::UnknownKid)),
     }

@@ -19,8 +19,10 @@ mod sfn_client;
 mod store;
 
 use ringi_core::config::Config;
+use ringi_core::devswitch::cron_part;
 use ringi_core::latency::Delays;
 use ringi_core::storage::FaultSpec;
+use ringi_core::time::ClockOffset;
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
@@ -33,6 +35,9 @@ use crate::probe::Probe;
 const FAULT_HEADER: &str = "x-ringi-d1-fault";
 /// Dev/bench only: the per-request delays (`d1=80,aws=80`), honoured when `INJECT_LATENCY=header`.
 const LATENCY_HEADER: &str = "x-ringi-latency";
+/// Dev/test only: how many seconds ahead of the host's clock this request's "now" runs, honoured when
+/// `TEST_CLOCK=header` (a cron run: the trigger's `clock=` part).
+const CLOCK_HEADER: &str = "x-ringi-clock";
 /// Dev/bench only: the request's round trips (`d1=2;sfn=1;ses=0`), sent while a dev switch is on.
 const ROUND_TRIPS_HEADER: &str = "x-ringi-round-trips";
 
@@ -47,6 +52,13 @@ fn request_delays(cfg: &Config, req: &Request) -> Result<Delays, ApiError> {
     let given = req.headers().get(LATENCY_HEADER).ok().flatten();
     let delays = cfg.inject_latency.resolve(given.as_deref(), Delays::parse);
     delays.map(Option::unwrap_or_default).map_err(|e| ApiError::invalid(LATENCY_HEADER, e))
+}
+
+/// The test clock's offset for this request, in milliseconds: 0 in production (the config refuses the switch).
+fn request_clock(cfg: &Config, req: &Request) -> Result<i64, ApiError> {
+    let given = req.headers().get(CLOCK_HEADER).ok().flatten();
+    let offset = cfg.test_clock.resolve(given.as_deref(), ClockOffset::parse);
+    offset.map(|o| o.unwrap_or_default().ms()).map_err(|e| ApiError::invalid(CLOCK_HEADER, e))
 }
 
 /// Sent with every response, with [`csp`]; the SPA is built to run under that CSP (no inline script or style).
@@ -100,11 +112,14 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     let resp = if routes::is_api(&path) {
         let mut probe = None;
         let outcome = match config::load(&env) {
-            Ok(cfg) => match request_faults(&cfg, &req).and_then(|f| Ok((f, request_delays(&cfg, &req)?))) {
-                Ok((faults, delays)) => {
+            Ok(cfg) => match request_faults(&cfg, &req)
+                .and_then(|f| Ok((f, request_delays(&cfg, &req)?, request_clock(&cfg, &req)?)))
+            {
+                Ok((faults, delays, clock_ms)) => {
                     let p = Probe::new(faults, delays);
                     probe = Some((p.clone(), cfg.dev_switches_on()));
-                    routes::dispatch(req, &routes::Ctx { env, cfg, worker: worker_ctx, probe: p }).await
+                    let ctx = routes::Ctx { env, cfg, worker: worker_ctx, probe: p };
+                    platform::with_clock(clock_ms, routes::dispatch(req, &ctx)).await
                 }
                 Err(e) => Err(e),
             },
@@ -152,7 +167,14 @@ fn with_security_headers(resp: Response, csp: &str) -> Result<Response> {
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     console_error_panic_hook::set_once();
-    if let Err(e) = cron::run(&env, &event.cron()).await {
+    let cron = event.cron();
+    // Dev/test only: with TEST_CLOCK=header the run's "now" moves by the trigger's `clock=` part (whole seconds,
+    // as the request header); a malformed one is ignored, as the cron's other dev parts are.
+    let clock = config::load(&env)
+        .ok()
+        .and_then(|cfg| cfg.test_clock.resolve(cron_part(&cron, "clock"), ClockOffset::parse).ok().flatten());
+    let clock_ms = clock.unwrap_or_default().ms();
+    if let Err(e) = platform::with_clock(clock_ms, cron::run(&env, &cron)).await {
         log("error", "cron_failed", json!({"error": e}));
     }
 }

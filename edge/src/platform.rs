@@ -1,11 +1,56 @@
 //! The few things the worker takes from its JS host: clock, randomness, structured logs.
 
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use ringi_core::discovery::IdpFetchError;
 use serde_json::Value;
 use wasm_bindgen::JsCast;
 
+thread_local! {
+    /// The dev-only test clock's offset (`TEST_CLOCK`) of the request or cron run being polled; 0 otherwise.
+    static CLOCK_OFFSET_MS: Cell<i64> = const { Cell::new(0) };
+}
+
+/// The approvals' "now": expiry, leases, reminders and schedules, purge, the outcome on expiry, the times
+/// recorded. The test clock moves it forward (see [`with_clock`]); in production it is the host's clock.
 pub fn now_ms() -> i64 {
+    wall_ms() + CLOCK_OFFSET_MS.with(Cell::get)
+}
+
+/// The host's clock, never moved: what others' clocks judge too — a JWT's validity window, AWS request
+/// signatures, how old a cached key set or discovery document is.
+pub fn wall_ms() -> i64 {
     js_sys::Date::now() as i64
+}
+
+/// Runs `fut` with [`now_ms`] moved `offset_ms` forward. The offset is in place only while `fut` itself is
+/// polled, so requests the isolate interleaves each keep their own.
+pub fn with_clock<F: Future>(offset_ms: i64, fut: F) -> impl Future<Output = F::Output> {
+    WithClock { offset_ms, fut: Box::pin(fut) }
+}
+
+/// `fut` on the clock of the request that spawns it: work that runs after the response (`wait_until`).
+pub fn same_clock<F: Future>(fut: F) -> impl Future<Output = F::Output> {
+    with_clock(CLOCK_OFFSET_MS.with(Cell::get), fut)
+}
+
+struct WithClock<F> {
+    offset_ms: i64,
+    fut: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for WithClock<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let outer = CLOCK_OFFSET_MS.with(|c| c.replace(self.offset_ms));
+        let polled = self.fut.as_mut().poll(cx);
+        CLOCK_OFFSET_MS.with(|c| c.set(outer));
+        polled
+    }
 }
 
 fn crypto() -> web_sys::Crypto {

@@ -12,6 +12,7 @@ from playwright.sync_api import sync_playwright
 from support import ARTIFACTS, ROOT, leaks
 from support.api import Api, Workflows, paused_factory
 from support.backends import Backend
+from support.clock import Clock
 from support.pages import Tab
 
 import chromium  # noqa: E402  (scripts/, on sys.path through support)
@@ -132,6 +133,16 @@ def workflows(stack):
 @pytest.fixture
 def paused(workflows, api):
     return paused_factory(workflows, api)
+
+
+@pytest.fixture
+def clock(stack):
+    """The stack's test clock for this test (support/clock.py): moved forward only by the test, back to the real
+    clock after it."""
+    c = Clock(stack)
+    undo = c.install()
+    yield c
+    undo()
 
 
 @pytest.fixture(scope="module")

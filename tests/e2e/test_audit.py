@@ -94,7 +94,7 @@ def test_an_id_chosen_again_after_a_purge_starts_a_timeline_of_its_own(stack, wo
     viewed = [e for e in events_of(stack, url, chosen) if e["kind"] == "viewed"]
     assert len(viewed) == 2, "both registrations' first views are exported"
 
-def test_quorum_votes_rejections_and_expiry_are_recorded(stack, workflows, audited):
+def test_quorum_votes_rejections_and_expiry_are_recorded(stack, workflows, audited, clock):
     url, api = audited
     quorum, arn = register(workflows, api, [{"sub": "alice"}, {"sub": "carol"}], quorum="all")
     v = api.decide(quorum, "approve", "alice")
@@ -117,7 +117,7 @@ def test_quorum_votes_rejections_and_expiry_are_recorded(stack, workflows, audit
     r = api.register(token, approvers=[{"sub": "alice"}], timeoutSeconds=1)
     assert r.status_code == 201, r.text
     expiring = r.json()["id"]
-    time.sleep(1.5)
+    clock.advance(2)
     stack.run_cron(url)
     stack.run_cron(url)
     expired = [e for e in events_of(stack, url, expiring) if e["kind"] == "expired"]

@@ -281,9 +281,9 @@ def test_timed_out_task_is_409_expired(ddb_api, workflows, table):
     assert [(e["actor"], e["detail"]) for e in expired] == [({"type": "system"}, {"reason": "task_closed"})]
 
 
-def test_the_cron_expires_what_nobody_decided(stack, ddb_url, ddb_api, workflows, table):
+def test_the_cron_expires_what_nobody_decided(stack, ddb_url, ddb_api, workflows, table, clock):
     approval_id, _, _ = register(ddb_api, workflows, timeoutSeconds=2)
-    time.sleep(2.5)
+    clock.advance(3)
     assert ddb_api.get(approval_id).json()["status"] == "expired", "past its expiry before the cron, too"
     stack.run_cron(ddb_url)
     stored = item(table, approval_id)

@@ -22,7 +22,7 @@ def proxy(stack):
     p.stop()
 
 
-def test_two_hundred_decisions_through_faults(stack, workflows, proxy):
+def test_two_hundred_decisions_through_faults(stack, workflows, proxy, clock):
     """Step Functions answers 500 / throttles / resets / stalls (proxy "mix") while 10 % of D1 calls fail
     (seeded per request): a third of the requests with calls that fail on every try, a third with writes that
     ran but whose answer was lost (every try), a third with first tries only (the retry succeeds). (D1 only: the
@@ -69,7 +69,7 @@ def test_two_hundred_decisions_through_faults(stack, workflows, proxy):
     assert {s for s, _ in outcomes.values()} <= {200, 409, 503}, outcomes
     # Nothing lost: every approval is decided (possibly unconfirmed) or still decidable …
     proxy.mode = "ok"
-    time.sleep(stack.claim_lease_seconds + 0.5)  # a claim left by a failed final write runs out its lease
+    clock.advance(stack.claim_lease_seconds + 1)  # a claim left by a failed final write runs out its lease
     states = {i: api.get(i).json()["status"] for i in ids}
     assert set(states.values()) <= {"approved", "pending", "decided_unconfirmed"}, states
     # … and the still-pending ones go through once both are healthy again.
@@ -92,7 +92,7 @@ def test_two_hundred_decisions_through_faults(stack, workflows, proxy):
     assert sum(proxy.injected[f] for f in ("500", "throttle", "reset", "stall")) >= N // 4, proxy.injected
 
 
-def test_worker_killed_between_claim_and_callback(stack, backend, workflows, proxy):
+def test_worker_killed_between_claim_and_callback(stack, backend, workflows, proxy, clock):
     url = backend.extra_worker("crash", {"SFN_ENDPOINT": f"http://127.0.0.1:{proxy.port}"})
     api = Api(stack, url)
     arn, token = workflows.start_paused()
@@ -112,7 +112,7 @@ def test_worker_killed_between_claim_and_callback(stack, backend, workflows, pro
     r = api.decide(approval_id)
     if r.status_code == 409:  # lease (the 12 s minimum in tests) not over yet
         assert r.json()["error"]["code"] == "in_progress"
-        time.sleep(stack.claim_lease_seconds + 0.5)
+        clock.advance(stack.claim_lease_seconds + 1)
         r = api.decide(approval_id)
     assert r.status_code == 200, r.text
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"

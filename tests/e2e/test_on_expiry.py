@@ -212,7 +212,7 @@ def test_the_page_and_the_inbox_say_it_was_decided_automatically(stack, api, wor
         t.inbox.screenshot(ARTIFACTS / "spa-auto-decided-inbox-mobile.png", full_page=False)
 
 
-def test_storage_faults_in_the_outcome_on_expiry(stack, workflows):
+def test_storage_faults_in_the_outcome_on_expiry(stack, workflows, clock):
     """D1 failing inside the step (calls of a run with one due approval: 1–8 the other steps, 9 on_expiry_due,
     10 the claim, 11 and 12 the final write and its second go). A claim whose answer was lost is released and
     the next run delivers once; a callback Step Functions took but ringi could not record stays claimed, and
@@ -235,7 +235,7 @@ def test_storage_faults_in_the_outcome_on_expiry(stack, workflows):
     stack.run_cron(url, d1_fault="from=11")
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert row(stack, unrecorded, persist)["status"] == "claimed"
-    time.sleep(13)  # the claim's lease (12 s in tests)
+    clock.advance(stack.claim_lease_seconds + 1)  # past the claim's lease
     stack.run_cron(url)
     assert callbacks(workflows, arn) == ["TaskSucceeded"]
     after = row(stack, unrecorded, persist)

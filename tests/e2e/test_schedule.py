@@ -32,11 +32,11 @@ def mails_to(stack, address, prefix=""):
 def wait_mails(stack, address, n, prefix="", timeout=15.0):
     """Mails that go out after a response (the request mail) or a cron run: until `n` are there, then a moment
     longer, so that an unexpected extra one would show up too."""
-    deadline = time.monotonic() + timeout
-    while len(mails_to(stack, address, prefix)) < n and time.monotonic() < deadline:
-        time.sleep(0.2)
+    def mine(messages):
+        return [m for m in messages if address in m["destinations"]["ToAddresses"] and m["subject"].startswith(prefix)]
+    stack.wait_mail(lambda messages: len(mine(messages)) >= n, timeout)
     time.sleep(0.5)
-    return mails_to(stack, address, prefix)
+    return mine(stack.sent_mail())
 
 
 def inbox(backend, user, **claims):
@@ -44,7 +44,8 @@ def inbox(backend, user, **claims):
 
 
 def until(t0: float, seconds: float):
-    """Sleeps until `seconds` after `t0` (monotonic): the schedule's times are seconds after registration."""
+    """Sleeps until `seconds` after `t0` (monotonic): the schedule's times are seconds after registration. Only
+    for the test kept on the real clock; the others move the test clock (`clock.advance`)."""
     time.sleep(max(0.0, t0 + seconds - time.monotonic()))
 
 
@@ -56,14 +57,14 @@ def not_yet(backend, t0: float, due: float):
     assert elapsed < due, f"the cron run ended {elapsed:.1f} s after registration, not before the schedule's {due} s"
 
 
-# The schedule's times, seconds after registration: far enough apart that the request mails, the view and a
-# cron run fit before the first even on a loaded 2-core machine.
-FIRST, SECOND = 8, 14
+# The schedule's times, seconds after registration, reached by moving the test clock: far enough out that the
+# request mails, the view and a cron run on the real clock fit before the first even on a loaded 2-core machine.
+FIRST, SECOND = 60, 120
 REMINDER = "[ringi] Reminder"
 ESCALATED = "[ringi] Escalated"
 
 
-def test_reminders_at_their_times_go_only_to_approvers_who_have_not_voted(stack, backend):
+def test_reminders_at_their_times_go_only_to_approvers_who_have_not_voted(stack, backend, clock):
     api = backend.api
     a, b = addr("rem-a"), addr("rem-b")
     t0 = time.monotonic()
@@ -79,7 +80,7 @@ def test_reminders_at_their_times_go_only_to_approvers_who_have_not_voted(stack,
     assert mails_to(stack, a, REMINDER) == [] and mails_to(stack, b, REMINDER) == []
     # a votes (the quorum needs both): from now on only b is reminded.
     assert api.decide(approval_id, as_user="a-sub", email=a).json()["status"] == "pending"
-    until(t0, FIRST + 0.3)
+    clock.advance(FIRST)
     backend.run_cron()
     backend.run_cron()
     [first] = wait_mails(stack, b, 1, REMINDER)
@@ -88,7 +89,7 @@ def test_reminders_at_their_times_go_only_to_approvers_who_have_not_voted(stack,
     view = api.get(approval_id, as_user="b-sub", email=b).json()["schedule"]
     assert view["reminders"][0]["sentAt"] and "sentAt" not in view["reminders"][1]
     # The one before expiry (`600 - SECOND` s before a 600 s expiry: SECOND s after registration).
-    until(t0, SECOND + 0.3)
+    clock.advance(SECOND - FIRST)
     backend.run_cron()
     assert len(wait_mails(stack, b, 2, REMINDER)) == 2 and mails_to(stack, a, REMINDER) == []
     reminders = api.get(approval_id, as_user="b-sub", email=b).json()["schedule"]["reminders"]
@@ -101,7 +102,7 @@ def test_reminders_at_their_times_go_only_to_approvers_who_have_not_voted(stack,
     assert [(e["actor"], e["detail"]) for e in reminded] == [("system", {"recipients": 1})] * 2
 
 
-def test_escalation_adds_principals_who_are_mailed_see_it_in_their_inbox_and_decide(stack, backend, workflows):
+def test_escalation_adds_principals_who_are_mailed_see_it_in_their_inbox_and_decide(stack, backend, workflows, clock):
     api = backend.api
     first, second, boss = addr("esc-1"), addr("esc-2"), addr("esc-boss")
     arn, token = workflows.start_paused(300)
@@ -118,7 +119,7 @@ def test_escalation_adds_principals_who_are_mailed_see_it_in_their_inbox_and_dec
     assert api.decide(approval_id, as_user="first-sub", email=first).json()["progress"] == {"approvals": 1, "required": 2}
     not_yet(backend, t0, FIRST)
     assert mails_to(stack, boss) == [], "not due yet"
-    until(t0, FIRST + 0.3)
+    clock.advance(FIRST)
     backend.run_cron()
     [mail] = wait_mails(stack, boss, 1, ESCALATED)
     assert f"{backend.url}/a/{approval_id}" in mail["body"]
@@ -147,6 +148,7 @@ def test_escalation_adds_principals_who_are_mailed_see_it_in_their_inbox_and_dec
 
 
 def test_repeated_and_concurrent_cron_runs_send_each_scheduled_mail_once(stack, backend):
+    """On the real clock, as the expiry test in test_lifecycle.py: schedules fall due by the host's time."""
     api = backend.api
     regs = []
     t0 = time.monotonic()
@@ -183,15 +185,14 @@ def test_repeated_and_concurrent_cron_runs_send_each_scheduled_mail_once(stack, 
         assert [e["outcome"] for e in backend.schedule(approval_id)] == ["sent", "sent"]
 
 
-def test_nothing_is_sent_for_an_approval_decided_before_its_schedule(stack, backend):
+def test_nothing_is_sent_for_an_approval_decided_before_its_schedule(stack, backend, clock):
     api = backend.api
     who, boss = addr("closed"), addr("closedboss")
-    t0 = time.monotonic()
     approval_id = api.register("tok-" + secrets.token_hex(8), approvers=[{"email": who}], timeoutSeconds=600,
                                reminders=["PT2S"], escalation={"after": "PT2S", "to": [{"email": boss}]}).json()["id"]
     # Decided before anything was due (the task token is made up: Step Functions says the task is closed).
     api.decide(approval_id, as_user="closed-sub", email=who)
-    until(t0, 2.5)
+    clock.advance(3)
     backend.run_cron()
     assert mails_to(stack, who, REMINDER) == [] and mails_to(stack, boss) == []
     assert backend.schedule(approval_id) == [{"outcome": "skipped"}, {"outcome": "skipped"}]
@@ -227,18 +228,17 @@ def test_schedule_validation_errors_name_the_field(api):
     assert ok.status_code == 201, ok.text
 
 
-def test_the_escalated_approval_page_shows_the_schedule_on_a_phone(stack, api, workflows, browser):
+def test_the_escalated_approval_page_shows_the_schedule_on_a_phone(stack, api, workflows, browser, clock):
     """bob is the escalation principal: after the cron he is listed, sees the notice with the note, the next
     reminder and the escalation's state, in English and Japanese; the inbox marks it. axe-core clean."""
     arn, token = workflows.start_paused(300)
-    t0 = time.monotonic()
     r = api.register(token, approvers=[{"email": "carol@example.com"}], timeoutSeconds=290, title="Rotate the signing key",
                      reminders=["PT2S", "PT4M"], locale="en",
                      escalation={"after": "PT2S", "to": [{"sub": sub("bob")}, {"group": "security-leads"}],
                                  "note": "Carol is on leave this week."})
     assert r.status_code == 201, r.text
     approval_id = r.json()["id"]
-    until(t0, 2.5)
+    clock.advance(3)
     stack.run_cron()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with Tab(browser, bypass_csp=True) as t:
@@ -286,7 +286,7 @@ def test_the_escalated_approval_page_shows_the_schedule_on_a_phone(stack, api, w
     assert json.loads(done["output"])["approval"]["approvedBy"]["sub"] == sub("bob")
 
 
-def test_d1_failures_in_the_schedule_steps_lose_nothing_and_cost_at_most_one_extra_mail(stack, api):
+def test_d1_failures_in_the_schedule_steps_lose_nothing_and_cost_at_most_one_extra_mail(stack, api, clock):
     """The schedule's D1 calls made to fail (dev-only `D1_FAULTS`, the spec in the cron string): a failed take
     sends nothing (the next run does), a lost answer of the done mark records once and mails once, a failed
     mark mails once more after the lease (the bound), a failed escalation adds and mails on the next run."""
@@ -311,10 +311,9 @@ def test_d1_failures_in_the_schedule_steps_lose_nothing_and_cost_at_most_one_ext
         return len(d1(stack, f"SELECT 1 FROM approval_events WHERE approval_id = '{approval_id}' "
                              "AND kind = 'reminded'", persist=persist))
 
-    t0 = time.monotonic()
     take_id, take_who = register(reminders=["PT2S"])
     lost_id, lost_who = register(reminders=["PT2S"])
-    until(t0, 2.5)
+    clock.advance(3)
     stack.run_cron(url, d1_fault="what=schedule_due")
     assert mails_to(stack, take_who, REMINDER) == [] and mails_to(stack, lost_who, REMINDER) == []
     # The next run takes both; its done marks run but their answers are lost on every try.
@@ -324,15 +323,13 @@ def test_d1_failures_in_the_schedule_steps_lose_nothing_and_cost_at_most_one_ext
         assert len(wait_mails(stack, who, 1, REMINDER, timeout=5)) == 1, approval_id
         assert reminded(approval_id) == 1, "recorded once, though the batch ran on every try"
 
-    t0 = time.monotonic()
     mark_id, mark_who = register(reminders=["PT2S"])
-    until(t0, 2.5)
+    clock.advance(3)
     stack.run_cron(url, d1_fault="what=schedule_done")  # mailed, not recorded
     assert len(wait_mails(stack, mark_who, 1, REMINDER, timeout=5)) == 1
-    t0 = time.monotonic()
     boss = addr("faultboss")
     esc_id, _ = register(escalation={"after": "PT2S", "to": [{"email": boss}]})
-    until(t0, 2.5)
+    clock.advance(3)
     stack.run_cron(url, d1_fault="what=escalate")  # nothing added, nothing mailed
     assert mails_to(stack, boss) == []
     assert d1(stack, f"SELECT escalated_at FROM approvals WHERE id = '{esc_id}'", persist=persist) == [

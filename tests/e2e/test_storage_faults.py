@@ -62,7 +62,7 @@ def _outcome(workflows, arn):
     return "approve" if "Approved" in entered else "reject" if "Rejected" in entered else None
 
 
-def test_every_d1_call_of_a_decision_fails_in_turn(stack, workflows, proxy, faulty):
+def test_every_d1_call_of_a_decision_fails_in_turn(stack, workflows, proxy, faulty, clock):
     url, api = faulty
     # How many D1 calls each kind of decision makes (fault-free, counted by the worker).
     probes = workflows.start_many(len(SCENARIOS))
@@ -100,7 +100,7 @@ def test_every_d1_call_of_a_decision_fails_in_turn(stack, workflows, proxy, faul
         assert res["first"][0] in (200, 409, 503), res
         assert proxy.forwarded[res["token"]] <= 1, res
     # Storage is back. A claim left behind runs out its lease; then each approver tries again.
-    time.sleep(stack.claim_lease_seconds + 0.5)
+    clock.advance(stack.claim_lease_seconds + 1)
 
     def settle(res):
         name, approvers, quorum, who, verdict, earlier = res["scenario"]
@@ -233,7 +233,7 @@ def test_every_d1_call_of_a_registration_fails_in_turn(stack, faulty):
     _write_matrix("Registration", ("fault", "first answer", "redelivery", "mail_state", "mails"), table)
 
 
-def test_every_d1_call_of_a_cron_run_fails_in_turn(stack):
+def test_every_d1_call_of_a_cron_run_fails_in_turn(stack, clock):
     url = stack.extra_worker("d1cron", {"D1_FAULTS": "header"})
     api = Api(stack, url)
     persist = stack.state / "worker-d1cron-d1"
@@ -258,13 +258,12 @@ def test_every_d1_call_of_a_cron_run_fails_in_turn(stack):
     table = []
     for n in range(1, 12):
         spec = f"call={n}"
-        t_reg = time.monotonic()
         expiring = api.register("tok-" + secrets.token_hex(8), approvers=[{"sub": "alice"}], timeoutSeconds=2).json()["id"]
         soon = int(time.time() * 1000) + 2 * 3600 * 1000
         d1(stack, f"UPDATE approvals SET expires_at = {soon}, reminded_at = NULL WHERE id = '{remind_id}'; "
                   f"UPDATE approvals SET mail_state = 'failed', mail_attempts = 0 WHERE id = '{retry_id}'",
            persist=persist)
-        time.sleep(max(0.0, 2.3 - (time.monotonic() - t_reg)))
+        clock.advance(3)  # past the 2 s expiry
         r0, m0 = reminders(), requests_mailed()
         stack.run_cron(url, d1_fault=spec)
         r1, m1 = reminders(), requests_mailed()

@@ -108,16 +108,6 @@ class Backend:
             return row["n"]
         return len(self._item(approval_id).get("seats", {}).get("M", {}))
 
-    def expire_in(self, approval_id: str, ms: int) -> None:
-        """Moves the approval's deadline to `ms` from now, as if that much of its time had passed."""
-        at = int(time.time() * 1000) + ms
-        if self.name == "d1":
-            d1(self.stack, f"UPDATE approvals SET expires_at = {at} WHERE id = '{approval_id}'")
-            return
-        self.stack.aws("dynamodb").update_item(
-            TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}}, UpdateExpression="SET expiresAtMs = :at",
-            ExpressionAttributeValues={":at": {"N": str(at)}})
-
     def into_the_lead(self, approval_id: str, seconds: int = 120) -> None:
         """With an outcome on expiry: the approvers' deadline has just passed; the task's is `seconds` from now."""
         now = int(time.time() * 1000)
