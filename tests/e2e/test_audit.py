@@ -129,12 +129,15 @@ def test_operators_export_json_and_csv_by_cursor(stack, workflows, audited):
     for _ in range(3):
         approval, _ = register(workflows, api, [{"sub": "alice"}])
         assert api.get(approval, "alice").status_code == 200
-    everything = export(stack, url, limit=1000).json()
+    # One fixed range for the whole comparison (`to` defaults to the request's now: an event another test recorded
+    # with the test clock ahead may only fall into it later).
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    everything = export(stack, url, limit=1000, to=until).json()
     assert everything["nextCursor"] is None and len(everything["items"]) >= 6
     # Page by page (2 a page): the same events in the same order, none twice, none skipped.
     paged, cursor, pages = [], None, 0
     while True:
-        params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        params = {"limit": 2, "to": until, **({"cursor": cursor} if cursor else {})}
         page = export(stack, url, **params)
         assert page.status_code == 200, page.text
         body = page.json()
@@ -149,11 +152,11 @@ def test_operators_export_json_and_csv_by_cursor(stack, workflows, audited):
     # The range is half-open [from, to): an event exactly at `to` belongs to the next range.
     at = next(e["at"] for e in everything["items"] if e["at"] > everything["items"][0]["at"])
     before = export(stack, url, to=at, limit=1000).json()["items"]
-    after = export(stack, url, **{"from": at}, limit=1000).json()["items"]
+    after = export(stack, url, **{"from": at}, to=until, limit=1000).json()["items"]
     assert before + after == everything["items"] and before and after[0]["at"] == at
 
     # CSV: a header row, one row per event, RFC 4180, the next cursor in a header.
-    r = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=1000)
+    r = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=1000, to=until)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert r.headers["cache-control"] == "no-store"
     assert r.text.endswith("\r\n") and "ringi-next-cursor" not in r.headers
@@ -163,10 +166,10 @@ def test_operators_export_json_and_csv_by_cursor(stack, workflows, audited):
     cell = lambda v: f"'{v}" if v[:1] in ("=", "+", "-", "@") else v  # noqa: E731
     assert [(row[0], row[1], row[2]) for row in rows[1:]] == [(e["at"], cell(e["approvalId"]), e["kind"])
                                                             for e in everything["items"]]
-    first = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=2)
+    first = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=2, to=until)
     assert len(list(csv.reader(io.StringIO(first.text, newline="")))) == 3
     nxt = first.headers["ringi-next-cursor"]
-    second = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=2, cursor=nxt)
+    second = export(stack, url, headers={**operator(stack), "accept": "text/csv"}, limit=2, cursor=nxt, to=until)
     assert list(csv.reader(io.StringIO(second.text, newline="")))[1][0] == everything["items"][2]["at"]
 
 
