@@ -43,46 +43,43 @@ impl AwsService {
     }
 }
 
-/// Sends `body` signed for `service`; returns the status and body text, or a transport error (including
-/// no answer within `timeout`). Counted as one round trip of this request (`probe`).
-pub async fn signed_post(
-    cfg: &Config,
-    probe: &Probe,
-    url: &str,
-    service: AwsService,
-    headers: &[(&str, &str)],
-    body: &str,
-    timeout: Duration,
-) -> Result<(u16, String), String> {
+/// One signed POST to an AWS service.
+pub struct AwsPost<'a> {
+    pub url: &'a str,
+    pub service: AwsService,
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: &'a str,
+    /// No answer within it is a transport error.
+    pub timeout: Duration,
+}
+
+/// Sends `req` signed with the worker's configured credentials; returns the status and body text, or a transport
+/// error. Counted as one round trip of this request (`probe`).
+pub async fn signed_post(cfg: &Config, probe: &Probe, req: &AwsPost<'_>) -> Result<(u16, String), String> {
     let creds = cfg.aws_credentials.as_ref().ok_or("AWS credentials are not configured")?;
     // The table may live in another region than the workflows (`DYNAMODB_REGION`).
-    let region = match (service, &cfg.storage) {
+    let region = match (req.service, &cfg.storage) {
         (AwsService::DynamoDb, ringi_core::config::Storage::DynamoDb(d)) => d.region.as_str(),
         _ => cfg.aws_region.as_str(),
     };
-    signed_post_as(creds, region, probe, url, service, headers, body, timeout).await
+    signed_post_as(creds, region, probe, req).await
 }
 
 /// [`signed_post`] with the given credentials, signed for `region` (a callback's target's).
-#[allow(clippy::too_many_arguments)]
 pub async fn signed_post_as(
     creds: &AwsCredentials,
     region: &str,
     probe: &Probe,
-    url: &str,
-    service: AwsService,
-    headers: &[(&str, &str)],
-    body: &str,
-    timeout: Duration,
+    req: &AwsPost<'_>,
 ) -> Result<(u16, String), String> {
     let signed = sign_headers(
         &SignRequest {
             method: "POST",
-            url,
-            headers,
-            body: body.as_bytes(),
+            url: req.url,
+            headers: req.headers,
+            body: req.body.as_bytes(),
             region,
-            service: service.signing_name(),
+            service: req.service.signing_name(),
             time: unix_ms_to_system_time(wall_ms()),
         },
         creds,
@@ -90,9 +87,9 @@ pub async fn signed_post_as(
     )
     .map_err(|e| e.to_string())?;
     let all: Vec<(&str, &str)> =
-        headers.iter().copied().chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))).collect();
-    probe.before_round_trip(service.remote()).await;
-    post(url, &all, body, timeout).await
+        req.headers.iter().copied().chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))).collect();
+    probe.before_round_trip(req.service.remote()).await;
+    post(req.url, &all, req.body, req.timeout).await
 }
 
 /// One POST through the Workers fetch API: the status and body text, or a transport error (including no

@@ -14,7 +14,7 @@ use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Env;
 
-use crate::aws::{signed_post, AwsService, MAIL_TIMEOUT};
+use crate::aws::{signed_post, AwsPost, AwsService, MAIL_TIMEOUT};
 use crate::platform::log;
 use crate::probe::Probe;
 use crate::store::{ApprovalStore, MailJob, Store};
@@ -172,7 +172,18 @@ async fn deliver(
         let endpoint = &endpoint;
         async move {
             let headers = [("content-type", "application/json")];
-            signed_post(cfg, probe, endpoint, AwsService::Ses, &headers, &body, MAIL_TIMEOUT).await
+            signed_post(
+                cfg,
+                probe,
+                &AwsPost {
+                    url: endpoint,
+                    service: AwsService::Ses,
+                    headers: &headers,
+                    body: &body,
+                    timeout: MAIL_TIMEOUT,
+                },
+            )
+            .await
         }
     });
     let mut failed = 0;

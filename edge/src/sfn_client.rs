@@ -10,7 +10,7 @@ use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;
 
-use crate::aws::{signed_post_as, AwsService};
+use crate::aws::{signed_post_as, AwsPost, AwsService};
 use crate::federation::{credentials, forget};
 use crate::platform::{log, random_unit};
 use crate::probe::Probe;
@@ -51,16 +51,14 @@ pub async fn deliver(
         let outcome = match credentials(cfg, target, attempt_timeout).await {
             Err(none) => none,
             Ok(creds) => {
-                let sent = signed_post_as(
-                    &creds,
-                    region,
-                    probe,
-                    &url,
-                    AwsService::StepFunctions,
-                    &headers,
-                    &body,
-                    attempt_timeout,
-                );
+                let req = AwsPost {
+                    url: &url,
+                    service: AwsService::StepFunctions,
+                    headers: &headers,
+                    body: &body,
+                    timeout: attempt_timeout,
+                };
+                let sent = signed_post_as(&creds, region, probe, &req);
                 match sent.await {
                     Ok((status, text)) => classify(status, &text),
                     Err(e) => CallbackOutcome::Retryable(format!("network: {e}")),

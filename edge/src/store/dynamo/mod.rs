@@ -49,7 +49,7 @@ use super::rows::{self, ApprovalRow, AttemptRow, DecisionRow, InboxEntry, InboxR
 use super::{
     Approval, Attempt, CallbackFailure, ClaimRequest, Guess, Inserted, Loaded, MailJob, Opened, Registrant, Vote,
 };
-use crate::aws::{signed_post, AwsService};
+use crate::aws::{signed_post, AwsPost, AwsService};
 use crate::platform::{log, random_unit};
 use crate::probe::Probe;
 
@@ -204,13 +204,18 @@ impl DynamoStore {
         let timeout = Duration::from_millis(D1_RETRY.attempt_timeout_ms);
         let mut attempt = 1;
         loop {
-            let outcome =
-                match signed_post(&self.cfg, &self.probe, &url, AwsService::DynamoDb, &headers, &body, timeout).await {
-                    Ok((status, text)) => classify(status, &text),
-                    Err(e) => {
-                        DdbOutcome::Transient(if e.contains("no answer") { "timeout".into() } else { "network".into() })
-                    }
-                };
+            let outcome = match signed_post(
+                &self.cfg,
+                &self.probe,
+                &AwsPost { url: &url, service: AwsService::DynamoDb, headers: &headers, body: &body, timeout },
+            )
+            .await
+            {
+                Ok((status, text)) => classify(status, &text),
+                Err(e) => {
+                    DdbOutcome::Transient(if e.contains("no answer") { "timeout".into() } else { "network".into() })
+                }
+            };
             match outcome {
                 DdbOutcome::Transient(ty) if attempt < D1_RETRY.max_attempts => {
                     log("info", "ddb_retry", json!({"op": op, "attempt": attempt, "error": ty}));
