@@ -44,7 +44,8 @@ MEMBER_TEMPLATE = "deploy/aws/member.yaml"
 CALLBACK_ROLE = "ringi-callback"  # member.yaml's RoleName default: the same name in every account
 CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
-           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
+           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom",
+           "FederationIssuerHost", "FederationAudience")
 # Absent when their resource is not created: "".
 OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn")
 STABLE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}  # outputs readable, updates allowed
@@ -347,6 +348,7 @@ class Deploy:
     chat_channels: str | None = None  # CHAT_CHANNELS_FILE's JSON (a secret), when set
     account: str = ""  # the stack's account, from the credentials
     targets: dict = field(default_factory=dict)  # AWS_TARGETS (CALLBACK_CREDENTIALS=federation)
+    signing_key_after_deploy: bool = False  # a running worker gets AWS_TARGETS before the key that needs them
 
     def say(self, text: str) -> None:
         print(f"    {text}", flush=True)
@@ -593,9 +595,11 @@ def member_stack_name(d: Deploy) -> str:
 
 
 def member_parameters(d: Deploy, m: Member) -> dict[str, str]:
-    """member.yaml's parameters: the worker is the issuer (its host), with the audience it signs for."""
-    return {"IssuerHost": d.s["PUBLIC_HOST"], "Regions": ",".join(m.regions), "RoleName": CALLBACK_ROLE,
-            "StateMachineNamePrefix": d.s["STATE_MACHINE_NAME_PREFIX"]}
+    """member.yaml's parameters: the worker is the issuer (its host), with the audience it signs for (the central
+    stack's outputs; before the stack exists, in a dry run, what they will say)."""
+    return {"IssuerHost": d.outputs.get("FederationIssuerHost") or d.s["PUBLIC_HOST"],
+            "Audience": d.outputs.get("FederationAudience") or "sts.amazonaws.com", "Regions": ",".join(m.regions),
+            "RoleName": CALLBACK_ROLE, "StateMachineNamePrefix": d.s["STATE_MACHINE_NAME_PREFIX"]}
 
 
 def deploy_member(d: Deploy, m: Member) -> str:
@@ -836,6 +840,12 @@ def signing_key() -> str:
                        "kid": f"ringi-{time.strftime('%Y%m%d')}"}, separators=(",", ":"))
 
 
+def new_signing_key_secret(d: Deploy) -> str:
+    key = d.run.secret(signing_key())
+    d.run.secret(json.loads(key)["d"])
+    return key
+
+
 def switch_api_key(d: Deploy, old_digest: str | None) -> None:
     """The worker already accepts the new key and the old one; now the connection gets the new key, then the
     worker forgets the old one. If the stack update fails, the connection still sends the old key."""
@@ -867,6 +877,10 @@ def step_secrets(d: Deploy) -> str | None:
                         "run again")
     # Made once: a new key is rotated in by hand, published before it signs (docs/deploy.md).
     new_signing_key = d.federation and SIGNING_SECRET not in have
+    # A secret reaches a running worker at once, and the key without AWS_TARGETS is a configuration the worker
+    # refuses: a worker that runs already gets it after `wrangler deploy`.
+    d.signing_key_after_deploy = new_signing_key and bool(have)
+    new_signing_key = new_signing_key and not d.signing_key_after_deploy
     actions = []
     if new_aws_key:
         who = user or "the stack's worker user"
@@ -892,8 +906,7 @@ def step_secrets(d: Deploy) -> str | None:
     if d.chat_channels:
         first["CHAT_CHANNELS"] = d.chat_channels
     if new_signing_key:
-        first[SIGNING_SECRET] = d.run.secret(signing_key())
-        d.run.secret(json.loads(first[SIGNING_SECRET])["d"])
+        first[SIGNING_SECRET] = new_signing_key_secret(d)
     if new_aws_key:
         push_aws_key(d, user, keys, first)
     elif first:
@@ -907,9 +920,14 @@ def step_secrets(d: Deploy) -> str | None:
 
 
 def step_deploy(d: Deploy) -> str | None:
-    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"):
+    then = (f"; then generate the federation signing key (EC P-256) and store it as {SIGNING_SECRET}"
+            if d.signing_key_after_deploy else "")
+    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"
+                  + then):
         return None
     out = d.wrangler("deploy")
+    if d.signing_key_after_deploy:
+        put_secrets(d, {SIGNING_SECRET: new_signing_key_secret(d)})
     version = re.search(r"Current Version ID:\s*(\S+)", out)
     return f"version {version[1]}" if version else "deployed"
 

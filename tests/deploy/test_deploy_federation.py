@@ -51,8 +51,10 @@ def test_each_member_account_gets_its_stack_and_becomes_a_target(deployer):
                                      f"{CENTRAL}/eu-central-1/ringi-member"])
     want = {"111122223333": "eu-west-1,us-east-1", "444455556666": "us-east-1", CENTRAL: "eu-central-1"}
     for key, stack in stacks.items():
-        assert stack["Parameters"] == {"IssuerHost": "approvals.example.com", "Regions": want[key.split("/")[0]],
-                                       "RoleName": "ringi-callback", "StateMachineNamePrefix": "wf-"}
+        # What the central stack's FederationIssuerHost / FederationAudience outputs say.
+        assert stack["Parameters"] == {"IssuerHost": "approvals.example.com", "Audience": "sts.amazonaws.com",
+                                       "Regions": want[key.split("/")[0]], "RoleName": "ringi-callback",
+                                       "StateMachineNamePrefix": "wf-"}
         assert stack["Template"].startswith('AWSTemplateFormatVersion') and "CallbackRole" in stack["Template"]
     assert {option(c["argv"], "--profile") for c in deploys(deployer)} == {"team-a", "team-b", None}
     assert all("CAPABILITY_NAMED_IAM" in c["argv"] for c in deploys(deployer))
@@ -118,3 +120,22 @@ def test_the_access_key_fallback_deploys_no_member_stack_and_no_federation(deplo
     deployer.settings.update(MEMBER_ACCOUNTS="111122223333:eu-west-1")
     proc = deployer.run()
     assert proc.returncode == 2 and "MEMBER_ACCOUNTS needs CALLBACK_CREDENTIALS=federation" in proc.stderr
+
+
+def test_a_running_worker_gets_aws_targets_before_the_signing_key(deployer):
+    """From the access-key fallback to federation: a secret reaches the running worker at once, and the key
+    without AWS_TARGETS would be a configuration the worker refuses, so the key follows `wrangler deploy`."""
+    deployer.settings.update(CALLBACK_CREDENTIALS="access-key")
+    assert deployer.run().returncode == 0
+    before = len(deployer.calls())
+    deployer.settings.update(CALLBACK_CREDENTIALS="federation")
+    proc = deployer.run()
+    assert proc.returncode == 0, proc.stderr
+    later = deployer.calls()[before:]
+    deployed = next(i for i, c in enumerate(later) if c["program"] == "wrangler" and c["argv"][0] == "deploy")
+    [stored] = [i for i, c in enumerate(later) if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"]
+                and "FEDERATION_SIGNING_KEY" in json.loads(c["stdin"])]
+    assert deployed < stored
+    worker = deployer.state()["cloudflare"]["workers"]["ringi"]
+    assert "FEDERATION_SIGNING_KEY" in worker["secrets"]
+    assert CENTRAL in json.loads(worker["deployed"]["vars"]["AWS_TARGETS"])

@@ -86,7 +86,8 @@ def test_first_deploy_creates_everything_in_order(deployer):
         "preflight", "build", "stack", "outputs", "members", "d1", "config", "migrations", "secrets", "deploy", "check"]
     order = [f"{c['program']} {command(c)}" for c in deployer.calls()]
     milestones = ["aws sts get-caller-identity", "wrangler whoami --json", "aws cloudformation create-change-set",
-                  "aws cloudformation execute-change-set", "aws cloudformation deploy", "wrangler d1 create", "wrangler d1 migrations",
+                  "aws cloudformation execute-change-set", "aws cloudformation deploy", "wrangler d1 create",
+                  "wrangler d1 migrations",
                   "aws iam create-access-key", "wrangler secret bulk", "wrangler deploy --config"]
     positions = [next(i for i, c in enumerate(order) if c.startswith(m)) for m in milestones]
     assert positions == sorted(positions), order
