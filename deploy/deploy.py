@@ -13,6 +13,7 @@ Python standard library only.
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import importlib.util
 import json
@@ -38,9 +39,13 @@ TEMPLATE_BODY_LIMIT = 51_200  # CloudFormation's inline TemplateBody limit, in b
 API_KEY_TAG = "ringi:api-key-sha256"  # stack tag: SHA-256 of the key the EventBridge connection holds
 AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
+SIGNING_SECRET = "FEDERATION_SIGNING_KEY"  # CALLBACK_CREDENTIALS=federation: made once, kept across deploys
+MEMBER_TEMPLATE = "deploy/aws/member.yaml"
+CALLBACK_ROLE = "ringi-callback"  # member.yaml's RoleName default: the same name in every account
 CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
-           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom")
+           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom",
+           "FederationIssuerHost", "FederationAudience")
 # Absent when their resource is not created: "".
 OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn")
 STABLE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}  # outputs readable, updates allowed
@@ -52,6 +57,9 @@ HOST = r"(?=.{4,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}"
 EMAIL = r"[^@\s\"<>,]+@" + HOST
 GROUP = r"[A-Za-z0-9_.@+=-]{1,128}"
 PROVIDER = r"[^\s,_]{1,32}"  # Cognito's rule for provider names, plus no ','
+REGION = r"[a-z]{2}(-[a-z]+)+-\d"
+# ACCOUNT:REGION[+REGION…][@PROFILE]: the account's regions, and the AWS CLI profile that deploys its member stack
+MEMBER = rf"\d{{12}}:{REGION}(\+{REGION})*(@[A-Za-z0-9_.-]{{1,64}})?"
 IAM_ARN = r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=.@_/*-]{1,512}"  # a role or user ('*': wildcard)
 
 
@@ -108,6 +116,11 @@ KEYS = (
     Key("ADMIN_GROUP", "", rf"|{GROUP}", "empty (nobody is an operator), or the operators' group"),
     Key("ON_EXPIRY_LEAD_SECONDS", "600", r"[1-9]\d{0,4}", "seconds, 1-86400"),
     Key("AUDIT_RETENTION_DAYS", "400", r"[1-9]\d{0,3}", "days, 1-3660"),
+    # How the worker answers the workflows' tasks: federation (a token it signs, the accounts' callback roles) or
+    # access-key (the fallback: the stack's IAM user key, one account, AWS_REGION).
+    Key("CALLBACK_CREDENTIALS", "federation", r"federation|access-key", "federation or access-key"),
+    Key("MEMBER_ACCOUNTS", "", rf"|{MEMBER}(,{MEMBER})*", "empty (the stack's account only), or "
+        "ACCOUNT:REGION[+REGION…][@PROFILE] entries, comma-separated, e.g. 111122223333:eu-west-1+us-east-1@team-a"),
     Key("CHAT_CHANNELS_FILE", "", r"|[^\s'\"]+", "empty, or the path (absolute, or from the checkout) of the "
         "JSON file of chat channels stored as the worker secret CHAT_CHANNELS (docs/deploy.md)"),
 )
@@ -204,6 +217,11 @@ def derive(s: dict[str, str]) -> dict[str, str]:
             raise SettingsError("SCOPE_CLAIM=scp is for OIDC_ISSUER: Cognito tokens carry scope")
         if s["EMAIL_VERIFIED"] == "trust":
             raise SettingsError("EMAIL_VERIFIED=trust is for OIDC_ISSUER: Cognito sends email_verified")
+    if s["MEMBER_ACCOUNTS"] and s["CALLBACK_CREDENTIALS"] != "federation":
+        raise SettingsError("MEMBER_ACCOUNTS needs CALLBACK_CREDENTIALS=federation: the access key answers one account")
+    members = [m.split(":", 1)[0] for m in s["MEMBER_ACCOUNTS"].split(",") if m]
+    if len(set(members)) < len(members):
+        raise SettingsError("MEMBER_ACCOUNTS names an account twice")
     identity, sender = s["MAIL_IDENTITY"], s["MAIL_FROM"]
     domain = sender.split("@", 1)[1]
     if identity != sender and not (domain == identity or domain.endswith("." + identity)):
@@ -328,13 +346,21 @@ class Deploy:
     api_key: str | None = None  # that new key, once the stack holds it
     db_id: str | None = None
     chat_channels: str | None = None  # CHAT_CHANNELS_FILE's JSON (a secret), when set
+    account: str = ""  # the stack's account, from the credentials
+    targets: dict = field(default_factory=dict)  # AWS_TARGETS (CALLBACK_CREDENTIALS=federation)
+    signing_key_after_deploy: bool = False  # a running worker gets AWS_TARGETS before the key that needs them
 
     def say(self, text: str) -> None:
         print(f"    {text}", flush=True)
 
-    def aws(self, *args: str, stdin: str | None = None) -> dict:
-        out = self.run(["aws", *args, "--region", self.s["AWS_REGION"], "--output", "json"], stdin=stdin)
+    def aws(self, *args: str, stdin: str | None = None, region: str | None = None, profile: str | None = None) -> dict:
+        out = self.run(["aws", *args, *(["--profile", profile] if profile else []),
+                        "--region", region or self.s["AWS_REGION"], "--output", "json"], stdin=stdin)
         return json.loads(out) if out.strip() else {}
+
+    @property
+    def federation(self) -> bool:
+        return self.s["CALLBACK_CREDENTIALS"] == "federation"
 
     def wrangler(self, *args: str, stdin: str | None = None) -> str:
         return self.run(["wrangler", *args, "--config", WRANGLER_CONFIG, "--env", "production"], stdin=stdin)
@@ -365,6 +391,7 @@ def step_preflight(d: Deploy) -> str | None:
     if d.s["AWS_ACCOUNT_ID"] and who.get("Account") != d.s["AWS_ACCOUNT_ID"]:
         raise StepError(f"the AWS credentials belong to account {who.get('Account')}, AWS_ACCOUNT_ID says "
                         f"{d.s['AWS_ACCOUNT_ID']}")
+    d.account = who.get("Account", "")
     try:
         cloudflare = parse_json_output(d.run(["wrangler", "whoami", "--json"]))
     except CommandFailed as e:  # --json exits non-zero when not signed in
@@ -540,7 +567,79 @@ def step_outputs(d: Deploy) -> str | None:
            f"{d.outputs['WorkerUserName']}"
 
 
-# 5 ─ D1
+# 5 ─ member accounts
+
+
+@dataclass(frozen=True)
+class Member:
+    account: str
+    regions: tuple[str, ...]
+    profile: str | None  # the AWS CLI profile whose credentials deploy its stack; None: the deployer's own
+
+
+def members(d: Deploy) -> list[Member]:
+    """MEMBER_ACCOUNTS, and the stack's own account (its workflows, the example state machine) in AWS_REGION
+    unless listed there."""
+    listed = []
+    for entry in filter(None, d.s["MEMBER_ACCOUNTS"].split(",")):
+        head, _, profile = entry.partition("@")
+        account, regions = head.split(":", 1)
+        listed.append(Member(account, tuple(regions.split("+")), profile or None))
+    if d.account and all(m.account != d.account for m in listed):
+        listed.insert(0, Member(d.account, (d.s["AWS_REGION"],), None))
+    return listed
+
+
+def member_stack_name(d: Deploy) -> str:
+    return f"{d.s['RINGI_NAME']}-member"
+
+
+def member_parameters(d: Deploy, m: Member) -> dict[str, str]:
+    """member.yaml's parameters: the worker is the issuer (its host), with the audience it signs for (the central
+    stack's outputs; before the stack exists, in a dry run, what they will say)."""
+    return {"IssuerHost": d.outputs.get("FederationIssuerHost") or d.s["PUBLIC_HOST"],
+            "Audience": d.outputs.get("FederationAudience") or "sts.amazonaws.com", "Regions": ",".join(m.regions),
+            "RoleName": CALLBACK_ROLE, "StateMachineNamePrefix": d.s["STATE_MACHINE_NAME_PREFIX"]}
+
+
+def deploy_member(d: Deploy, m: Member) -> str:
+    """`aws cloudformation deploy` in the member account (idempotent: no changes, no change set); the role ARN
+    from the stack's output."""
+    region, name = m.regions[0], member_stack_name(d)  # IAM is global: the stack lives in the first region
+    who = d.aws("sts", "get-caller-identity", region=region, profile=m.profile)
+    if who.get("Account") != m.account:
+        raise StepError(f"member account {m.account}: the credentials" + (f" of profile {m.profile}" if m.profile
+                        else "") + f" belong to account {who.get('Account')}")
+    overrides = [f"{k}={v}" for k, v in member_parameters(d, m).items()]
+    d.run(["aws", "cloudformation", "deploy", "--stack-name", name, "--template-file",
+           str(d.root / MEMBER_TEMPLATE), "--capabilities", "CAPABILITY_NAMED_IAM", "--no-fail-on-empty-changeset",
+           "--parameter-overrides", *overrides, *(["--profile", m.profile] if m.profile else []),
+           "--region", region, "--output", "json"])
+    stack = d.aws("cloudformation", "describe-stacks", "--stack-name", name, region=region,
+                  profile=m.profile)["Stacks"][0]
+    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
+    if not outputs.get("RoleArn"):
+        raise StepError(f"member stack {name} in {m.account} lacks the output RoleArn")
+    return outputs["RoleArn"]
+
+
+def step_members(d: Deploy) -> str | None:
+    if not d.federation:
+        return "CALLBACK_CREDENTIALS=access-key: the worker answers its own account with the access key"
+    done = []
+    for m in members(d):
+        where = f"{m.account} ({', '.join(m.regions)}" + (f", profile {m.profile})" if m.profile else ")")
+        if d.plan(f"deploy {MEMBER_TEMPLATE} as stack {member_stack_name(d)} in {where}: the OIDC provider for "
+                  f"https://{d.s['PUBLIC_HOST']} and the role {CALLBACK_ROLE}"):
+            role = deploy_member(d, m)
+        else:  # the name member.yaml gives the role
+            role = f"arn:aws:iam::{m.account}:role/{CALLBACK_ROLE}"
+        d.targets[m.account] = {"roleArn": role, "regions": list(m.regions)}
+        done.append(m.account)
+    return f"AWS_TARGETS: {', '.join(done)}" if done else None
+
+
+# 6 ─ D1
 
 
 def find_database(d: Deploy) -> str | None:
@@ -568,7 +667,7 @@ def step_d1(d: Deploy) -> str | None:
     return f"created: {d.db_id}"
 
 
-# 6 ─ wrangler config
+# 7 ─ wrangler config
 
 
 def sign_in_vars(d: Deploy) -> dict[str, str]:
@@ -593,6 +692,7 @@ def worker_vars(d: Deploy) -> dict[str, str]:
             "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"], "ADMIN_GROUP": d.s["ADMIN_GROUP"],
             "ON_EXPIRY_LEAD_SECONDS": d.s["ON_EXPIRY_LEAD_SECONDS"],
             "AUDIT_RETENTION_DAYS": d.s["AUDIT_RETENTION_DAYS"],
+            **({"AWS_TARGETS": json.dumps(d.targets, separators=(",", ":"), sort_keys=True)} if d.federation else {}),
             # STORAGE=dynamodb: the stack's table (the worker's policy names it and its index only).
             **({"STORAGE": "dynamodb", "DYNAMODB_TABLE": o["ApprovalsTableName"], "DYNAMODB_INDEX": "byApprover"}
                if d.s.get("STORAGE") == "dynamodb" else {})}
@@ -609,7 +709,7 @@ def render_wrangler_config(d: Deploy) -> dict:
     if len(databases) != 1:
         raise StepError("edge/wrangler.toml: [env.production] needs exactly one d1_databases entry with binding DB")
     vars_ = {**prod.get("vars", {}), **worker_vars(d)}
-    if clash := sorted(set(vars_) & {*SECRET_NAMES, CHAT_SECRET}):
+    if clash := sorted(set(vars_) & {*SECRET_NAMES, CHAT_SECRET, SIGNING_SECRET}):
         raise StepError(f"edge/wrangler.toml: {', '.join(clash)} must be secrets, not [env.production.vars]")
     prod = {**prod, "name": d.s["WORKER_NAME"], "routes": [{"pattern": d.s["PUBLIC_HOST"], "custom_domain": True}],
             "d1_databases": [{**databases[0], "database_name": d.s["D1_DATABASE_NAME"], "database_id": d.db_id}],
@@ -627,7 +727,7 @@ def step_config(d: Deploy) -> str | None:
     return None
 
 
-# 7 ─ migrations
+# 8 ─ migrations
 
 
 def step_migrations(d: Deploy) -> str | None:
@@ -639,7 +739,7 @@ def step_migrations(d: Deploy) -> str | None:
     return "none pending" if re.search(r"no migrations to apply", out, re.I) else "applied"
 
 
-# 8 ─ secrets
+# 9 ─ secrets
 
 
 def worker_secret_names(d: Deploy) -> set[str]:
@@ -703,6 +803,49 @@ def push_aws_key(d: Deploy, user: str, existing: list[dict], extra: dict[str, st
         delete_access_key(d, user, old["AccessKeyId"])
 
 
+# NIST P-256 (SEC 2 secp256r1): the curve of the worker's ES256 federation key.
+P256_P = 2**256 - 2**224 + 2**192 + 2**96 - 1
+P256_N = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+P256_G = (0x6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296,
+          0x4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5)
+
+
+def p256_add(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    if a is None or b is None:
+        return a or b
+    if a[0] == b[0] and (a[1] + b[1]) % P256_P == 0:
+        return None
+    if a == b:
+        slope = (3 * a[0] * a[0] - 3) * pow(2 * a[1], -1, P256_P)
+    else:
+        slope = (b[1] - a[1]) * pow(b[0] - a[0], -1, P256_P)
+    x = (slope * slope - a[0] - b[0]) % P256_P
+    return x, (slope * (a[0] - x) - a[1]) % P256_P
+
+
+def signing_key() -> str:
+    """A new federation signing key: a private EC P-256 JWK with a kid (the standard library has no EC, and the
+    public point is a few lines of arithmetic; the private scalar comes from `secrets`)."""
+    private = secrets.randbelow(P256_N - 1) + 1
+    public, addend, k = None, P256_G, private
+    while k:
+        if k & 1:
+            public = p256_add(public, addend)
+        addend, k = p256_add(addend, addend), k >> 1
+
+    def b64(n: int) -> str:
+        return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    return json.dumps({"kty": "EC", "crv": "P-256", "x": b64(public[0]), "y": b64(public[1]), "d": b64(private),
+                       "kid": f"ringi-{time.strftime('%Y%m%d')}"}, separators=(",", ":"))
+
+
+def new_signing_key_secret(d: Deploy) -> str:
+    key = d.run.secret(signing_key())
+    d.run.secret(json.loads(key)["d"])
+    return key
+
+
 def switch_api_key(d: Deploy, old_digest: str | None) -> None:
     """The worker already accepts the new key and the old one; now the connection gets the new key, then the
     worker forgets the old one. If the stack update fails, the connection still sends the old key."""
@@ -728,12 +871,24 @@ def step_secrets(d: Deploy) -> str | None:
     keys = access_keys(d, user) if user else []
     new_aws_key = d.rotate or not set(AWS_KEY_SECRETS) <= have or len(keys) != 1
     switch_key = not d.creating and (d.rotate or "REGISTER_API_KEYS" not in have)
+    if not d.federation and SIGNING_SECRET in have:
+        raise StepError(f"CALLBACK_CREDENTIALS=access-key, but the worker holds {SIGNING_SECRET}, which switches it "
+                        f"to federation: `wrangler secret delete {SIGNING_SECRET} --name {d.s['WORKER_NAME']}`, then "
+                        "run again")
+    # Made once: a new key is rotated in by hand, published before it signs (docs/deploy.md).
+    new_signing_key = d.federation and SIGNING_SECRET not in have
+    # A secret reaches a running worker at once, and the key without AWS_TARGETS is a configuration the worker
+    # refuses: a worker that runs already gets it after `wrangler deploy`.
+    d.signing_key_after_deploy = new_signing_key and bool(have)
+    new_signing_key = new_signing_key and not d.signing_key_after_deploy
     actions = []
     if new_aws_key:
         who = user or "the stack's worker user"
         actions.append(f"create an access key for {who} and store it as "
                        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" +
                        (f", then delete the {len(keys)} older key(s)" if keys else ""))
+    if new_signing_key:
+        actions.append(f"generate the federation signing key (EC P-256) and store it as {SIGNING_SECRET}")
     if d.creating:
         actions.append("set REGISTER_API_KEYS to the SHA-256 of the stack's new API key")
     if d.chat_channels:
@@ -743,12 +898,15 @@ def step_secrets(d: Deploy) -> str | None:
     if switch_key:
         actions.append("rotate the registration API key (the worker accepts new and old → stack update → new only)")
     if not actions:
-        return f"the worker has {', '.join(SECRET_NAMES)}; nothing to rotate"
+        return f"the worker has {', '.join(SECRET_NAMES + ((SIGNING_SECRET,) if d.federation else ()))}; " \
+               "nothing to rotate"
     if not d.plan("; ".join(actions)):
         return None
     first = {"REGISTER_API_KEYS": sha256(d.api_key)} if d.api_key else {}
     if d.chat_channels:
         first["CHAT_CHANNELS"] = d.chat_channels
+    if new_signing_key:
+        first[SIGNING_SECRET] = new_signing_key_secret(d)
     if new_aws_key:
         push_aws_key(d, user, keys, first)
     elif first:
@@ -758,18 +916,23 @@ def step_secrets(d: Deploy) -> str | None:
     return "done"
 
 
-# 9 ─ deploy
+# 10 ─ deploy
 
 
 def step_deploy(d: Deploy) -> str | None:
-    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"):
+    then = (f"; then generate the federation signing key (EC P-256) and store it as {SIGNING_SECRET}"
+            if d.signing_key_after_deploy else "")
+    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"
+                  + then):
         return None
     out = d.wrangler("deploy")
+    if d.signing_key_after_deploy:
+        put_secrets(d, {SIGNING_SECRET: new_signing_key_secret(d)})
     version = re.search(r"Current Version ID:\s*(\S+)", out)
     return f"version {version[1]}" if version else "deployed"
 
 
-# 10 ─ check
+# 11 ─ check
 
 
 def fetch(url: str) -> tuple[int, bytes]:
@@ -818,6 +981,7 @@ STEPS = (
     ("stack", lambda d: f"CloudFormation stack {d.stack_name} in {d.s['AWS_REGION']} (deploy/aws/ringi.yaml)",
      step_stack),
     ("outputs", lambda d: f"read the outputs of stack {d.stack_name}", step_outputs),
+    ("members", lambda d: f"member stacks ({MEMBER_TEMPLATE}) and AWS_TARGETS", step_members),
     ("d1", lambda d: f"D1 database {d.s['D1_DATABASE_NAME']}", step_d1),
     ("config", lambda d: f"render {WRANGLER_CONFIG} from edge/wrangler.toml [env.production]", step_config),
     ("migrations", lambda d: f"apply edge/migrations to D1 {d.s['D1_DATABASE_NAME']} (remote)", step_migrations),

@@ -23,7 +23,8 @@ PARAMETERS = ("AppName", "PublicBaseUrl", "CognitoDomainPrefix", "MailFromAddres
            "RegistrationApiKey")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
-           "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn")
+           "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn",
+           "FederationIssuerHost", "FederationAudience")
 # What the worker calls, nothing more (it never sends a task heartbeat, nor deletes an item).
 WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "ses:SendEmail"}
 # With ApprovalsStorage=dynamodb, on the approvals table and its indexes only (no table management).

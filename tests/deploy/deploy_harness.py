@@ -139,5 +139,6 @@ def new_deployer(tmp_path: Path) -> Deployer:
     shutil.copytree(ROOT / "edge" / "migrations", root / "edge" / "migrations")
     (root / "deploy" / "aws" / "render.py").write_text(STUB_RENDER)
     (root / "deploy" / "aws" / "ringi.yaml").write_text(STUB_TEMPLATE)
+    shutil.copy(ROOT / "deploy" / "aws" / "member.yaml", root / "deploy" / "aws" / "member.yaml")
     state = tmp_path / "standin-state.json"
     return Deployer(root=root, state_path=state, log_path=tmp_path / "standin-calls.jsonl", worker=FakeWorker(state))

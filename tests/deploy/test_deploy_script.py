@@ -18,7 +18,7 @@ READ_ONLY = {("aws", "sts get-caller-identity"), ("aws", "cloudformation describ
              ("wrangler", "d1 list"), ("wrangler", "secret list")}
 CREATES = ("cloudformation create-change-set", "iam create-access-key", "d1 create", "secret bulk",
            "cloudformation delete-stack", "iam delete-access-key")
-STEP_LINE = re.compile(r"^==> \[(\d+)/10\] (\w+): ", re.M)
+STEP_LINE = re.compile(r"^==> \[(\d+)/11\] (\w+): ", re.M)
 
 
 def command(call: dict) -> str:
@@ -60,6 +60,10 @@ def assert_converged(d) -> None:
     assert deployed["d1_databases"][0]["database_id"] == db["uuid"]
     assert deployed["vars"]["COGNITO_CLIENT_ID"] == stack["Outputs"]["SpaClientId"]
     assert deployed["routes"] == [{"pattern": "approvals.example.com", "custom_domain": True}]
+    # Federation by default: the stack's own account is a member, its callback role the worker's target.
+    assert "FEDERATION_SIGNING_KEY" in worker["secrets"]
+    assert json.loads(deployed["vars"]["AWS_TARGETS"]) == {
+        "123456789012": {"roleArn": "arn:aws:iam::123456789012:role/ringi-callback", "regions": ["eu-central-1"]}}
 
 
 def assert_no_orphan_key(d) -> None:
@@ -77,12 +81,13 @@ def assert_no_orphan_key(d) -> None:
 def test_first_deploy_creates_everything_in_order(deployer):
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
-    assert [int(n) for n, _ in STEP_LINE.findall(proc.stdout)] == list(range(1, 11))
+    assert [int(n) for n, _ in STEP_LINE.findall(proc.stdout)] == list(range(1, 12))
     assert [name for _, name in STEP_LINE.findall(proc.stdout)] == [
-        "preflight", "build", "stack", "outputs", "d1", "config", "migrations", "secrets", "deploy", "check"]
+        "preflight", "build", "stack", "outputs", "members", "d1", "config", "migrations", "secrets", "deploy", "check"]
     order = [f"{c['program']} {command(c)}" for c in deployer.calls()]
     milestones = ["aws sts get-caller-identity", "wrangler whoami --json", "aws cloudformation create-change-set",
-                  "aws cloudformation execute-change-set", "wrangler d1 create", "wrangler d1 migrations",
+                  "aws cloudformation execute-change-set", "aws cloudformation deploy", "wrangler d1 create",
+                  "wrangler d1 migrations",
                   "aws iam create-access-key", "wrangler secret bulk", "wrangler deploy --config"]
     positions = [next(i for i, c in enumerate(order) if c.startswith(m)) for m in milestones]
     assert positions == sorted(positions), order
@@ -170,7 +175,9 @@ def test_second_run_creates_nothing_and_rotates_nothing(deployer):
     made = [command(c) for c in second if command(c).startswith(CREATES)]
     assert made == [], made
     mutating = sorted({command(c) for c in second if not is_read_only(c)})
-    assert mutating == ["d1 migrations apply", "deploy --config edge/wrangler.production.json"], mutating
+    # Idempotent by themselves: the member stack (no changes, no change set), migrations, the worker's version.
+    assert mutating == ["cloudformation deploy --stack-name", "d1 migrations apply",
+                        "deploy --config edge/wrangler.production.json"], mutating
     after = deployer.state()
     assert after["aws"]["keys"] == state["aws"]["keys"]
     assert after["aws"]["stacks"]["ringi"]["Parameters"] == state["aws"]["stacks"]["ringi"]["Parameters"]
@@ -206,7 +213,7 @@ def test_identity_providers_reach_the_stack_once_the_pool_exists(deployer):
     setting is a stack parameter like any other and a deploy keeps the providers."""
     deployer.settings["IDENTITY_PROVIDERS"] = "COGNITO,Corp"
     proc = deployer.run()
-    assert proc.returncode == 1 and "step 3/10 (stack) failed: IDENTITY_PROVIDERS names Corp" in proc.stderr
+    assert proc.returncode == 1 and "step 3/11 (stack) failed: IDENTITY_PROVIDERS names Corp" in proc.stderr
     assert [c for c in deployer.calls() if not is_read_only(c)] == []
     deployer.settings.pop("IDENTITY_PROVIDERS")
     assert deployer.run().returncode == 0
@@ -328,15 +335,15 @@ def test_dry_run_after_a_deploy_shows_what_would_change(deployer):
 FIRST_DEPLOY_FAILURES = [
     ("aws cloudformation create-change-set", 3), ("aws cloudformation wait change-set-create-complete", 3),
     ("aws cloudformation execute-change-set", 3), ("aws cloudformation wait stack-create-complete", 3),
-    ("wrangler d1 create", 5), ("wrangler d1 migrations apply", 7), ("aws iam create-access-key", 8),
-    ("wrangler secret bulk", 8), ("wrangler deploy", 9)]
+    ("aws cloudformation deploy", 5), ("wrangler d1 create", 6), ("wrangler d1 migrations apply", 8),
+    ("aws iam create-access-key", 9), ("wrangler secret bulk", 9), ("wrangler deploy", 10)]
 
 
 @pytest.mark.parametrize("fail,step", FIRST_DEPLOY_FAILURES, ids=[f for f, _ in FIRST_DEPLOY_FAILURES])
 def test_first_deploy_failure_then_rerun_completes(deployer, fail, step):
     proc = deployer.run(fail=fail)
     assert proc.returncode == 1
-    assert f"step {step}/10 (" in proc.stderr and f"`{fail} " in proc.stderr
+    assert f"step {step}/11 (" in proc.stderr and f"`{fail} " in proc.stderr
     assert "injected failure" in proc.stderr
     assert_no_orphan_key(deployer)
     proc = deployer.run()
@@ -355,7 +362,7 @@ def test_rotation_failure_then_rerun_completes(deployer, fail):
     old = deployer.state()["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
     proc = deployer.run("--rotate", fail=fail)
     assert proc.returncode == 1
-    assert "step 8/10 (secrets) failed" in proc.stderr
+    assert "step 9/11 (secrets) failed" in proc.stderr
     assert_no_orphan_key(deployer)
     s = deployer.state()
     sent = s["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
@@ -401,7 +408,7 @@ def test_a_rolled_back_first_create_is_deleted_and_created_again(deployer):
     assert deployer.run(fail="aws cloudformation wait stack-create-complete").returncode == 1
     assert deployer.state()["aws"]["stacks"]["ringi"]["StackStatus"] == "ROLLBACK_COMPLETE"
     proc = deployer.run(fail="aws cloudformation delete-stack")
-    assert proc.returncode == 1 and "step 3/10 (stack) failed: `aws cloudformation delete-stack" in proc.stderr
+    assert proc.returncode == 1 and "step 3/11 (stack) failed: `aws cloudformation delete-stack" in proc.stderr
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
     assert "delete the failed stack ringi (ROLLBACK_COMPLETE)" in proc.stdout
@@ -425,7 +432,7 @@ def test_health_check_failure_names_the_problem(deployer, mode, message):
     deployer.worker.mode = mode
     proc = deployer.run(check_timeout=1)
     assert proc.returncode == 1
-    assert "step 10/10 (check) failed" in proc.stderr and message in proc.stderr
+    assert "step 11/11 (check) failed" in proc.stderr and message in proc.stderr
 
 
 def test_health_check_retries_until_the_domain_answers(deployer):
@@ -437,7 +444,7 @@ def test_health_check_retries_until_the_domain_answers(deployer):
 
 def test_preflight_failures_stop_before_any_change(deployer):
     proc = deployer.run(fail="aws sts get-caller-identity")
-    assert proc.returncode == 1 and "step 1/10 (preflight) failed: `aws sts get-caller-identity" in proc.stderr
+    assert proc.returncode == 1 and "step 1/11 (preflight) failed: `aws sts get-caller-identity" in proc.stderr
     proc = deployer.run(fail="wrangler whoami")
     assert proc.returncode == 1 and "wrangler is not signed in" in proc.stderr
     assert [c for c in deployer.calls() if not is_read_only(c)] == []

@@ -204,6 +204,9 @@ def test_outputs_with_example_values():
         "DeadLetterQueueUrl": {"Ref": "RegistrationDeadLetterQueue"},
         "AwsRegion": "ap-northeast-1",
         "MailFrom": "ringi@example.com",
+        # member.yaml's IssuerHost and Audience.
+        "FederationIssuerHost": parameter_values(template)["PublicBaseUrl"].removeprefix("https://"),
+        "FederationAudience": "sts.amazonaws.com",
     }
     flipped = stack_outputs(template, parameter_values(
         template, CreateExampleStateMachine="false", EnableClientCredentials="true"))
