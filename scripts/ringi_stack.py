@@ -131,14 +131,37 @@ def port_free(port: int) -> bool:
 _HANDED_OUT: set[int] = set()
 
 
+def _ephemeral_ports() -> range:
+    """The kernel's range for the local ports of outgoing connections (Linux's default if unreadable)."""
+    try:
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return range(lo, hi + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+_FREE_PORTS_PER_PROCESS = 1500
+
+
 def free_port() -> int:
-    while True:
+    """A port nothing listens on, for a server about to start. Drawn below the ephemeral range: a port the kernel
+    hands out for bind(0) is also one it hands out for the next outgoing connection (a suite makes thousands), which
+    may hold it by the time the server binds. Each pytest-xdist worker draws from a slice of its own; a port is
+    never handed out twice by one process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    ephemeral = _ephemeral_ports()
+    lo = 20000 + _FREE_PORTS_PER_PROCESS * (index % 8)
+    candidates = [p for p in range(lo, lo + _FREE_PORTS_PER_PROCESS) if p not in ephemeral and p not in _HANDED_OUT]
+    for port in secrets.SystemRandom().sample(candidates, len(candidates)):
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise StackError(f"no free port in {lo}..{lo + _FREE_PORTS_PER_PROCESS}")
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
