@@ -141,7 +141,7 @@ pub fn take(item: &Map<String, Value>, now: i64, lease: &Lease) -> Result<Option
         }
         None
     };
-    let mut update = match next {
+    let update = match next {
         Some(at) => {
             sets.push(format!("{hint} = {}", e.value(at)));
             format!("SET {}", sets.join(", "))
@@ -149,7 +149,6 @@ pub fn take(item: &Map<String, Value>, now: i64, lease: &Lease) -> Result<Option
         None if sets.is_empty() => format!("REMOVE {hint}"),
         None => format!("SET {} REMOVE {hint}", sets.join(", ")),
     };
-    update = update.replace("  ", " ");
     Ok(Some(Taken { update: Update { update, condition: condition.join(" AND "), expr: e }, due: taken }))
 }
 
@@ -157,44 +156,44 @@ fn entry_path(e: &mut Expr, seq: i64) -> String {
     e.path(SCHEDULE, &seq.to_string())
 }
 
-/// The condition that the run holding `lease` still holds the entries `seqs` and they are not done.
-fn held(e: &mut Expr, seqs: &[i64], lease: &str) -> (Vec<String>, Vec<String>) {
-    let mut condition = Vec::new();
-    let mut paths = Vec::new();
+/// What ends a run's lease on the entries `seqs`: the condition that the run holding `lease` still holds them and
+/// they are not done, and the removal of the lease from each.
+struct LeaseEnd {
+    condition: String,
+    paths: Vec<String>,
+    removes: String,
+}
+
+fn lease_end(e: &mut Expr, seqs: &[i64], lease: &str) -> LeaseEnd {
     let id = e.value(lease);
-    for seq in seqs {
-        let path = entry_path(e, *seq);
-        let (lid, done) = (e.name(LEASE_ID), e.name(DONE_AT));
-        condition.push(format!("{path}.{lid} = {id} AND attribute_not_exists({path}.{done})"));
-        paths.push(path);
+    let (lid, until, done) = (e.name(LEASE_ID), e.name(LEASE_UNTIL), e.name(DONE_AT));
+    let paths: Vec<String> = seqs.iter().map(|seq| entry_path(e, *seq)).collect();
+    let condition = paths.iter().map(|p| format!("{p}.{lid} = {id} AND attribute_not_exists({p}.{done})"));
+    let removes = paths.iter().map(|p| format!("{p}.{lid}, {p}.{until}"));
+    LeaseEnd {
+        condition: condition.collect::<Vec<_>>().join(" AND "),
+        removes: removes.collect::<Vec<_>>().join(", "),
+        paths,
     }
-    (condition, paths)
 }
 
 /// Marks the entries `seqs` done with `outcome`, while this run's lease still holds them.
 pub fn done(seqs: &[i64], lease: &str, now: i64, outcome: Outcome) -> Update {
     let mut e = Expr::new("s");
-    let (condition, paths) = held(&mut e, seqs, lease);
-    let (n, o) = (e.value(now), e.value(outcome.as_str()));
-    let (done, out, lid, until) = (e.name(DONE_AT), e.name(OUTCOME), e.name(LEASE_ID), e.name(LEASE_UNTIL));
-    let sets: Vec<String> = paths.iter().map(|p| format!("{p}.{done} = {n}, {p}.{out} = {o}")).collect();
-    let removes: Vec<String> = paths.iter().map(|p| format!("{p}.{lid}, {p}.{until}")).collect();
-    Update {
-        update: format!("SET {} REMOVE {}", sets.join(", "), removes.join(", ")),
-        condition: condition.join(" AND "),
-        expr: e,
-    }
+    let end = lease_end(&mut e, seqs, lease);
+    let (n, o, done, out) = (e.value(now), e.value(outcome.as_str()), e.name(DONE_AT), e.name(OUTCOME));
+    let sets: Vec<String> = end.paths.iter().map(|p| format!("{p}.{done} = {n}, {p}.{out} = {o}")).collect();
+    Update { update: format!("SET {} REMOVE {}", sets.join(", "), end.removes), condition: end.condition, expr: e }
 }
 
 /// Gives the entries `seqs` back (their mail failed): due again for the next run, without waiting for the lease.
 pub fn release(seqs: &[i64], lease: &str, now: i64) -> Update {
     let mut e = Expr::new("s");
-    let (condition, paths) = held(&mut e, seqs, lease);
-    let (lid, until, hint) = (e.name(LEASE_ID), e.name(LEASE_UNTIL), e.name(SCHEDULE_DUE));
-    let removes: Vec<String> = paths.iter().map(|p| format!("{p}.{lid}, {p}.{until}")).collect();
+    let end = lease_end(&mut e, seqs, lease);
+    let hint = e.name(SCHEDULE_DUE);
     Update {
-        update: format!("SET {hint} = {} REMOVE {}", e.value(now), removes.join(", ")),
-        condition: condition.join(" AND "),
+        update: format!("SET {hint} = {} REMOVE {}", e.value(now), end.removes),
+        condition: end.condition,
         expr: e,
     }
 }

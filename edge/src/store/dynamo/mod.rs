@@ -421,6 +421,14 @@ impl DynamoStore {
         Ok(items.iter().filter_map(|i| i.get(KEY).and_then(Value::as_str).map(str::to_owned)).collect())
     }
 
+    /// The approval items `filter` matches (`limit` at most), read consistently (BatchGetItem) after the Scan found
+    /// them; index entries, token and rate items never parse as an approval ID and are left out.
+    async fn scan_approvals(&self, filter: &str, vals: Value, limit: usize) -> Result<Vec<Item>, ApiError> {
+        let ids = self.scan_ids(filter, vals, limit).await?;
+        let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
+        self.items(&ids).await
+    }
+
     /// The items `filter` matches (`projection`: only those attributes), `limit` at most: a Scan, page after page
     /// (one request per MB of table while nothing matches), eventually consistent — a write made from what it
     /// read is conditional on what it read. The cron's look-ups: no index serves "due", and it runs every 5 minutes.
@@ -679,7 +687,6 @@ impl ApprovalStore for DynamoStore {
             rows = own?;
             recorded = written?;
         }
-        rows.retain(|r| at(r) >= registered_at);
         if recorded {
             let own = event_row(&plain(id.as_str(), event["Put"]["Item"].as_object().unwrap_or(&Map::new()))?)?;
             if !rows.iter().any(|r| r["seq"] == own["seq"]) {
@@ -1036,9 +1043,8 @@ impl ApprovalStore for DynamoStore {
             );
             let vals = json!({":failed": MailState::Failed.as_str(), ":unsent": MailState::Pending.as_str(),
                 ":gone": sender_gone_before, ":max": max_attempts, ":now": now, ":pending": "pending", ":claimed": "claimed"});
-            let ids = self.scan_ids(&filter, vals, MAIL_RETRY_LIMIT).await?;
-            let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
-            self.items(&ids).await?.iter().map(Self::mail_job_of).collect::<Result<Vec<_>, _>>()
+            let items = self.scan_approvals(&filter, vals, MAIL_RETRY_LIMIT).await?;
+            items.iter().map(Self::mail_job_of).collect::<Result<Vec<_>, _>>()
         };
         let (mail, chat) = join(due("mailState", "mailAttempts"), due("chatState", "chatAttempts")).await;
         Ok(Retries { mail: mail?, chat: chat? })
@@ -1273,14 +1279,8 @@ impl OnExpiryStore for DynamoStore {
             AND taskExpiresAtMs > :now AND (#st = :pending OR (#st = :claimed AND claimedUntil <= :now))";
         let vals = json!({":approve": OnExpiry::Approve.as_str(), ":reject": OnExpiry::Reject.as_str(), ":now": now,
             ":pending": "pending", ":claimed": "claimed"});
-        let ids: Vec<String> = self
-            .scan_ids(due, vals, ON_EXPIRY_BATCH)
-            .await?
-            .into_iter()
-            .filter(|i| ApprovalId::parse(i).is_ok())
-            .collect();
         let mut out: Vec<DueOutcome> = self
-            .items(&ids)
+            .scan_approvals(due, vals, ON_EXPIRY_BATCH)
             .await?
             .iter()
             .filter_map(|i| {

@@ -9,7 +9,7 @@ use ringi_core::dynamo::{self as item, decision_columns};
 use ringi_core::mail::MailState;
 use ringi_core::principal::Principal;
 use ringi_core::schedule::{Outcome, ScheduleView};
-use ringi_core::schedule_ddb::{self as schedule, Lease, SCHEDULE_DUE};
+use ringi_core::schedule_ddb::{self as schedule, Lease};
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{json, Map, Value};
 
@@ -51,9 +51,7 @@ impl ScheduleStore for DynamoStore {
         let due = "attribute_not_exists(remindedAt) AND attribute_exists(mailState)
             AND expiresAtMs > :now AND expiresAtMs <= :edge AND #st IN (:pending, :claimed)";
         let vals = json!({":now": now, ":edge": now + window_ms, ":pending": "pending", ":claimed": "claimed"});
-        let ids = self.scan_ids(due, vals, MAIL_RETRY_LIMIT).await?;
-        let ids: Vec<String> = ids.into_iter().filter(|i| ApprovalId::parse(i).is_ok()).collect();
-        let items = self.items(&ids).await?;
+        let items = self.scan_approvals(due, vals, MAIL_RETRY_LIMIT).await?;
         items.iter().map(|i| Ok((Self::mail_job_of(i)?, voted(i)))).collect()
     }
 
@@ -76,7 +74,7 @@ impl ScheduleStore for DynamoStore {
     async fn schedule_due(&self, now: i64, lease_id: &str, lease_ms: i64) -> Result<Vec<DueEntry>, ApiError> {
         let found = self.scan("scheduleDueAt <= :now", json!({":now": now}), SCHEDULE_BATCH, None).await?;
         let lease = Lease { id: lease_id.to_owned(), until: now + lease_ms };
-        let takes = found.iter().filter(|i| i.contains_key(SCHEDULE_DUE)).map(|i| async {
+        let takes = found.iter().map(|i| async {
             let id = i.get(item::KEY).and_then(Value::as_str).unwrap_or("");
             let Some(taken) = schedule::take(i, now, &lease).map_err(corrupt(id))? else { return Ok(Vec::new()) };
             let mut body = taken.update.body(id);
