@@ -29,6 +29,7 @@ import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -141,6 +142,39 @@ def _ephemeral_ports() -> range:
 
 
 _FREE_PORTS_PER_PROCESS = 1500
+
+
+def d1_file(persist: Path) -> Path:
+    """The SQLite file of the local D1 database a worker persists under `persist` (miniflare keeps one per
+    database, next to its metadata.sqlite)."""
+    files = [p for p in (persist / "v3" / "d1").glob("*/*.sqlite") if p.name != "metadata.sqlite"]
+    if len(files) != 1:
+        raise RuntimeError(f"expected one D1 database under {persist}, found {files}")
+    return files[0]
+
+
+def query_d1(persist: Path, sql: str) -> list[dict]:
+    """Runs `sql` (one statement or several) on a local D1 database and returns the first statement's rows, as
+    `wrangler d1 execute --local --json` does, without starting a runtime for it (seconds per call on a loaded
+    machine). workerd keeps the database in WAL mode, so this connection reads and writes it safely while the
+    worker runs; a write waits for the worker's (busy timeout)."""
+    con = sqlite3.connect(d1_file(persist), timeout=30, isolation_level=None)
+    con.row_factory = sqlite3.Row
+    try:
+        first, pending = None, ""
+        for piece in sql.split(";"):
+            pending += piece + ";"
+            if not sqlite3.complete_statement(pending):
+                continue
+            if pending.strip(" \n\t;"):
+                rows = [dict(r) for r in con.execute(pending)]
+                first = rows if first is None else first
+            pending = ""
+        if pending.strip(" \n\t;"):
+            raise ValueError(f"incomplete SQL statement: {pending!r}")
+        return first or []
+    finally:
+        con.close()
 
 
 def free_port() -> int:

@@ -14,15 +14,8 @@ from pathlib import Path
 
 from common import Client
 from harness import ROOT, bearer, launch_worker, log, worker_cpu, worker_procs
-from ringi_stack import free_port
+from ringi_stack import d1_file, free_port
 from results import InboxScale, InboxSize, Latency
-
-
-def d1_file(persist: Path) -> Path:
-    files = [p for p in (persist / "v3" / "d1").glob("*/*.sqlite") if p.name != "metadata.sqlite"]
-    if len(files) != 1:
-        raise RuntimeError(f"expected one D1 database under {persist}, found {files}")
-    return files[0]
 
 
 def sql_literal(sql: str, args: list) -> str:

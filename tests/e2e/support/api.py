@@ -3,12 +3,11 @@ operator's view of the local D1."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 
 import requests
-from ringi_stack import Stack
+from ringi_stack import Stack, query_d1
 
 from . import ROOT
 from .leaks import SEEN
@@ -100,11 +99,8 @@ def round_trips(resp) -> dict:
 
 
 def d1(stack, sql: str, persist=None) -> list:
-    """Reads the worker's local D1 directly, as an operator would."""
-    out = subprocess.run(["wrangler", "d1", "execute", "DB", "--local", "--persist-to",
-                          str(persist or stack.d1_dir), "--json", "--command", sql],
-                         cwd=ROOT / "edge", capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)[0]["results"]
+    """Reads (or changes) the worker's local D1 directly, as an operator would."""
+    return query_d1(persist or stack.d1_dir, sql)
 
 
 def wait_execution_done(sfn, arn: str, timeout: float = 20, poll: float = 0.2) -> dict:
