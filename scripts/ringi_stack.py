@@ -32,6 +32,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -173,6 +174,26 @@ def query_d1(persist: Path, sql: str) -> list[dict]:
         if pending.strip(" \n\t;"):
             raise ValueError(f"incomplete SQL statement: {pending!r}")
         return first or []
+    finally:
+        con.close()
+
+
+MIGRATIONS = ROOT / "edge" / "migrations"
+
+
+def apply_migrations(db: Path) -> list[str]:
+    """Applies the migrations `db` lacks, in order, each with its row in d1_migrations (wrangler's own record,
+    so `wrangler d1 migrations apply` agrees afterwards). Returns the names applied."""
+    con = sqlite3.connect(db, timeout=30, isolation_level=None)
+    try:
+        done = {name for (name,) in con.execute("SELECT name FROM d1_migrations")}
+        applied = []
+        for migration in sorted(MIGRATIONS.glob("*.sql")):
+            if migration.name not in done:
+                con.executescript(f"BEGIN;\n{migration.read_text()}\n;INSERT INTO d1_migrations (name) "
+                                  f"VALUES ('{migration.name}');\nCOMMIT;")
+                applied.append(migration.name)
+        return applied
     finally:
         con.close()
 
@@ -601,10 +622,7 @@ class Stack:
         env_file.write_text("".join(f"{k}={env_quote(v)}\n" for k, v in variables.items()))
         env_file.chmod(0o600)
         t0 = time.monotonic()
-        migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", str(persist)],
-                                 cwd=ROOT / "edge", env={**os.environ, "CI": "true"}, capture_output=True, text=True)
-        if migrate.returncode != 0:
-            raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
+        self._migrated_d1(persist)
         self.say(f"  {name:<7} D1 migrations applied in {time.monotonic() - t0:4.1f}s")
         # An inspector port of its own: left to itself every wrangler probes 9229 upwards and binds later, so two
         # starting at once (two test stacks, an extra worker) can both pick 9229 and one dies on EADDRINUSE.
@@ -616,6 +634,27 @@ class Stack:
         url = f"http://127.0.0.1:{port}"
         self._wait(p, lambda: http_ok(f"{url}/healthz"), 120)
         return url
+
+    _d1_template_lock = threading.Lock()
+
+    def _migrated_d1(self, persist: Path) -> None:
+        """Brings the D1 database under `persist` to the current schema. wrangler creates one database per state
+        dir (`wrangler d1 migrations apply`: a runtime started for it, seconds of CPU); every other worker's
+        database starts as a copy of that one, and migrations it lacks are applied as wrangler applies them."""
+        template = self.state / "d1-template"
+        with self._d1_template_lock:
+            if not template.exists():
+                staging = self.state / "d1-template.new"
+                shutil.rmtree(staging, ignore_errors=True)
+                migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to",
+                                          str(staging)], cwd=ROOT / "edge", env={**os.environ, "CI": "true"},
+                                         capture_output=True, text=True)
+                if migrate.returncode != 0:
+                    raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
+                staging.rename(template)
+        if not persist.exists():
+            shutil.copytree(template, persist)
+        apply_migrations(d1_file(persist))
 
     def extra_worker(self, name: str, overrides: dict, signs_in: bool = False) -> str:
         """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret. Calling it

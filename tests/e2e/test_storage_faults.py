@@ -214,7 +214,7 @@ def test_every_d1_call_of_a_registration_fails_in_turn(stack, faulty):
             if first.status_code in (200, 201):
                 assert again.json()["id"] == first.json()["id"], "same token, same body: the same approval"
             rows.append((spec, first, again, who, token))
-    time.sleep(3)  # the request mails go out after the responses
+    time.sleep(3)  # the request mails go out after the responses; a duplicate would too (a wait, not a poll)
     persist = stack.state / "worker-d1faults-d1"
     fingerprints = [__import__("hashlib").sha256(t.encode()).hexdigest() for *_, t in rows]
     stored = d1(stack, "SELECT token_sha256, id, mail_state FROM approvals WHERE token_sha256 IN ("
@@ -242,7 +242,8 @@ def test_every_d1_call_of_a_cron_run_fails_in_turn(stack, clock):
                              timeoutSeconds=3 * 86400).json()["id"]
     retry_who = f"cronretry-{secrets.token_hex(4)}@example.com"
     retry_id = api.register("tok-" + secrets.token_hex(8), approvers=[{"email": retry_who}]).json()["id"]
-    time.sleep(2)
+    # Both request mails out (they follow the responses) before the runs count mails.
+    stack.wait_mail(lambda ms: {who, retry_who} <= {d for m in ms for d in m["destinations"]["ToAddresses"]})
 
     def reminders():
         return sum(1 for m in stack.sent_mail() if who in m["destinations"]["ToAddresses"]
