@@ -10,69 +10,13 @@
 // the sign-in redirect and the approval's prefetch — stays small on the critical path. It runs nothing itself
 // beyond announcing what it defines (`globalThis.ringiBootForm`, then the `ringi:boot-form` event).
 
-// The app's texts for this form (app/src/i18n/{en,ja}.rs; a test of the app holds them equal).
-const TEXTS = {
-  en: {
-    form_heading: "Your decision",
-    required: "required",
-    choose: "Choose…",
-    comment_label: "Comment",
-    comment_help: "Optional. Passed to the workflow and kept in the history.",
-    approve: "Approve",
-    reject: "Reject",
-    decide_hint: "You will be asked to confirm. Nothing is decided until then.",
-    confirm_approve_title: "Approve this request?",
-    confirm_reject_title: "Reject this request?",
-    confirm_approve_body: "The workflow continues with your approval. This cannot be undone.",
-    confirm_reject_body: "The workflow is told that the request was rejected. This cannot be undone.",
-    confirm_approve: "Yes, approve",
-    confirm_reject: "Yes, reject",
-    cancel: "Cancel",
-    sending: "Sending…",
-    result_approved: "Approved. The workflow continues.",
-    result_rejected: "Rejected. The workflow has been told.",
-    result_recorded: (k, n) => `Your approval is recorded: ${k} of ${n} approvals. The request stays open until enough approvers agree.`,
-    err_fix_fields: "Please correct the marked fields.",
-    err_unavailable: "ringi could not be reached, or its storage or the workflow service is unavailable. Nothing was decided and your answers are kept: try again.",
-    err_server: "Something went wrong on the server. Nothing was decided. Please try again later or contact your administrator.",
-  },
-  ja: {
-    form_heading: "あなたの判断",
-    required: "必須",
-    choose: "選択してください…",
-    comment_label: "コメント",
-    comment_help: "任意。ワークフローに渡され、履歴に残ります。",
-    approve: "承認する",
-    reject: "却下する",
-    decide_hint: "確認画面が表示されます。確定するまで何も決定されません。",
-    confirm_approve_title: "この依頼を承認しますか？",
-    confirm_reject_title: "この依頼を却下しますか？",
-    confirm_approve_body: "あなたの承認でワークフローが再開されます。この操作は取り消せません。",
-    confirm_reject_body: "却下されたことがワークフローに通知されます。この操作は取り消せません。",
-    confirm_approve: "承認を確定",
-    confirm_reject: "却下を確定",
-    cancel: "キャンセル",
-    sending: "送信中…",
-    result_approved: "承認しました。ワークフローが再開されます。",
-    result_rejected: "却下しました。ワークフローに通知されました。",
-    result_recorded: (k, n) => `あなたの承認を記録しました（承認 ${k} / ${n}）。必要な人数が承認するまで、この依頼は未決定のままです。`,
-    err_fix_fields: "印の付いた項目を修正してください。",
-    err_unavailable: "ringi に接続できないか、そのストレージまたはワークフローのサービスが利用できません。何も決定されていません。入力内容はそのままです。もう一度お試しください。",
-    err_server: "サーバーで問題が発生しました。何も決定されていません。しばらくしてから再度お試しいただくか、管理者に連絡してください。",
-  },
-};
-// ringi-core's limits (decision::COMMENT_MAX_CHARS, form::TEXT_MAX_CHARS) and the app's radio/select switch
-// (pages/approval/feedback.rs RADIO_MAX); the same test holds them equal.
-const COMMENT_MAX_CHARS = 4000;
-const TEXT_MAX_CHARS = 10000;
-const RADIO_MAX = 5;
+// TEXTS, COMMENT_MAX_CHARS, TEXT_MAX_CHARS, RADIO_MAX, FIELD_TYPES and DRAFT_KEY_PREFIX are the app's, written in
+// front of this script at build time (app/src/early.rs, scripts/spa.sh).
 
-// The app's rule for showing the form (pages/approval/state.rs `can_decide`): pending and not past its expiry,
-// not decided by this caller, no reason they may not, and a seat of their own.
+// Whether to draw the form: the worker says whether this caller may decide (`canDecide`, the rule the app
+// follows too), and only a form of field types this script draws; anything else is left to the app.
 function mayDecide(view) {
-  const expires = Date.parse(view.expiresAt);
-  return view.status === "pending" && !(expires <= Date.now()) && view.myDecision == null
-    && view.cannotDecide == null && view.mySeat?.holds !== false && Array.isArray(view.form);
+  return view.canDecide === true && Array.isArray(view.form) && view.form.every((f) => FIELD_TYPES.includes(f.type));
 }
 
 // The id of a field's control (`boot-` + the app's `field-{name}`: the draft's focus maps one onto the other).
@@ -167,7 +111,7 @@ class BootForm {
             node("option", { value: "" }, t.choose), ...options.map((opt) => node("option", { value: opt }, opt)));
         }
         break;
-      default:
+      default: // "text" (mayDecide lets no other type through)
         control = node("input", { ...common, type: "text", class: "input", autocomplete: "off",
           maxlength: textLimit(f) });
     }
@@ -279,7 +223,7 @@ class BootForm {
     const status = answer?.status;
     const text = verdict === "reject" ? t.result_rejected
       : status === "approved" ? t.result_approved
-        : t.result_recorded(answer?.progress?.approvals ?? 1, answer?.progress?.required ?? 1);
+        : t.result_recorded.replace("{k}", answer?.progress?.approvals ?? 1).replace("{n}", answer?.progress?.required ?? 1);
     this.form.remove();
     this.alert.replaceChildren(node("p", {
       class: `notice notice--big notice--${verdict === "reject" ? "rejected" : "approved"}`, role: "status",
@@ -345,7 +289,7 @@ class BootForm {
     if (this.decided) return;
     const draft = this.draft();
     const typed = draft.comment || Object.values(draft.text).some((v) => v === true || (typeof v === "string" && v));
-    if (typed) sessionStorage.setItem(`ringi.draft.${this.view.id}`, JSON.stringify(draft));
+    if (typed) sessionStorage.setItem(`${DRAFT_KEY_PREFIX}${this.view.id}`, JSON.stringify(draft));
   }
 }
 

@@ -1,12 +1,13 @@
 // Starts the ringi SPA without an inline script, so the Content-Security-Policy needs no 'unsafe-inline'
 // (script-src 'self' 'wasm-unsafe-eval'). Trunk writes the hashed names of the wasm-bindgen JS and the wasm
 // into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`); this module is itself
-// processed by Trunk (hashed file name + integrity attribute).
+// processed by Trunk (hashed file name + integrity attribute). STORAGE and LANGUAGES are the app's, written in
+// front of this script at build time (app/src/early.rs, scripts/spa.sh).
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
 // The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
 const shortLinkId = () => /^\/a\/([^/]+)$/.exec(location.pathname)?.[1];
 // This tab's session as app/src/infra/auth.rs keeps it (null when signed out).
-const storedSession = () => JSON.parse(sessionStorage.getItem("ringi.session") || "null");
+const storedSession = () => JSON.parse(sessionStorage.getItem(STORAGE.session) || "null");
 
 function showFailure(error) {
   console.error("ringi: the application could not start", error);
@@ -116,7 +117,7 @@ try {
 }
 
 // Sign-in with authorization code + PKCE (S256). The one writer of the pending sign-in record
-// (sessionStorage["ringi.auth.pending"]: state, PKCE verifier, page to come back to) that
+// (sessionStorage[STORAGE.pending]: state, PKCE verifier, page to come back to) that
 // app/src/infra/auth.rs `complete` consumes on /auth/callback, where the oauth2 crate exchanges the code. The
 // app calls it too (globalThis.ringiSignIn), so a short link opened signed-out need not wait for the wasm.
 const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -143,8 +144,8 @@ async function startSignIn(config, returnTo, lang, reauth) {
   if (config.provider === "oidc") params.ui_locales = lang;
   else params.lang = lang;
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
-  sessionStorage.setItem("ringi.auth.pending", JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));
-  sessionStorage.removeItem("ringi.signedOut");
+  sessionStorage.setItem(STORAGE.pending, JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));
+  sessionStorage.removeItem(STORAGE.signedOut);
   location.assign(url.href);
 }
 globalThis.ringiSignIn = startSignIn;
@@ -152,8 +153,8 @@ globalThis.ringiSignIn = startSignIn;
 // The UI language the app would choose (app/src/infra/config.rs): the one picked in the header earlier, else the
 // browser's first that the UI speaks, else the configured default.
 function uiLanguage(config) {
-  const speaks = (tag) => ["en", "ja"].find((l) => (tag || "").split(/[-_]/)[0].toLowerCase() === l);
-  const chosen = [localStorage.getItem("ringi.locale"), ...(navigator.languages || [])].map(speaks).find(Boolean);
+  const speaks = (tag) => LANGUAGES.find((l) => (tag || "").split(/[-_]/)[0].toLowerCase() === l);
+  const chosen = [localStorage.getItem(STORAGE.locale), ...(navigator.languages || [])].map(speaks).find(Boolean);
   return chosen || speaks(config.defaultLocale) || "en";
 }
 

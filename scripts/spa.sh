@@ -9,6 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=target/spa-full-dist
+# The scripts that run before the wasm, with the app's texts, limits and storage keys written in front of them
+# (app/src/early.rs; a native build, outside the wasm environment). index.html loads them from target/early/.
+mkdir -p target/early
+for script in boot boot-form; do
+  cargo run -q -p ringi-app --example early -- "$script" > "target/early/$script.js.new"
+  cat "app/$script.js" >> "target/early/$script.js.new"
+  mv "target/early/$script.js.new" "target/early/$script.js"
+done
 scripts/wasm-env.sh --spa trunk build --release
 scripts/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
 cp "$full/index.html" dist/admin.html

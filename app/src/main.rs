@@ -1,23 +1,5 @@
-//! ringi approver SPA (Leptos CSR). Built by Trunk from the repository's `index.html`; started by
-//! `app/boot.js` (no inline script: the worker's CSP has no `'unsafe-inline'`).
-//!
-//! Rooms: `app` (router and shell), `context` (what every page reads), `i18n` (texts per language),
-//! `infra` (API, sign-in, storage, configuration, dates), `components` (shared pieces), `pages`.
-
-mod app;
-mod components;
-mod context;
-mod i18n;
-mod infra;
-mod pages;
+//! The approver SPA's entry point: Trunk builds this binary into the page's wasm (the app is the library).
 
 fn main() {
-    console_error_panic_hook::set_once();
-    // First of all: on /auth/callback, take code/state out of the address bar and the history entry.
-    infra::auth::capture_callback();
-    // index.html shows a static placeholder while the wasm downloads; the app replaces it.
-    if let Some(placeholder) = leptos::prelude::document().get_element_by_id("boot") {
-        placeholder.remove();
-    }
-    leptos::mount::mount_to_body(app::App);
+    ringi_app::start();
 }

@@ -132,6 +132,10 @@ pub struct ApprovalView {
     /// Why this caller may not decide although listed (`self_approval`: they asked for it); null if they may.
     #[serde(default)]
     pub cannot_decide: Option<ErrorCode>,
+    /// The caller may decide it now ([`ApprovalView::decidable`]): ringi says so, and both the app and the early
+    /// form that draws the decision before the app has loaded show the form on it alone.
+    #[serde(default)]
+    pub can_decide: bool,
     /// What ringi does itself when nobody decides before `expiresAt`.
     #[serde(default)]
     pub on_expiry: OnExpiry,
@@ -150,6 +154,15 @@ pub struct ApprovalView {
 }
 
 impl ApprovalView {
+    /// Whether the caller may decide: pending (not past its expiry), not decided by them, no reason they may not
+    /// (`cannot_decide`), and a seat of their own (not handed on).
+    pub fn decidable(&self) -> bool {
+        self.status == ApprovalStatus::Pending
+            && self.my_decision.is_none()
+            && self.cannot_decide.is_none()
+            && self.my_seat.holds
+    }
+
     /// The typed `locale` (`None` when absent or one this build does not know).
     pub fn locale(&self) -> Option<crate::locale::Locale> {
         self.locale.as_deref().and_then(crate::locale::Locale::parse)

@@ -19,7 +19,7 @@ def test_two_members_of_one_group_approving_at_once_satisfy_it_once(backend, api
     ids = []
     for _, token in executions:
         r = api.register(token, approvers=[{"group": eng}, {"group": fin}], quorum="all")
-        assert r.status_code == 201, r.text
+        assert r.status_code in (200, 201), r.text  # 200: a write retried after a slow answer had landed
         ids.append(r.json()["id"])
 
     def decide(job):
@@ -67,7 +67,7 @@ def test_the_feedback_path_completes_a_quorum_once_under_its_guards(backend, api
     ids = []
     for _, token in executions:
         r = api.register(token, approvers=[{"group": eng}, {"group": fin}], quorum="all", form=form)
-        assert r.status_code == 201, r.text
+        assert r.status_code in (200, 201), r.text  # 200: a write retried after a slow answer had landed
         ids.append(r.json()["id"])
 
     def decide(job):

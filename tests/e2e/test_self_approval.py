@@ -89,6 +89,7 @@ def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, ver
     view = api.get(approval_id, **requester)
     assert view.status_code == 200, view.text
     assert view.json()["cannotDecide"] == "self_approval" and view.json()["requestedBy"] == [{"email": who}]
+    assert view.json()["canDecide"] is False  # what the app and the early form go by
     # Listed through the group, still: their inbox shows it, marked.
     listed = api.call("GET", "/api/v1/approvals?status=pending", "req-sub", email=who, groups=[group]).json()
     assert {i["id"]: i for i in listed["items"]}[approval_id]["cannotDecide"] == "self_approval"
@@ -108,9 +109,11 @@ def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, ver
     assert backend.stored(approval_id, "status", "votes", worker="sod-idtokens") == {"status": "pending", "votes": 0}
     # A colleague with a verified email of their own decides.
     verified_colleague = {**unverified, "email": "colleague@example.com"}
-    assert api.get(approval_id, **verified_colleague).json()["cannotDecide"] is None
+    seen = api.get(approval_id, **verified_colleague).json()
+    assert seen["cannotDecide"] is None and seen["canDecide"] is True
     done = api.decide(approval_id, "approve", **verified_colleague)
     assert done.status_code == 200 and done.json()["status"] == "approved", done.text
+    assert api.get(approval_id, **verified_colleague).json()["canDecide"] is False  # decided
     out = json.loads(workflows.wait_done(arn)["output"])["approval"]
     assert out["decision"] == "approved" and out["approvedBy"]["sub"] == "colleague"
 

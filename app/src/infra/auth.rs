@@ -36,10 +36,10 @@ use crate::infra::oauth_http::GlooHttp;
 use crate::infra::storage;
 
 pub const CALLBACK_PATH: &str = "/auth/callback";
-const SESSION_KEY: &str = "ringi.session";
-const PENDING_KEY: &str = "ringi.auth.pending";
+pub(crate) const SESSION_KEY: &str = "ringi.session";
+pub(crate) const PENDING_KEY: &str = "ringi.auth.pending";
 /// Set by an explicit sign-out so that the landing page does not bounce straight back to the Hosted UI.
-const SIGNED_OUT_KEY: &str = "ringi.signedOut";
+pub(crate) const SIGNED_OUT_KEY: &str = "ringi.signedOut";
 /// A token this close to its expiry is not used any more (clock skew, request latency).
 const EXPIRY_MARGIN_MS: f64 = 30_000.0;
 /// A sign-in older than this cannot be completed (Cognito codes live 5 minutes).

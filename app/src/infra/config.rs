@@ -11,7 +11,7 @@ use web_sys::RequestCache;
 /// (`/a/{id}`) must not turn it into `/a/config.json`.
 pub const CONFIG_URL: &str = "/config.json";
 
-const LOCALE_PREF: &str = "ringi.locale";
+pub(crate) const LOCALE_PREF: &str = "ringi.locale";
 
 /// The language the user chose in the header earlier (a UI preference in localStorage).
 pub fn saved_locale() -> Option<Locale> {

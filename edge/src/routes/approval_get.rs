@@ -48,8 +48,9 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
     let cannot_decide = a.refusal(who).map(|e| e.error_code());
-    ApprovalView {
+    let mut shown = ApprovalView {
         cannot_decide,
+        can_decide: false,
         requested_by: a.requested_by.clone(),
         on_expiry: a.on_expiry,
         decided_on_expiry: a.decided_on_expiry,
@@ -76,5 +77,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         registered_by: a.registered_by,
         events: Vec::new(),
         schedule,
-    }
+    };
+    shown.can_decide = shown.decidable();
+    shown
 }

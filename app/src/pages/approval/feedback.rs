@@ -181,12 +181,6 @@ mod tests {
     }
 
     #[test]
-    fn boot_form_js_switches_to_a_select_where_the_app_does() {
-        let line = format!("const RADIO_MAX = {RADIO_MAX};");
-        assert!(include_str!("../../../boot-form.js").contains(&line), "app/boot-form.js lacks {line}");
-    }
-
-    #[test]
     fn a_draft_handed_over_by_boot_js_reads_as_one() {
         let draft: Draft = serde_json::from_value(json!({
             "comment": "c", "text": {"reason": "why", "urgent": true}, "handedOver": true, "focus": "field-reason"

@@ -11,8 +11,11 @@ use super::feedback::{self, Draft, FieldProblem, FieldState, RADIO_MAX};
 use crate::context::focus_id;
 use crate::infra::storage;
 
+/// The sessionStorage key of an approval's draft is this prefix and its ID (app/boot-form.js writes one too).
+pub const DRAFT_KEY_PREFIX: &str = "ringi.draft.";
+
 fn draft_key(id: &str) -> String {
-    format!("ringi.draft.{id}")
+    format!("{DRAFT_KEY_PREFIX}{id}")
 }
 
 #[derive(Clone, Copy)]

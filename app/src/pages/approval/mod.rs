@@ -13,6 +13,9 @@ mod outcome;
 mod overview;
 mod schedule;
 mod state;
+
+pub(crate) use feedback::RADIO_MAX;
+pub(crate) use form_state::DRAFT_KEY_PREFIX;
 pub(crate) mod timeline;
 
 use leptos::prelude::*;

@@ -166,9 +166,7 @@ impl ApprovalState {
         let outcome = decide.value();
         let can_decide = Memo::new(move |_| {
             status.get() == Some(ApprovalStatus::Pending)
-                && view.with(|v| {
-                    v.as_ref().is_some_and(|v| v.my_decision.is_none() && v.cannot_decide.is_none() && v.my_seat.holds)
-                })
+                && view.with(|v| v.as_ref().is_some_and(|v| v.can_decide))
                 && !outcome.with(|o| matches!(o, Some(Outcome::Done { .. })))
         });
         ApprovalState {

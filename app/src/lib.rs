@@ -1,0 +1,26 @@
+//! ringi approver SPA (Leptos CSR). Built by Trunk from the repository's `index.html` (the binary, `main.rs`);
+//! started by `app/boot.js` (no inline script: the worker's CSP has no `'unsafe-inline'`).
+//!
+//! Rooms: `app` (router and shell), `context` (what every page reads), `i18n` (texts per language),
+//! `infra` (API, sign-in, storage, configuration, dates), `components` (shared pieces), `pages`.
+//! `early`: what the scripts that run before the wasm take from here, written into them at build time.
+
+mod app;
+mod components;
+mod context;
+pub mod early;
+mod i18n;
+mod infra;
+mod pages;
+
+/// Starts the app in the page (the binary's `main`).
+pub fn start() {
+    console_error_panic_hook::set_once();
+    // First of all: on /auth/callback, take code/state out of the address bar and the history entry.
+    infra::auth::capture_callback();
+    // index.html shows a static placeholder while the wasm downloads; the app replaces it.
+    if let Some(placeholder) = leptos::prelude::document().get_element_by_id("boot") {
+        placeholder.remove();
+    }
+    leptos::mount::mount_to_body(app::App);
+}
