@@ -4,9 +4,11 @@
 //! name. The URL and the signing secret are never logged: a platform error that quotes the URL is scrubbed.
 
 use futures_util::future::join_all;
-use ringi_core::chat::{payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER};
+use ringi_core::adapters::chat::{
+    payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER,
+};
+use ringi_core::adapters::mail::MailState;
 use ringi_core::config::Config;
-use ringi_core::mail::MailState;
 use ringi_core::ApiError;
 use serde_json::{json, Map, Value};
 

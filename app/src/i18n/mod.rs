@@ -1,8 +1,8 @@
 //! UI strings in English and Japanese. One struct per language keeps a missing translation a compile
 //! error rather than a runtime fallback; texts with numbers in them are functions.
 
-use ringi_core::form::Issue;
-use ringi_core::locale::Locale;
+use ringi_core::base::locale::Locale;
+use ringi_core::domain::form::Issue;
 
 pub mod audit;
 pub mod delegation;
@@ -266,7 +266,7 @@ mod boot_texts {
 
     #[test]
     fn boot_form_js_keeps_cores_limits() {
-        use ringi_core::{decision::COMMENT_MAX_CHARS, form::TEXT_MAX_CHARS};
+        use ringi_core::{api::decision::COMMENT_MAX_CHARS, domain::form::TEXT_MAX_CHARS};
         for line in [
             format!("const COMMENT_MAX_CHARS = {COMMENT_MAX_CHARS};"),
             format!("const TEXT_MAX_CHARS = {TEXT_MAX_CHARS};"),
