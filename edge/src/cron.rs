@@ -12,9 +12,9 @@
 //! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
 //! failed send or a failed write.
 
-use ringi_core::adapters::d1::FaultSpec;
 use ringi_core::adapters::mail::MailKind;
 use ringi_core::config::Config;
+use ringi_core::dev::faults::FaultSpec;
 use ringi_core::dev::latency::Delays;
 use ringi_core::dev::switch::cron_part;
 use ringi_core::domain::audit::EventKind;

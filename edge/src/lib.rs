@@ -18,9 +18,9 @@ mod routes;
 mod sfn_client;
 mod store;
 
-use ringi_core::adapters::d1::FaultSpec;
-use ringi_core::base::time::ClockOffset;
 use ringi_core::config::Config;
+use ringi_core::dev::clock::ClockOffset;
+use ringi_core::dev::faults::FaultSpec;
 use ringi_core::dev::latency::Delays;
 use ringi_core::dev::switch::cron_part;
 use ringi_core::ApiError;

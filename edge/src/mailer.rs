@@ -154,7 +154,7 @@ async fn deliver(
     let from = cfg.mail_from.as_deref()?;
     // The API refuses recipients outside the rule; this catches any stored before it applied, or come another way.
     let (recipients, refused) =
-        ringi_core::adapters::mail::mailable(recipients, &row.notify, &cfg.mail_allowed_domains);
+        ringi_core::domain::recipients::mailable(recipients, &row.notify, &cfg.mail_allowed_domains);
     if refused > 0 {
         log(
             "warn",

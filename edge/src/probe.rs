@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use ringi_core::adapters::d1::{FaultRng, FaultSpec, Injection};
+use ringi_core::dev::faults::{FaultRng, FaultSpec, Injection};
 use ringi_core::dev::latency::{Delays, Remote, RoundTrips};
 use worker::Delay;
 

@@ -98,8 +98,8 @@ impl AwsTarget {
     pub fn from_stored(
         account: Option<&str>,
         region: Option<&str>,
-    ) -> Result<Option<Self>, crate::base::error::CorruptValue> {
-        use crate::base::error::CorruptValue;
+    ) -> Result<Option<Self>, crate::base::corrupt::CorruptValue> {
+        use crate::base::corrupt::CorruptValue;
         match (account, region) {
             (Some(a), Some(r)) => Ok(Some(Self {
                 account: AccountId::parse(a).ok_or_else(|| CorruptValue::new("approvals.aws_account", a))?,

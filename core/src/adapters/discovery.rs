@@ -35,7 +35,7 @@ impl Discovery {
             ("end_session_endpoint", doc.end_session_endpoint.as_ref()),
         ] {
             if let Some(url) = url {
-                crate::config::check_url(name, url).map_err(|e| e.to_string())?;
+                crate::base::text::check_url(url).map_err(|m| format!("configuration {name} is invalid: {m}"))?;
             }
         }
         Ok(doc)

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::base::error::CorruptValue;
+use crate::base::corrupt::CorruptValue;
 use crate::base::principal::Principal;
 use crate::domain::audit::{Actor, EventKind};
 

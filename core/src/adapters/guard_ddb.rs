@@ -18,7 +18,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::adapters::dynamo::{approvers, decision_columns, to_attr};
-use crate::base::error::CorruptValue;
+use crate::base::corrupt::CorruptValue;
 use crate::base::principal::Principal;
 use crate::domain::delegation::Seat;
 use crate::domain::rules::{Guard, Handover, Reassignment, Routing};

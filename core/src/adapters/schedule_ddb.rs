@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::adapters::dynamo::{approvers, expires_at_ms};
 use crate::adapters::guard_ddb::{seat_value, seats, Expr, Update, SEATS};
-use crate::base::error::CorruptValue;
+use crate::base::corrupt::CorruptValue;
 use crate::base::principal::Principal;
 use crate::domain::delegation::Seat;
 use crate::domain::schedule::{entries, EntryKind, Outcome, Schedule, StoredEntry};

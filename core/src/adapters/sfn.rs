@@ -4,15 +4,11 @@
 use serde_json::json;
 
 use crate::base::ids::TaskToken;
+use crate::domain::callback::SfnCallback;
 
 pub const JSON_CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SfnCallback {
-    Success { output: String },
-    Failure { error: String, cause: String },
-}
-
+/// The callback as Step Functions takes it (the value itself is the domain's: `crate::domain::callback`).
 impl SfnCallback {
     pub fn target(&self) -> &'static str {
         match self {

@@ -3,13 +3,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::adapters::sfn::SfnCallback;
 use crate::base::body::{from_object, json_value};
 use crate::base::error::ApiError;
 use crate::base::ids::ApprovalId;
 use crate::base::principal::Identity;
+use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
-use crate::domain::approval::Verdict;
+use crate::domain::callback::SfnCallback;
+use crate::domain::form::DecisionField;
 use crate::domain::form::{validate_feedback, FormField};
 use crate::domain::vote::RecordedVote;
 
@@ -48,36 +49,6 @@ impl DecisionRequest {
     pub fn validate_against(&self, form: &[FormField]) -> Result<(), ApiError> {
         let empty = Map::new();
         validate_feedback(form, self.feedback.as_ref().unwrap_or(&empty))
-    }
-}
-
-/// The request field a decision's 400 names in `error.field`: the comment, or one answer of the feedback
-/// form (`feedback.<name>`). The worker writes these paths and the SPA reads them (to show the message next
-/// to that field), both through this type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DecisionField<'a> {
-    Comment,
-    Feedback(&'a str),
-}
-
-impl<'a> DecisionField<'a> {
-    const COMMENT: &'static str = "comment";
-    const FEEDBACK_PREFIX: &'static str = "feedback.";
-
-    /// The `error.field` value.
-    pub fn path(self) -> String {
-        match self {
-            Self::Comment => Self::COMMENT.to_owned(),
-            Self::Feedback(name) => format!("{}{name}", Self::FEEDBACK_PREFIX),
-        }
-    }
-
-    /// Reads an `error.field` value; `None` for fields of other requests (`approvers[0]`, `cursor`, …).
-    pub fn parse(path: &'a str) -> Option<Self> {
-        if path == Self::COMMENT {
-            return Some(Self::Comment);
-        }
-        path.strip_prefix(Self::FEEDBACK_PREFIX).map(Self::Feedback)
     }
 }
 

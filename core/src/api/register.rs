@@ -10,13 +10,15 @@ use crate::base::error::ApiError;
 use crate::base::ids::{ApprovalId, TaskToken};
 use crate::base::locale::Locale;
 use crate::base::principal::Principal;
+use crate::base::principal::{approvers, checked_principal, MAX_APPROVERS};
+use crate::base::text::strip_invisible;
+use crate::base::text::valid_email;
 use crate::base::time::parse_rfc3339;
-use crate::domain::approval::Quorum;
-use crate::domain::form::{strip_form, strip_invisible, validate_form, FormField};
+use crate::domain::form::{strip_form, validate_form, FormField};
 use crate::domain::on_expiry::OnExpiry;
+use crate::domain::quorum::Quorum;
 use crate::domain::schedule::{parse_escalation, parse_reminders, Schedule};
 
-pub const MAX_APPROVERS: usize = 50;
 pub const TITLE_MAX_CHARS: usize = 200;
 pub const SUMMARY_MAX_CHARS: usize = 4_000;
 pub const DETAILS_MAX_BYTES: usize = 32 * 1024;
@@ -126,16 +128,6 @@ fn explain(path: &str, serde_message: String) -> ApiError {
     }
 }
 
-pub(crate) fn valid_email(e: &str) -> bool {
-    let Some((local, domain)) = e.split_once('@') else { return false };
-    !local.is_empty()
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && e.len() <= 254
-        && !e.chars().any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>' || c == ',')
-}
-
 impl NewApproval {
     /// With an outcome on expiry, the registration's deadline is the task's and the approvers' ends
     /// `ON_EXPIRY_LEAD_SECONDS` before it (`on_expiry::deadlines`): one deadline shown and enforced, ringi's
@@ -146,11 +138,6 @@ impl NewApproval {
         self.task_expires_at = (task != mine).then_some(task);
         self
     }
-}
-
-/// A domain name as `MAIL_ALLOWED_DOMAINS` lists them (lower case, at least one dot).
-pub fn valid_domain(d: &str) -> bool {
-    valid_email(&format!("x@{d}")) && !d.contains('@')
 }
 
 /// An EventBridge event delivered by an API destination carries the registration in `detail`.
@@ -173,7 +160,7 @@ fn split_event_envelope(v: Value) -> (Value, (Option<String>, Option<String>)) {
 
 /// Validates a registration body; `now` is Unix ms. `notify` and `escalation.to` may name the approval's email
 /// approvers and addresses in `mail_allowed_domains` (`MAIL_ALLOWED_DOMAINS`; the rule of every mail,
-/// `crate::adapters::mail::may_mail`), and `notify` no chat channel. Every error names the offending field.
+/// `crate::domain::recipients::may_mail`), and `notify` no chat channel. Every error names the offending field.
 pub fn parse_registration(body: &[u8], now: i64, mail_allowed_domains: &[String]) -> Result<NewApproval, ApiError> {
     parse_registration_with_channels(body, now, mail_allowed_domains, &ChatChannels::default(), &AwsTargets::default())
 }
@@ -193,35 +180,6 @@ pub fn parse_registration_with_channels(
     let explicit = dto.aws.take().map(|a| (a.account_id, a.region));
     let target = targets.resolve(&RequestedTarget { envelope, explicit })?;
     Ok(NewApproval { target, ..dto.validate(now, mail_allowed_domains, channels, request_sha256)? })
-}
-
-pub(crate) fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
-    let raw = raw.filter(|a| !a.is_empty());
-    let raw = raw.ok_or_else(|| ApiError::invalid("approvers", "at least one approver is required"))?;
-    if raw.len() > MAX_APPROVERS {
-        return Err(ApiError::invalid("approvers", format!("at most {MAX_APPROVERS} approvers")));
-    }
-    let mut out: Vec<Principal> = Vec::new();
-    for (i, p) in raw.iter().enumerate() {
-        let p = checked_principal(&format!("approvers[{i}]"), p)?;
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    Ok(out)
-}
-
-/// One principal, normalized, or the 400 that names it (`field` is its path: `approvers[1]`, `escalation.to[0]`,
-/// `to`).
-pub(crate) fn checked_principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
-    let p = p.normalized();
-    if p.value().is_empty() || p.value().chars().count() > 256 {
-        return Err(ApiError::invalid(format!("{field}.{}", p.kind()), "must be 1-256 characters"));
-    }
-    if matches!(&p, Principal::Email(e) if !valid_email(e)) {
-        return Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
-    }
-    Ok(p)
 }
 
 fn check_quorum(quorum: Quorum, approvers: &[Principal]) -> Result<Quorum, ApiError> {
@@ -331,7 +289,7 @@ fn notify(
         if !valid_email(&e) {
             return Err(ApiError::invalid(at, "is not an email address"));
         }
-        crate::adapters::mail::check_address(&at, &e, approvers, allowed_domains)?;
+        crate::domain::recipients::check_address(&at, &e, approvers, allowed_domains)?;
         if !out.contains(&e) {
             out.push(e);
         }
@@ -387,7 +345,7 @@ impl RegistrationBody {
                 .map(|e| {
                     parse_escalation(&e, now, expires_at, |field, p| {
                         let p = checked_principal(field, p)?;
-                        crate::adapters::mail::check_principal(field, &p, &approvers, mail_allowed_domains)?;
+                        crate::domain::recipients::check_principal(field, &p, &approvers, mail_allowed_domains)?;
                         Ok(p)
                     })
                 })

@@ -6,9 +6,11 @@ use serde_json::{Map, Value};
 use crate::adapters::jwt::{IdpProfile, TokenUse};
 use crate::base::error::ErrorCode;
 use crate::base::principal::Principal;
-use crate::domain::approval::{ApprovalStatus, Quorum, Verdict};
+use crate::base::status::{ApprovalStatus, Verdict};
 use crate::domain::form::FormField;
 use crate::domain::on_expiry::OnExpiry;
+use crate::domain::quorum::Quorum;
+use crate::domain::vote::{AuditEntry, Progress};
 
 /// `GET /config.json`: the SPA's runtime configuration (no secrets).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,30 +68,6 @@ pub struct DecisionResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     pub progress: Progress,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Progress {
-    pub approvals: u32,
-    pub required: u32,
-}
-
-/// One recorded decision, as shown in the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
-    pub decision: String,
-    pub by: String,
-    pub comment: Option<String>,
-    pub feedback: Option<Map<String, Value>>,
-    pub at: String,
-}
-
-impl AuditEntry {
-    /// The typed `decision` (the wire field stays a string so that older clients keep reading it).
-    pub fn verdict(&self) -> Option<Verdict> {
-        Verdict::parse(&self.decision)
-    }
 }
 
 /// `GET /api/v1/approvals/{id}`: the approval as an approver may see it. Never the token.

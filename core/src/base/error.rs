@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::approval::ApprovalStatus;
+use crate::base::status::ApprovalStatus;
 
 /// The stable machine-readable `error.code` of every API error; the SPA keys its messages on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -111,21 +111,6 @@ impl ErrorCode {
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.code())
-    }
-}
-
-/// A stored value that no domain value maps to (a corrupt or foreign D1 row): a 500 with a log line, never
-/// a silent default.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("corrupt stored value in {column}: {value:?}")]
-pub struct CorruptValue {
-    pub column: &'static str,
-    pub value: String,
-}
-
-impl CorruptValue {
-    pub fn new(column: &'static str, value: impl std::fmt::Display) -> Self {
-        Self { column, value: value.to_string() }
     }
 }
 

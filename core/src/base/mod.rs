@@ -3,9 +3,12 @@
 
 pub mod body;
 pub mod context;
+pub mod corrupt;
 pub mod error;
 pub mod hex;
 pub mod ids;
 pub mod locale;
 pub mod principal;
+pub mod status;
+pub mod text;
 pub mod time;

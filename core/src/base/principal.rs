@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::error::ApiError;
+use crate::base::text::valid_email;
+
 /// One entry of an approval's approver list: `{"sub": …}`, `{"email": …}` or `{"group": …}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,6 +89,39 @@ impl Identity {
         let mine = self.principals();
         listed.iter().map(Principal::normalized).any(|p| mine.contains(&p))
     }
+}
+
+/// The most approvers one approval lists.
+pub const MAX_APPROVERS: usize = 50;
+
+/// An approval's approvers as listed: 1 to [`MAX_APPROVERS`], each [`checked_principal`], duplicates dropped.
+pub fn approvers(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiError> {
+    let raw = raw.filter(|a| !a.is_empty());
+    let raw = raw.ok_or_else(|| ApiError::invalid("approvers", "at least one approver is required"))?;
+    if raw.len() > MAX_APPROVERS {
+        return Err(ApiError::invalid("approvers", format!("at most {MAX_APPROVERS} approvers")));
+    }
+    let mut out: Vec<Principal> = Vec::new();
+    for (i, p) in raw.iter().enumerate() {
+        let p = checked_principal(&format!("approvers[{i}]"), p)?;
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// One principal, normalized, or the 400 that names it (`field` is its path: `approvers[1]`, `escalation.to[0]`,
+/// `to`).
+pub fn checked_principal(field: &str, p: &Principal) -> Result<Principal, ApiError> {
+    let p = p.normalized();
+    if p.value().is_empty() || p.value().chars().count() > 256 {
+        return Err(ApiError::invalid(format!("{field}.{}", p.kind()), "must be 1-256 characters"));
+    }
+    if matches!(&p, Principal::Email(e) if !valid_email(e)) {
+        return Err(ApiError::invalid(format!("{field}.email"), "is not an email address"));
+    }
+    Ok(p)
 }
 
 #[cfg(test)]

@@ -1,17 +1,16 @@
 //! The worker's typed configuration (design.md §13), parsed once from wrangler vars and secrets.
 
-use std::net::Ipv4Addr;
-
 use crate::adapters::aws_target::{AwsTarget, AwsTargets};
 use crate::adapters::chat::ChatChannels;
-use crate::adapters::d1::D1Faults;
 use crate::adapters::discovery::Discovery;
 use crate::adapters::federation::Federation;
 use crate::adapters::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, ScopeClaim, TokenUse};
 use crate::adapters::sfn::RetryPolicy;
 use crate::adapters::sigv4::AwsCredentials;
 use crate::api::wire::SpaConfig;
-use crate::base::time::TestClock;
+use crate::base::text;
+use crate::dev::clock::TestClock;
+use crate::dev::faults::D1Faults;
 use crate::dev::latency::LatencyModel;
 
 /// Time a claim holder needs besides the callback itself (the claim, the final D1 writes).
@@ -141,54 +140,13 @@ impl Config {
     }
 }
 
-/// `http(s)://` with a loopback host (127.0.0.0/8, `localhost` or `[::1]`), any port: the host as parsed
-/// ([`loopback`], the same check as `http://` URLs get), not a prefix of the text.
-pub fn is_loopback_origin(url: &str) -> bool {
-    url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")).is_some_and(loopback)
-}
-
 fn list(v: Option<String>) -> Vec<String> {
     v.unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
-/// Is the host of this URL (the part after the scheme) a loopback address: 127.0.0.0/8, `localhost` or
-/// `[::1]`? The host a client would connect to: after any userinfo (`127.0.0.1@evil.example` is evil.example),
-/// before the port or a path (browsers end the authority at `\` too), and a whole IPv4 address
-/// (`127.0.0.1.nip.io` is a name).
-fn loopback(after_scheme: &str) -> bool {
-    let authority = after_scheme.split(['/', '?', '#', '\\']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = if host_port.starts_with('[') {
-        // `[::1]` then nothing or a port: `[::1].evil.example` is no host at all.
-        let (host, rest) = host_port.split_at(host_port.find(']').map_or(0, |i| i + 1));
-        if rest.is_empty() || rest.starts_with(':') {
-            host
-        } else {
-            ""
-        }
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host == "[::1]"
-        || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// An `https://` URL, or `http://` to a loopback host (the local stack and the tests).
+/// [`check_url`] for the variable `name`.
 pub fn check_url(name: &'static str, v: &str) -> Result<(), ConfigError> {
-    let ok = match (v.strip_prefix("https://"), v.strip_prefix("http://")) {
-        (Some(rest), _) => !rest.is_empty(),
-        (None, Some(rest)) => loopback(rest),
-        (None, None) => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::Invalid(
-            name,
-            "must be an https:// URL (http:// only for 127.0.0.0/8, localhost, [::1])".into(),
-        ))
-    }
+    text::check_url(v).map_err(|m| ConfigError::Invalid(name, m))
 }
 
 fn url(name: &'static str, v: String) -> Result<String, ConfigError> {
@@ -196,7 +154,7 @@ fn url(name: &'static str, v: String) -> Result<String, ConfigError> {
     Ok(v.trim_end_matches('/').to_owned())
 }
 
-/// `scheme://host[:port]` of a URL already accepted by [`check_url`] (for the CSP).
+/// `scheme://host[:port]` of a URL already accepted by [`text::check_url`] (for the CSP).
 pub fn origin_of(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
@@ -430,7 +388,7 @@ impl Config {
             .into_iter()
             .map(|d| d.trim_start_matches('@').to_ascii_lowercase())
             .collect();
-        if let Some(bad) = mail_allowed_domains.iter().find(|d| !crate::api::register::valid_domain(d)) {
+        if let Some(bad) = mail_allowed_domains.iter().find(|d| !crate::base::text::valid_domain(d)) {
             return Err(ConfigError::Invalid("MAIL_ALLOWED_DOMAINS", format!("{bad:?} is not a domain name")));
         }
         let chat_channels = match opt("CHAT_CHANNELS") {
@@ -470,7 +428,7 @@ impl Config {
             ("INJECT_LATENCY", inject_latency.enabled()),
             ("TEST_CLOCK", test_clock.enabled()),
         ] {
-            if on && !is_loopback_origin(&public_base_url) {
+            if on && !text::is_loopback_origin(&public_base_url) {
                 return Err(ConfigError::Invalid(
                     name,
                     "this switch is for local development and benchmarks only: it is refused unless \
@@ -621,6 +579,7 @@ impl Config {
 mod tests {
     use super::*;
     use crate::base::principal::Identity;
+    use crate::base::text::is_loopback_origin;
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -782,7 +741,7 @@ mod tests {
             "127.0.0.1:8787",
             "",
         ] {
-            assert!(!is_loopback_origin(not), "{not}");
+            assert!(!text::is_loopback_origin(not), "{not}");
         }
         // What the config refuses, every switch alike.
         for (switch, value) in [("D1_FAULTS", "header"), ("INJECT_LATENCY", "header")] {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::base::error::CorruptValue;
+use crate::base::corrupt::CorruptValue;
 
 /// What happened. Stored as its snake_case name (`approval_events.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

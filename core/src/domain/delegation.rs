@@ -9,12 +9,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::register::{approvers, checked_principal};
 use crate::base::body::{from_object, json_value, top_field};
 use crate::base::error::ApiError;
+use crate::base::principal::{approvers, checked_principal};
 use crate::base::principal::{Identity, Principal};
+use crate::base::text::strip_invisible;
 use crate::base::time::{format_rfc3339, parse_rfc3339};
-use crate::domain::form::strip_invisible;
 
 /// A slot is handed on at most this many times (listed → 1st → 2nd → 3rd delegate).
 pub const MAX_DELEGATION_DEPTH: u32 = 3;
@@ -181,7 +181,7 @@ struct OutOfOfficeBody {
 
 impl OutOfOfficeRequest {
     /// Validated for `who` at `now`: a delegate other than themselves whom ringi may mail if named by email
-    /// (`crate::adapters::mail::may_mail` over `allowed_domains`: the stand-in is told of each approval routed to them),
+    /// (`crate::domain::recipients::may_mail` over `allowed_domains`: the stand-in is told of each approval routed to them),
     /// an end in the future after the start, at most [`OUT_OF_OFFICE_MAX_MS`] from now.
     pub fn parse(body: &[u8], who: &Identity, allowed_domains: &[String], now: i64) -> Result<Self, ApiError> {
         let b: OutOfOfficeBody = from_object(json_value(body)?, principal_explain)?;
@@ -190,7 +190,7 @@ impl OutOfOfficeRequest {
         if who.principals().contains(&delegate) {
             return Err(ApiError::invalid("delegate", "must be someone else"));
         }
-        crate::adapters::mail::check_principal("delegate", &delegate, &[], allowed_domains)?;
+        crate::domain::recipients::check_principal("delegate", &delegate, &[], allowed_domains)?;
         let starts_at = b.from.as_deref().map(|f| parse_rfc3339("from", f)).transpose()?.unwrap_or(now);
         let until = b.until.ok_or_else(|| ApiError::invalid("until", "is required"))?;
         let ends_at = parse_rfc3339("until", &until)?;
@@ -313,8 +313,11 @@ pub fn principal_value(p: &Principal) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::approval::{ApprovalState, ApprovalStatus, Quorum};
-    use crate::domain::rules::{delegate, reassign, Handover, Requesters, Snapshot};
+    use crate::base::status::ApprovalStatus;
+    use crate::domain::approval::ApprovalState;
+    use crate::domain::quorum::Quorum;
+    use crate::domain::rules::{delegate, reassign, Handover, Snapshot};
+    use crate::domain::self_approval::Requesters;
 
     const OPEN: ApprovalState = ApprovalState { status: ApprovalStatus::Pending, expires_at: 10, claimed_until: None };
     const NONE: Requesters<'static> = Requesters { principals: &[], allow_self_approval: false };

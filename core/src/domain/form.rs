@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::base::error::ApiError;
+use crate::base::text::strip_invisible;
 
 pub const MAX_FIELDS: usize = 30;
 pub const MAX_OPTIONS: usize = 50;
@@ -13,15 +14,34 @@ pub const LABEL_MAX_CHARS: usize = 200;
 /// A field's `help` text (shown under the field).
 pub const HELP_MAX_CHARS: usize = 500;
 
-/// Bidirectional overrides/isolates and zero-width characters: in a one-line field they can make text
-/// render differently from what it says (a title that reads "Approve refund" but stores something else).
-pub fn is_invisible_control(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}')
+/// The request field a decision's 400 names in `error.field`: the comment, or one answer of the feedback
+/// form (`feedback.<name>`). The worker writes these paths and the SPA reads them (to show the message next
+/// to that field), both through this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionField<'a> {
+    Comment,
+    Feedback(&'a str),
 }
 
-/// A one-line field without [`is_invisible_control`] characters.
-pub fn strip_invisible(s: &str) -> String {
-    s.chars().filter(|c| !is_invisible_control(*c)).collect()
+impl<'a> DecisionField<'a> {
+    const COMMENT: &'static str = "comment";
+    const FEEDBACK_PREFIX: &'static str = "feedback.";
+
+    /// The `error.field` value.
+    pub fn path(self) -> String {
+        match self {
+            Self::Comment => Self::COMMENT.to_owned(),
+            Self::Feedback(name) => format!("{}{name}", Self::FEEDBACK_PREFIX),
+        }
+    }
+
+    /// Reads an `error.field` value; `None` for fields of other requests (`approvers[0]`, `cursor`, …).
+    pub fn parse(path: &'a str) -> Option<Self> {
+        if path == Self::COMMENT {
+            return Some(Self::Comment);
+        }
+        path.strip_prefix(Self::FEEDBACK_PREFIX).map(Self::Feedback)
+    }
 }
 
 /// Removes [`is_invisible_control`] characters from every one-line text of a form (labels, options, help).
@@ -173,7 +193,7 @@ pub struct FieldIssue {
 
 impl From<FieldIssue> for ApiError {
     fn from(i: FieldIssue) -> Self {
-        ApiError::invalid(crate::api::decision::DecisionField::Feedback(&i.field).path(), i.issue.message())
+        ApiError::invalid(DecisionField::Feedback(&i.field).path(), i.issue.message())
     }
 }
 
@@ -253,6 +273,7 @@ pub fn validate_feedback(fields: &[FormField], feedback: &Map<String, Value>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::text::is_invisible_control;
     use serde_json::json;
 
     fn form() -> Vec<FormField> {

@@ -3,12 +3,14 @@
 
 pub mod approval;
 pub mod audit;
+pub mod callback;
 pub mod delegation;
 pub mod form;
 pub mod inbox;
 pub mod on_expiry;
 pub mod quorum;
 pub mod rate;
+pub mod recipients;
 pub mod rules;
 pub mod schedule;
 pub mod self_approval;

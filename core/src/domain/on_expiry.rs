@@ -9,11 +9,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::adapters::sfn::SfnCallback;
-use crate::base::error::CorruptValue;
+use crate::base::corrupt::CorruptValue;
 use crate::base::ids::ApprovalId;
+use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
-use crate::domain::approval::Verdict;
+use crate::domain::callback::SfnCallback;
 
 /// The `error` of ringi's SendTaskFailure when an approval with `onExpiry: "reject"` runs out.
 pub const EXPIRED_ERROR: &str = "ringi.Expired";

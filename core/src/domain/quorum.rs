@@ -2,9 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::error::{ApiError, CorruptValue};
+use crate::base::error::ApiError;
+
+use crate::base::corrupt::CorruptValue;
 use crate::base::principal::{Identity, Principal};
-use crate::domain::approval::Verdict;
+use crate::base::status::Verdict;
 use crate::domain::delegation::{holders, Seat};
 
 /// How many approvers must approve. Any single rejection rejects.

@@ -15,9 +15,11 @@
 
 use crate::base::error::ApiError;
 use crate::base::principal::{Identity, Principal};
-use crate::domain::approval::{check_decidable, ApprovalState, Quorum, Verdict};
+use crate::base::status::Verdict;
+use crate::domain::approval::{check_decidable, ApprovalState};
 use crate::domain::delegation::{check_holder, Seat, MAX_DELEGATION_DEPTH};
-use crate::domain::self_approval;
+use crate::domain::quorum::Quorum;
+use crate::domain::self_approval::{self, person, Requesters};
 use crate::domain::vote::RecordedVote;
 
 /// A condition a write commits under: checked by the backend in the same atomic write, so that a change
@@ -66,30 +68,6 @@ impl Snapshot<'_> {
     pub fn satisfied(&self) -> Vec<Principal> {
         self.votes.iter().filter(|v| v.verdict == Verdict::Approve).map(|v| v.principal.clone()).collect()
     }
-}
-
-/// Who asked for an approval, as the rules need it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Requesters<'a> {
-    pub principals: &'a [Principal],
-    pub allow_self_approval: bool,
-}
-
-impl Requesters<'_> {
-    /// Could `people` (one person's principals; `email_known`: whether one of them is their verified email)
-    /// be a requester? A requester named by email cannot be ruled out for a person whose email is unknown.
-    pub fn may_include(&self, people: &[Principal], email_known: bool) -> bool {
-        if self.allow_self_approval {
-            return false;
-        }
-        let named = self.principals.iter().map(Principal::normalized).any(|r| people.contains(&r));
-        named || (!email_known && self.principals.iter().any(|r| matches!(r, Principal::Email(_))))
-    }
-}
-
-/// The caller's person principals (sub and verified email: never groups, which are not people).
-pub fn person(who: &Identity) -> Vec<Principal> {
-    who.principals().into_iter().filter(|p| !matches!(p, Principal::Group(_))).collect()
 }
 
 /// The refusal and the guard of "a requester does not act on their own request" for the caller.
@@ -149,7 +127,7 @@ pub struct Handover {
 /// voted (409 `already_voted`: their vote stands for their slot), and hands on a seat of their own person — a `{group}` seat is every member's, so one member cannot give it
 /// away (403 `group_seat`; operators reassign). The chain stays within [`MAX_DELEGATION_DEPTH`]; nobody
 /// already in the slot's chain receives it again; nobody with another seat on the approval receives it (one
-/// person counts once); never a requester; and by email only where ringi may mail (`crate::adapters::mail::may_mail`
+/// person counts once); never a requester; and by email only where ringi may mail (`crate::domain::recipients::may_mail`
 /// over `allowed_domains`: 400 `to.email`).
 pub fn delegate(
     a: &Snapshot<'_>,
@@ -182,7 +160,7 @@ pub fn delegate(
     if requesters.may_include(std::slice::from_ref(&to), true) {
         return Err(ApiError::DelegateIsRequester);
     }
-    crate::adapters::mail::check_principal("to", &to, &crate::domain::delegation::listed(seats), allowed_domains)?;
+    crate::domain::recipients::check_principal("to", &to, &crate::domain::delegation::listed(seats), allowed_domains)?;
     guards.extend([
         Guard::NotVoted { sub: who.sub.clone() },
         Guard::Holds { seat: from.principal.clone() },
@@ -257,7 +235,7 @@ pub struct Reassignment {
 
 /// The reassignment rules: a slot that already approved stays (its approval counts); a new listed principal
 /// has no seat on the approval yet, is not the operator themselves (nobody assigns themselves a decision)
-/// and not a requester; an email only where ringi may mail (`crate::adapters::mail::may_mail` over `allowed_domains`:
+/// and not a requester; an email only where ringi may mail (`crate::domain::recipients::may_mail` over `allowed_domains`:
 /// 400 `approvers[i].email`); and the quorum stays reachable without the requesters.
 pub fn reassign(
     a: &Snapshot<'_>,
@@ -269,7 +247,7 @@ pub fn reassign(
     check_decidable(&a.state, now)?;
     let (seats, requesters, satisfied) = (a.seats, &a.requesters, a.satisfied());
     let old = crate::domain::delegation::listed(seats);
-    crate::adapters::mail::check_principals("approvers", new, &old, allowed_domains)?;
+    crate::domain::recipients::check_principals("approvers", new, &old, allowed_domains)?;
     let removed: Vec<Principal> = old.iter().filter(|p| !new.contains(p)).cloned().collect();
     if let Some(p) = removed.iter().find(|p| satisfied.contains(p)) {
         return Err(ApiError::invalid("approvers", format!("{} has approved already and stays listed", p.key())));
@@ -310,7 +288,7 @@ pub fn reassign(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::approval::ApprovalStatus;
+    use crate::base::status::ApprovalStatus;
 
     fn who(sub: &str, email: Option<&str>, groups: &[&str]) -> Identity {
         Identity {

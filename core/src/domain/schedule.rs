@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::base::error::ApiError;
 use crate::base::principal::Principal;
+use crate::base::text::strip_invisible;
 use crate::base::time::format_rfc3339;
-use crate::domain::form::strip_invisible;
 
 pub const MAX_REMINDERS: usize = 10;
 pub const MAX_ESCALATION_PRINCIPALS: usize = 20;

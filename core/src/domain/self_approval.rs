@@ -4,7 +4,7 @@
 
 use crate::base::error::ApiError;
 use crate::base::principal::{Identity, Principal};
-use crate::domain::approval::Quorum;
+use crate::domain::quorum::Quorum;
 
 /// Requesters one registration may name.
 pub const MAX_REQUESTERS: usize = 10;
@@ -27,7 +27,7 @@ pub fn requesters(raw: Option<Vec<Principal>>) -> Result<Vec<Principal>, ApiErro
         if p.value().is_empty() || p.value().chars().count() > 256 {
             return Err(ApiError::invalid(format!("requestedBy[{i}].{}", p.kind()), "must be 1-256 characters"));
         }
-        if matches!(&p, Principal::Email(e) if !crate::api::register::valid_email(e)) {
+        if matches!(&p, Principal::Email(e) if !crate::base::text::valid_email(e)) {
             return Err(ApiError::invalid(format!("requestedBy[{i}].email"), "is not an email address"));
         }
         if !out.contains(&p) {
@@ -68,12 +68,37 @@ pub fn check_reachable(approvers: &[Principal], requesters: &[Principal], quorum
     Ok(())
 }
 
+/// Who asked for an approval, as the rules need it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requesters<'a> {
+    pub principals: &'a [Principal],
+    pub allow_self_approval: bool,
+}
+
+impl Requesters<'_> {
+    /// Could `people` (one person's principals; `email_known`: whether one of them is their verified email)
+    /// be a requester? A requester named by email cannot be ruled out for a person whose email is unknown.
+    pub fn may_include(&self, people: &[Principal], email_known: bool) -> bool {
+        if self.allow_self_approval {
+            return false;
+        }
+        let named = self.principals.iter().map(Principal::normalized).any(|r| people.contains(&r));
+        named || (!email_known && self.principals.iter().any(|r| matches!(r, Principal::Email(_))))
+    }
+}
+
+/// The caller's person principals (sub and verified email: never groups, which are not people).
+pub fn person(who: &Identity) -> Vec<Principal> {
+    who.principals().into_iter().filter(|p| !matches!(p, Principal::Group(_))).collect()
+}
+
 /// Why this caller may not decide: they asked for it themselves, or — with a requester named by email and
 /// no verified email of theirs — nobody can tell that they did not (fails closed). The rule is
-/// `crate::domain::rules::Requesters::may_include`; this is its answer for the approval view and the decision path.
+/// [`Requesters::may_include`] (the guard the decision commits under is `crate::domain::rules::requester_guard`);
+/// this is its answer for the approval view and the decision path.
 pub fn refusal(who: &Identity, requesters: &[Principal], allow_self_approval: bool) -> Option<ApiError> {
-    let r = crate::domain::rules::Requesters { principals: requesters, allow_self_approval };
-    crate::domain::rules::requester_guard(who, &r).err()
+    let r = Requesters { principals: requesters, allow_self_approval };
+    r.may_include(&person(who), who.email.is_some()).then_some(ApiError::SelfApproval)
 }
 
 /// Registration: requesters named by email are only enforceable where callers' emails can be verified. A

@@ -1,13 +1,14 @@
 //! Votes on record (the `decisions` rows) and what they add up to: the one count of "approvals so far"
 //! shown by the approval view, the inbox and the decision answer.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::api::wire::{AuditEntry, Progress};
 use crate::base::principal::Principal;
+use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
-use crate::domain::approval::{Quorum, Verdict};
 use crate::domain::quorum::CastApproval;
+use crate::domain::quorum::Quorum;
 
 /// One recorded decision of one approver.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +64,31 @@ impl RecordedVote {
             feedback: self.feedback.clone(),
             at: format_rfc3339(self.at),
         }
+    }
+}
+
+/// Approvals so far against the number the quorum needs (the approval view, the inbox, the decision answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub approvals: u32,
+    pub required: u32,
+}
+
+/// One recorded decision, as shown in the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub decision: String,
+    pub by: String,
+    pub comment: Option<String>,
+    pub feedback: Option<Map<String, Value>>,
+    pub at: String,
+}
+
+impl AuditEntry {
+    /// The typed `decision` (the wire field stays a string so that older clients keep reading it).
+    pub fn verdict(&self) -> Option<Verdict> {
+        Verdict::parse(&self.decision)
     }
 }
 

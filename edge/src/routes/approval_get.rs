@@ -2,8 +2,8 @@
 
 use ringi_core::api::wire::ApprovalView;
 use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::ApprovalStatus;
 use ringi_core::base::time::format_rfc3339;
-use ringi_core::domain::approval::ApprovalStatus;
 use ringi_core::domain::audit::Actor;
 use ringi_core::domain::schedule::ScheduleView;
 use ringi_core::domain::vote::progress;

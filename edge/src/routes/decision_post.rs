@@ -3,12 +3,14 @@
 //! [`DecisionAttempt`].
 
 use ringi_core::api::decision::{DecisionRequest, PriorApproval};
-use ringi_core::api::wire::{DecisionResponse, Progress};
+use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::principal::{Identity, Principal};
-use ringi_core::domain::approval::{ApprovalStatus, Step, Verdict};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::domain::delegation::may_view;
 use ringi_core::domain::quorum::next_step_seated;
+use ringi_core::domain::quorum::Step;
 use ringi_core::domain::rules;
+use ringi_core::domain::vote::Progress;
 use ringi_core::domain::vote::{approvals_so_far, cast_approvals};
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};

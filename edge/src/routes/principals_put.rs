@@ -4,11 +4,11 @@
 //! mailed. Anyone else gets `403 forbidden` whatever the ID (the answer says nothing about the approval).
 
 use ringi_core::adapters::mail::Handover;
-use ringi_core::api::wire::Progress;
 use ringi_core::base::principal::Identity;
 use ringi_core::domain::delegation::ReassignRequest;
 use ringi_core::domain::rules;
 use ringi_core::domain::vote::progress;
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Serialize;
 use worker::{Request, Response};

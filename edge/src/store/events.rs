@@ -7,7 +7,7 @@
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::api::audit_export::AuditQuery;
-use ringi_core::base::error::CorruptValue;
+use ringi_core::base::corrupt::CorruptValue;
 use ringi_core::base::time::format_rfc3339;
 use ringi_core::domain::audit::{Actor, Event, EventKind};
 use ringi_core::domain::schedule::ScheduleView;
@@ -241,7 +241,7 @@ pub(crate) fn attempt_decided_stmt(at_sql: &str, where_sql: &str, args: Vec<JsVa
                id || ':decided'
              FROM approvals WHERE attempt_verdict IS NOT NULL AND ({where_sql})",
             kind = EventKind::Decided.as_str(),
-            status = ringi_core::domain::approval::ApprovalStatus::DecidedUnconfirmed.as_str(),
+            status = ringi_core::base::status::ApprovalStatus::DecidedUnconfirmed.as_str(),
         ),
         args,
     )

@@ -3,7 +3,7 @@
 //! and its event in the same batch.
 
 use ringi_core::adapters::aws_target::AwsTarget;
-use ringi_core::domain::approval::Verdict;
+use ringi_core::base::status::Verdict;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};

@@ -3,17 +3,21 @@
 
 use ringi_core::adapters::aws_target::AwsTarget;
 use ringi_core::adapters::chat::ChannelName;
-use ringi_core::api::wire::{InboxItem, Progress};
+use ringi_core::api::wire::InboxItem;
 use ringi_core::base::context::ApprovalContext;
-use ringi_core::base::error::CorruptValue;
+use ringi_core::base::corrupt::CorruptValue;
 use ringi_core::base::locale::Locale;
 use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::base::time::format_rfc3339;
-use ringi_core::domain::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
+use ringi_core::domain::approval::ApprovalState;
 use ringi_core::domain::delegation::Seat;
 use ringi_core::domain::form::FormField;
 use ringi_core::domain::on_expiry::OnExpiry;
-use ringi_core::domain::rules::{Requesters, Snapshot};
+use ringi_core::domain::quorum::Quorum;
+use ringi_core::domain::rules::Snapshot;
+use ringi_core::domain::self_approval::Requesters;
+use ringi_core::domain::vote::Progress;
 use ringi_core::domain::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::de::DeserializeOwned;

@@ -1,7 +1,7 @@
 //! Votes, the claim, and the writes that close a decision (design.md §6 "Attempts").
 
 use ringi_core::base::principal::Principal;
-use ringi_core::domain::approval::{ApprovalStatus, Verdict};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::domain::rules::Guard;
 use ringi_core::domain::vote::RecordedVote;
 use ringi_core::sql::guards_sql;

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 use ringi_core::api::decision::COMMENT_MAX_CHARS;
-use ringi_core::domain::approval::Verdict;
+use ringi_core::base::status::Verdict;
 
 use super::field::{problem_text, Field};
 use super::state::use_approval;

@@ -2,8 +2,9 @@
 //! draft kept in sessionStorage while the user signs in again.
 
 use leptos::prelude::*;
-use ringi_core::api::decision::{DecisionField, COMMENT_MAX_CHARS};
+use ringi_core::api::decision::COMMENT_MAX_CHARS;
 use ringi_core::api::wire::ApprovalView;
+use ringi_core::domain::form::DecisionField;
 use ringi_core::domain::form::{FieldKind, Issue};
 use serde_json::{Map, Value};
 

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::error::ErrorCode;
-use ringi_core::domain::approval::{ApprovalStatus, Verdict};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use super::state::{use_approval, ApprovalState, Outcome};
 use crate::context::{tr, use_app};

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 use ringi_core::base::principal::Principal;
-use ringi_core::domain::approval::ApprovalStatus;
+use ringi_core::base::status::ApprovalStatus;
 use ringi_core::domain::schedule::{EscalationView, ReminderView, ScheduleView};
 
 use super::state::use_approval;

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use ringi_core::api::decision::DecisionRequest;
 use ringi_core::api::wire::{ApprovalView, DecisionResponse};
 use ringi_core::base::error::ErrorDetail;
-use ringi_core::domain::approval::{ApprovalStatus, Verdict};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use super::form_state::FormState;
 use crate::context::{focus_id, use_app};
@@ -267,7 +267,7 @@ pub fn use_approval() -> ApprovalState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringi_core::api::wire::Progress;
+    use ringi_core::domain::vote::Progress;
 
     fn response(status: ApprovalStatus) -> DecisionResponse {
         DecisionResponse { id: "a".into(), status, verdict: None, progress: Progress { approvals: 1, required: 1 } }

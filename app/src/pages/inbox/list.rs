@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use ringi_core::api::wire::InboxItem;
 use ringi_core::base::context::ApprovalContext;
 use ringi_core::base::error::ErrorCode;
-use ringi_core::domain::approval::ApprovalStatus;
+use ringi_core::base::status::ApprovalStatus;
 
 use crate::components::{ProgressDots, StatusBadge};
 use crate::context::{tr, use_app, AppContext};

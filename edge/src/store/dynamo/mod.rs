@@ -25,14 +25,15 @@ use ringi_core::adapters::schedule_ddb::{self as schedule, ESCALATED_AT, REMINDE
 use ringi_core::api::audit_export::AuditQuery;
 use ringi_core::api::register::NewApproval;
 use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::config::{Config, DynamoDbConfig};
-use ringi_core::domain::approval::{ApprovalStatus, Verdict};
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::delegation::{listed, principal_value, OutOfOfficeRequest, Seat};
 use ringi_core::domain::inbox::{Cursor, InboxFilter};
 use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
 use ringi_core::domain::rate::RateWindow;
-use ringi_core::domain::rules::{self, Absence, Guard, Handover, Reassignment, Requesters, Routing};
+use ringi_core::domain::rules::{self, Absence, Guard, Handover, Reassignment, Routing};
+use ringi_core::domain::self_approval::Requesters;
 use ringi_core::domain::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::de::DeserializeOwned;
@@ -101,7 +102,7 @@ fn columns<T: DeserializeOwned>(id: &str, what: &'static str, v: Value) -> Resul
     })
 }
 
-fn corrupt(id: &str) -> impl Fn(ringi_core::base::error::CorruptValue) -> ApiError + '_ {
+fn corrupt(id: &str) -> impl Fn(ringi_core::base::corrupt::CorruptValue) -> ApiError + '_ {
     rows::corrupt(id)
 }
 
