@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use ringi_core::adapters::discovery::{Discovery, DiscoveryCache, DiscoveryLookup};
-use ringi_core::adapters::jwt::{IdpProfile, JwtError};
+use ringi_core::adapters::idp::IdpProfile;
+use ringi_core::adapters::jwt::JwtError;
 use ringi_core::config::Config;
 use serde_json::json;
 

@@ -87,8 +87,8 @@ fn csp(cfg: Option<&ringi_core::config::Config>) -> String {
     let mut connect = vec!["'self'".to_owned()];
     if let Some(cfg) = cfg {
         let token_endpoint = match cfg.profile {
-            ringi_core::adapters::jwt::IdpProfile::Oidc => discovery::cached().map(|d| d.token_endpoint),
-            ringi_core::adapters::jwt::IdpProfile::Cognito => None,
+            ringi_core::adapters::idp::IdpProfile::Oidc => discovery::cached().map(|d| d.token_endpoint),
+            ringi_core::adapters::idp::IdpProfile::Cognito => None,
         };
         for url in [Some(cfg.cognito_domain.clone()), Some(cfg.issuer.clone()), token_endpoint].into_iter().flatten() {
             if let Some(origin) = ringi_core::config::origin_of(&url).filter(|o| !connect.contains(o)) {

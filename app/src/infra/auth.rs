@@ -27,7 +27,7 @@ use oauth2::{
     AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, PkceCodeVerifier,
     RedirectUrl, RequestTokenError, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
 };
-use ringi_core::adapters::jwt::{IdpProfile, TokenUse};
+use ringi_core::adapters::idp::{IdpProfile, TokenUse};
 use ringi_core::api::wire::SpaConfig;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::adapters::jwt::{JWKS_MAX_AGE_MS, JWKS_MIN_REFETCH_MS};
+use crate::adapters::jwks::{JWKS_MAX_AGE_MS, JWKS_MIN_REFETCH_MS};
 
 /// The members ringi uses; the rest of the document is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -10,6 +10,8 @@ pub mod discovery;
 pub mod dynamo;
 pub mod federation;
 pub mod guard_ddb;
+pub mod idp;
+pub mod jwks;
 pub mod jwt;
 pub mod mail;
 pub mod schedule_ddb;

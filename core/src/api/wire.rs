@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::adapters::jwt::{IdpProfile, TokenUse};
+use crate::adapters::idp::{IdpProfile, TokenUse};
 use crate::base::error::ErrorCode;
 use crate::base::principal::Principal;
 use crate::base::status::{ApprovalStatus, Verdict};

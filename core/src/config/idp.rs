@@ -2,7 +2,7 @@
 //! read, and who may register approvals (clients and API keys).
 
 use super::vars::{url, ConfigError, Vars};
-use crate::adapters::jwt::{ClaimMapping, EmailPolicy, IdpProfile, ScopeClaim, TokenUse};
+use crate::adapters::idp::{ClaimMapping, EmailPolicy, IdpProfile, ScopeClaim, TokenUse};
 
 pub(super) struct Idp {
     pub profile: IdpProfile,

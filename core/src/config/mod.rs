@@ -20,7 +20,7 @@ use crate::adapters::aws_target::{AwsTarget, AwsTargets};
 use crate::adapters::chat::ChatChannels;
 use crate::adapters::discovery::Discovery;
 use crate::adapters::federation::Federation;
-use crate::adapters::jwt::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, TokenUse};
+use crate::adapters::idp::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, TokenUse};
 use crate::adapters::sigv4::AwsCredentials;
 use crate::api::wire::SpaConfig;
 use crate::dev::clock::TestClock;

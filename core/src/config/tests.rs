@@ -1,7 +1,7 @@
 //! The configuration as the worker reads it: defaults, each section's checks, the errors that name a variable.
 
 use super::*;
-use crate::adapters::jwt::ScopeClaim;
+use crate::adapters::idp::ScopeClaim;
 use crate::adapters::sfn::RetryPolicy;
 use crate::base::principal::Identity;
 use crate::base::text::is_loopback_origin;
