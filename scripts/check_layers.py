@@ -395,7 +395,7 @@ def main():
 
     if not quiet:
         for crate in CRATES:
-            mods = [k for k in modules if k[0] == crate]
+            mods = [k for k in modules if k[0] == crate and not modules[k].is_test]
             n_edges = sum(len(edges[k]) for k in mods)
             cyc = [c for c in cycles(edges) if c[0][0] == crate]
             print(f"{crate}: {len(mods)} modules, {n_edges} imports between them, {len(cyc)} cycles"
