@@ -51,7 +51,7 @@ impl MailState {
 pub enum MailKind {
     Request,
     Reminder,
-    /// The approval was escalated to the recipient (core::schedule), with the registrant's note.
+    /// The approval was escalated to the recipient (core::domain::schedule), with the registrant's note.
     Escalation,
 }
 

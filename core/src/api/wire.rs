@@ -116,7 +116,7 @@ pub struct ApprovalView {
     /// The verdict was ringi's own, on expiry (`onExpiry`), not a person's.
     #[serde(default)]
     pub decided_on_expiry: bool,
-    /// Reminders and escalation (core::schedule): what is due when, and what was done.
+    /// Reminders and escalation (core::domain::schedule): what is due when, and what was done.
     #[serde(default)]
     pub schedule: crate::domain::schedule::ScheduleView,
     /// The hand-overs of slots (delegation, out-of-office routing), in chain order.

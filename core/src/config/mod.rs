@@ -59,18 +59,18 @@ pub struct Config {
     pub aws_credentials: Option<AwsCredentials>,
     /// `SFN_ENDPOINT`: one fixed endpoint for every region (a local stand-in); by default each region's own.
     pub sfn_endpoint: Option<String>,
-    /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::aws_target). Empty:
+    /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::adapters::aws_target). Empty:
     /// one account, the credentials' own, in `AWS_REGION`.
     pub aws_targets: AwsTargets,
     /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target's role
-    /// (core::federation), not the static access key.
+    /// (core::adapters::federation), not the static access key.
     pub federation: Option<Federation>,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
     /// (lower case), so a registrant cannot make ringi mail anyone.
     pub mail_allowed_domains: Vec<String>,
-    /// `CHAT_CHANNELS` (a secret): the chat channels a registration's `notify` may name (core::chat). Empty:
+    /// `CHAT_CHANNELS` (a secret): the chat channels a registration's `notify` may name (core::adapters::chat). Empty:
     /// none may be named.
     pub chat_channels: ChatChannels,
     /// Registrations one credential may make per minute (429 beyond).

@@ -1,6 +1,6 @@
 //! The approval rules, decided in one place. Every act on an approval has one function here — [`decide`] (a
 //! person's verdict), [`delegate`], [`route`] (out-of-office at registration), [`reassign`] (operators) —
-//! and the mail rule lives in `mail::recipient_allowed`. Each takes the approval as loaded and the caller,
+//! and the mail rule lives in `crate::domain::recipients`. Each takes the approval as loaded and the caller,
 //! and returns a typed refusal or the change to write together with the [`Guard`]s that must still hold
 //! when it commits. Routes call these and restate nothing; a storage backend turns the guards into its one
 //! atomic condition (a SQL `WHERE`, a DynamoDB `ConditionExpression`) and adds no rule of its own.

@@ -58,7 +58,7 @@ pub struct NewApproval {
     /// SHA-256 (hex) of the registration object as received (canonical JSON, envelope removed): tells a
     /// redelivery of the same request from a different request for the same task.
     pub request_sha256: String,
-    /// `reminders` and `escalation` (core::schedule), resolved to times.
+    /// `reminders` and `escalation` (core::domain::schedule), resolved to times.
     pub schedule: Schedule,
     /// The account and region the callback goes to (`AWS_TARGETS`); `None`: this ringi's one account.
     pub target: Option<AwsTarget>,
@@ -86,7 +86,7 @@ pub struct RegistrationBody {
     requested_by: Option<Vec<Principal>>,
     allow_self_approval: Option<bool>,
     on_expiry: Option<OnExpiry>,
-    /// Checked item by item (core::schedule), so that each error names `reminders[i]`.
+    /// Checked item by item (core::domain::schedule), so that each error names `reminders[i]`.
     reminders: Option<Vec<Value>>,
     escalation: Option<Value>,
     /// Where the workflow runs, for callers that send no EventBridge envelope.
