@@ -22,6 +22,8 @@ bootstrap:
 
 lint:
 	$(ENV) cargo fmt --all -- --check
+	@# core's layers (no import cycle, no arrow up a layer) and the size limits: scripts/check_layers.py
+	$(ENV) python scripts/check_layers.py --quiet
 	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets --features ringi-app/admin -- -D warnings
 	@# The wasm crates too, where rustup's prebuilt wasm32 std exists (Debian's fallback toolchain has no clippy).
 	$(ENV) if [ "$$(cat "$$RINGI_HOME/wasm-std")" = rustup ]; then \

@@ -234,7 +234,7 @@ CHANNEL_KINDS = ("slack", "teams", "webhook")
 
 
 def load_chat_channels(root: Path, s: dict[str, str]) -> str | None:
-    """CHAT_CHANNELS_FILE, checked by the worker's rules (core/src/chat.rs: a bad value would fail every request
+    """CHAT_CHANNELS_FILE, checked by the worker's rules (core/src/adapters/chat.rs: a bad value would fail every request
     of the worker) and compacted; None when not set. Errors name the channel, never its URL or secret."""
     if not s["CHAT_CHANNELS_FILE"]:
         return None

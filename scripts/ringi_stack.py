@@ -50,7 +50,7 @@ CLIENT_ID = "ringi-local-client"
 # with CLIENT_ID, which may not register.
 MACHINE_CLIENT_ID = "ringi-local-machine"
 REGISTER_SCOPE = "ringi/approvals.write"
-# The worker's floor for CLAIM_LEASE_SECONDS (core/src/config.rs min_claim_lease_secs: 3 callback attempts ×
+# The worker's floor for CLAIM_LEASE_SECONDS (core/src/config/limits.rs min_claim_lease_secs: 3 callback attempts ×
 # 3 s + backoff + 2 s margin); a shorter lease is a configuration error.
 MIN_CLAIM_LEASE_SECONDS = 12
 WORKFLOW_DOCS = ROOT / "docs" / "workflow"

@@ -2,7 +2,7 @@
 //! helpers built on it (translated texts, the document title, moving focus).
 
 use leptos::prelude::*;
-use ringi_core::locale::Locale;
+use ringi_core::base::locale::Locale;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 

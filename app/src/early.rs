@@ -4,9 +4,9 @@
 //! (`cargo run -p ringi-app --example early`), so nothing there is a copy kept equal by hand. Whether the caller
 //! may decide is not among them: the worker says so (`canDecide`), for the app and the early form alike.
 
-use ringi_core::decision::COMMENT_MAX_CHARS;
-use ringi_core::form::{FieldKind, TEXT_MAX_CHARS};
-use ringi_core::locale::Locale;
+use ringi_core::api::decision::COMMENT_MAX_CHARS;
+use ringi_core::base::locale::Locale;
+use ringi_core::domain::form::{FieldKind, TEXT_MAX_CHARS};
 use serde_json::{json, Map, Value};
 
 use crate::i18n::{texts, Texts};

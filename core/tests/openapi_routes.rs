@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ringi_core::error::ErrorCode;
-use ringi_core::route::{Route, Unrouted};
+use ringi_core::api::route::{Route, Unrouted};
+use ringi_core::base::error::ErrorCode;
 use serde_yaml::Value;
 
 const HTTP_METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];

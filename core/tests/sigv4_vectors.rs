@@ -1,4 +1,4 @@
-//! Checks `ringi_core::sigv4::sign_headers` against the official AWS SigV4 test suite (CRT format, header
+//! Checks `ringi_core::adapters::sigv4::sign_headers` against the official AWS SigV4 test suite (CRT format, header
 //! signing). The vectors live in `tests/data/aws-signing-test-suite/` (see the README there for origin and
 //! license).
 //!
@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ringi_core::sfn::JSON_CONTENT_TYPE;
-use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
+use ringi_core::adapters::sfn::JSON_CONTENT_TYPE;
+use ringi_core::adapters::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
 use serde::Deserialize;
 
 /// Cases we deliberately do not pass, with the reason.

@@ -5,8 +5,8 @@
 mod common;
 use common::migrated;
 
-use ringi_core::principal::Principal;
-use ringi_core::rules::Guard;
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::rules::Guard;
 use ringi_core::sql::{guards_sql, SqlArg};
 use rusqlite::{params_from_iter, Connection};
 
@@ -113,9 +113,9 @@ fn a_completion_counts_satisfied_principals_and_people_once() {
     db.execute("INSERT INTO decisions (approval_id, sub, principal, email, decision, at) VALUES ('a1', 'b', 'sub:alice', 'bob@example.com', 'reject', 2)", []).unwrap();
     assert!(!holds(&db, "a1", &[Guard::Satisfied { at_least: 2 }]));
     assert!(holds(&db, "a1", &[uncounted("bob@example.com", "x")]));
-    let completing = ringi_core::rules::completion_guards("b", &sub("alice"), Some("Bob@example.com"), 2);
+    let completing = ringi_core::domain::rules::completion_guards("b", &sub("alice"), Some("Bob@example.com"), 2);
     assert!(holds(&db, "a1", &completing));
     let eng = Principal::Group("eng".into());
-    assert!(!holds(&db, "a1", &ringi_core::rules::completion_guards("e2", &eng, None, 2)), "eng is e1's");
+    assert!(!holds(&db, "a1", &ringi_core::domain::rules::completion_guards("e2", &eng, None, 2)), "eng is e1's");
     assert!(holds(&db, "a1", &[Guard::FreeFor { slot: eng, sub: "e1".into() }]));
 }

@@ -6,8 +6,9 @@
 mod common;
 use common::migrated;
 
-use ringi_core::principal::Principal;
-use ringi_core::rules::{route, Absence, Requesters, Routing};
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::rules::{route, Absence, Routing};
+use ringi_core::domain::self_approval::Requesters;
 use ringi_core::sql::routing::{routing_sql, ROUTED_SQL};
 use rusqlite::Connection;
 

@@ -3,7 +3,7 @@
 //! (`.br` / `.gz` beside each, written at build time by `scripts/precompress.mjs`) with an immutable
 //! year-long cache; everything else as stored.
 
-use ringi_core::assets::{
+use ringi_core::adapters::assets::{
     accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, FULL_BUNDLE_PAGE, IMMUTABLE,
 };
 use serde_json::json;

@@ -5,10 +5,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use js_sys::{Array, Object, Reflect};
+use ringi_core::adapters::idp::JwtRules;
+use ringi_core::adapters::jwks::Jwk;
+use ringi_core::adapters::jwt::{self, JwtError};
+use ringi_core::base::hex::{constant_time_eq, hex_sha256};
+use ringi_core::base::principal::Identity;
 use ringi_core::config::Config;
-use ringi_core::jwt::{self, Jwk, JwtError, JwtRules};
-use ringi_core::principal::Identity;
-use ringi_core::{constant_time_eq, hex_sha256, ApiError};
+use ringi_core::ApiError;
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -1,9 +1,9 @@
 //! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API, and the plain
 //! POST under them (chat webhooks use it too).
 
+use ringi_core::adapters::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
 use ringi_core::config::Config;
-use ringi_core::latency::Remote;
-use ringi_core::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
+use ringi_core::dev::latency::Remote;
 use std::time::Duration;
 
 use futures_util::future::{select, Either};

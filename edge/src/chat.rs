@@ -1,12 +1,14 @@
-//! Chat notifications (core::chat) through the Workers fetch API: after the registration's response, like the
+//! Chat notifications (core::adapters::chat) through the Workers fetch API: after the registration's response, like the
 //! request mail, and retried by the cron. One POST per channel still due, in parallel; what each channel said
 //! is recorded with the approval (the channels still due, `chat_state`) and as `notified` events, by channel
 //! name. The URL and the signing secret are never logged: a platform error that quotes the URL is scrubbed.
 
 use futures_util::future::join_all;
-use ringi_core::chat::{payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER};
+use ringi_core::adapters::chat::{
+    payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER,
+};
+use ringi_core::adapters::mail::MailState;
 use ringi_core::config::Config;
-use ringi_core::mail::MailState;
 use ringi_core::ApiError;
 use serde_json::{json, Map, Value};
 

@@ -12,13 +12,13 @@
 //! most `MAX_MAIL_ATTEMPTS` in all). Nothing is marked before it is sent, so no reminder is lost to a
 //! failed send or a failed write.
 
-use ringi_core::audit::EventKind;
+use ringi_core::adapters::mail::MailKind;
 use ringi_core::config::Config;
-use ringi_core::devswitch::cron_part;
-use ringi_core::latency::Delays;
-use ringi_core::mail::MailKind;
-use ringi_core::schedule::{reminder_recipients, EntryKind, Outcome};
-use ringi_core::storage::FaultSpec;
+use ringi_core::dev::faults::FaultSpec;
+use ringi_core::dev::latency::Delays;
+use ringi_core::dev::switch::cron_part;
+use ringi_core::domain::audit::EventKind;
+use ringi_core::domain::schedule::{reminder_recipients, EntryKind, Outcome};
 use serde_json::json;
 use worker::Env;
 
@@ -90,7 +90,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     let events_purged = step("purge_events", store.purge_events(now - cfg.audit_retention_ms).await);
 
     // The registrations' own schedules (reminders at their times, escalation).
-    let lease = ringi_core::hex_sha256(&crate::platform::random_bytes::<16>());
+    let lease = ringi_core::base::hex::hex_sha256(&crate::platform::random_bytes::<16>());
     let mut scheduled = 0;
     for entry in step_rows(&mut step, "schedule_due", store.schedule_due(now, &lease, SCHEDULE_LEASE_MS).await) {
         scheduled += step("schedule_entry", run_entry(&cfg, &probe, &store, &entry, &lease, now).await);

@@ -1,13 +1,14 @@
-//! The OIDC issuer's discovery document, per isolate (`ringi_core::discovery::DiscoveryCache`): fetched when
+//! The OIDC issuer's discovery document, per isolate (`ringi_core::adapters::discovery::DiscoveryCache`): fetched when
 //! first needed and then kept for an hour, so a warm isolate adds no round trip to the issuer (neither when
 //! verifying a token nor when serving the SPA's configuration). The Cognito profile never needs it.
 
 use std::cell::RefCell;
 use std::time::Duration;
 
+use ringi_core::adapters::discovery::{Discovery, DiscoveryCache, DiscoveryLookup};
+use ringi_core::adapters::idp::IdpProfile;
+use ringi_core::adapters::jwt::JwtError;
 use ringi_core::config::Config;
-use ringi_core::discovery::{Discovery, DiscoveryCache, DiscoveryLookup};
-use ringi_core::jwt::{IdpProfile, JwtError};
 use serde_json::json;
 
 use crate::platform::{log, wall_ms};
@@ -55,7 +56,7 @@ pub async fn jwks_url(cfg: &Config) -> Result<String, JwtError> {
 }
 
 /// The SPA's configuration; for OIDC with the discovered endpoints (`None` when the document is unavailable).
-pub async fn spa_config(cfg: &Config) -> Option<ringi_core::wire::SpaConfig> {
+pub async fn spa_config(cfg: &Config) -> Option<ringi_core::api::wire::SpaConfig> {
     match cfg.profile {
         IdpProfile::Cognito => Some(cfg.spa_config(None)),
         IdpProfile::Oidc => document(cfg).await.ok().map(|d| cfg.spa_config(Some(&d))),

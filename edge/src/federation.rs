@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use ringi_core::aws_target::AwsTarget;
+use ringi_core::adapters::aws_target::AwsTarget;
+use ringi_core::adapters::federation::{self, Federation, SessionCredentials};
+use ringi_core::adapters::sfn::{error_code, CallbackOutcome};
+use ringi_core::adapters::sigv4::AwsCredentials;
 use ringi_core::config::Config;
-use ringi_core::federation::{self, Federation, SessionCredentials};
-use ringi_core::sfn::{error_code, CallbackOutcome};
-use ringi_core::sigv4::AwsCredentials;
 use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;

@@ -1,5 +1,5 @@
 //! The issuer's JWKS, per isolate and keyed by its URL: fetched once for all concurrent requests, with the
-//! in-flight rules of `ringi_core::jwt::JwksCache` (a fetch counts as in flight for at most `JWKS_IN_FLIGHT_MS`).
+//! in-flight rules of `ringi_core::adapters::jwks::JwksCache` (a fetch counts as in flight for at most `JWKS_IN_FLIGHT_MS`).
 //! A redirect from the JWKS URL is a failed fetch, not followed (`crate::platform::get_text`).
 //!
 //! A request that finds another request's fetch in flight waits for it without polling: it parks on a
@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 use js_sys::{Function, Promise};
-use ringi_core::jwt::{Jwk, Jwks, JwksCache, JwtError, KeyLookup, JWKS_IN_FLIGHT_MS};
+use ringi_core::adapters::jwks::{Jwk, Jwks, JwksCache, KeyLookup, JWKS_IN_FLIGHT_MS};
+use ringi_core::adapters::jwt::JwtError;
 use serde_json::json;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;

@@ -19,10 +19,10 @@ mod sfn_client;
 mod store;
 
 use ringi_core::config::Config;
-use ringi_core::devswitch::cron_part;
-use ringi_core::latency::Delays;
-use ringi_core::storage::FaultSpec;
-use ringi_core::time::ClockOffset;
+use ringi_core::dev::clock::ClockOffset;
+use ringi_core::dev::faults::FaultSpec;
+use ringi_core::dev::latency::Delays;
+use ringi_core::dev::switch::cron_part;
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{event, Context, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent};
@@ -87,8 +87,8 @@ fn csp(cfg: Option<&ringi_core::config::Config>) -> String {
     let mut connect = vec!["'self'".to_owned()];
     if let Some(cfg) = cfg {
         let token_endpoint = match cfg.profile {
-            ringi_core::jwt::IdpProfile::Oidc => discovery::cached().map(|d| d.token_endpoint),
-            ringi_core::jwt::IdpProfile::Cognito => None,
+            ringi_core::adapters::idp::IdpProfile::Oidc => discovery::cached().map(|d| d.token_endpoint),
+            ringi_core::adapters::idp::IdpProfile::Cognito => None,
         };
         for url in [Some(cfg.cognito_domain.clone()), Some(cfg.issuer.clone()), token_endpoint].into_iter().flatten() {
             if let Some(origin) = ringi_core::config::origin_of(&url).filter(|o| !connect.contains(o)) {

@@ -5,11 +5,11 @@
 use std::rc::Rc;
 
 use futures_util::future::{join, join_all};
-use ringi_core::config::Config;
-use ringi_core::mail::{
+use ringi_core::adapters::mail::{
     compose, compose_handover, ses_send_email_body, Handover, Mail, MailInput, MailKind, MailState,
 };
-use ringi_core::principal::Principal;
+use ringi_core::base::principal::Principal;
+use ringi_core::config::Config;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Env;
@@ -153,7 +153,8 @@ async fn deliver(
 ) -> Option<MailReport> {
     let from = cfg.mail_from.as_deref()?;
     // The API refuses recipients outside the rule; this catches any stored before it applied, or come another way.
-    let (recipients, refused) = ringi_core::mail::mailable(recipients, &row.notify, &cfg.mail_allowed_domains);
+    let (recipients, refused) =
+        ringi_core::domain::recipients::mailable(recipients, &row.notify, &cfg.mail_allowed_domains);
     if refused > 0 {
         log(
             "warn",
@@ -195,7 +196,9 @@ async fn deliver(
         if !(200..300).contains(&status) {
             failed += 1;
             let detail = match &outcome {
-                Ok((_, text)) => ringi_core::sfn::error_code(text).unwrap_or_else(|| format!("HTTP {status}")),
+                Ok((_, text)) => {
+                    ringi_core::adapters::sfn::error_code(text).unwrap_or_else(|| format!("HTTP {status}"))
+                }
                 Err(e) => e.clone(),
             };
             log("warn", "mail_failed", json!({"approvalId": row.id.as_str(), "kind": kind, "error": detail}));

@@ -1,13 +1,13 @@
-//! The cron's outcome on expiry (`ringi_core::on_expiry`): for each approval whose chosen outcome is due,
+//! The cron's outcome on expiry (`ringi_core::domain::on_expiry`): for each approval whose chosen outcome is due,
 //! the steps of a person's decision (`routes::decision_attempt`) with ringi as the decider — the conditional
 //! claim that records the attempt, the callback, then what came of it: decided on expiry (200), the recorded
 //! attempt's verdict unconfirmed or expired (task closed), or the claim released for the next run (any
 //! failure). Exactly once: two runs at the same time race for the same claim, and one wins.
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use ringi_core::adapters::sfn::CallbackOutcome;
 use ringi_core::config::Config;
-use ringi_core::on_expiry::callback;
-use ringi_core::sfn::CallbackOutcome;
+use ringi_core::domain::on_expiry::callback;
 use ringi_core::ApiError;
 use serde_json::json;
 

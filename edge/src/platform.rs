@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use ringi_core::discovery::IdpFetchError;
+use ringi_core::adapters::discovery::IdpFetchError;
 use serde_json::Value;
 use wasm_bindgen::JsCast;
 

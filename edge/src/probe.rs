@@ -5,8 +5,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use ringi_core::latency::{Delays, Remote, RoundTrips};
-use ringi_core::storage::{FaultRng, FaultSpec, Injection};
+use ringi_core::dev::faults::{FaultRng, FaultSpec, Injection};
+use ringi_core::dev::latency::{Delays, Remote, RoundTrips};
 use worker::Delay;
 
 use crate::platform::random_unit;

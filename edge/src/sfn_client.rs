@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use ringi_core::aws_target::AwsTarget;
+use ringi_core::adapters::aws_target::AwsTarget;
+use ringi_core::adapters::federation::expired_credentials;
+use ringi_core::adapters::sfn::{classify, CallbackOutcome, RetryPolicy, JSON_CONTENT_TYPE};
 use ringi_core::config::Config;
-use ringi_core::federation::expired_credentials;
-use ringi_core::sfn::{classify, CallbackOutcome, RetryPolicy, SfnCallback, JSON_CONTENT_TYPE};
+use ringi_core::domain::callback::SfnCallback;
 use ringi_core::{ApprovalId, TaskToken};
 use serde_json::json;
 use worker::Delay;

@@ -17,7 +17,7 @@ from deploy_harness import ROOT
 
 TOML = tomllib.loads((ROOT / "edge" / "wrangler.toml").read_text())
 PROD = TOML["env"]["production"]
-REQUIRED_VARS = ("PUBLIC_BASE_URL", "COGNITO_ISSUER", "COGNITO_CLIENT_ID")  # core/src/config.rs: req(…)
+REQUIRED_VARS = ("PUBLIC_BASE_URL", "COGNITO_ISSUER", "COGNITO_CLIENT_ID")  # core/src/config/: req(…)
 SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "REGISTER_API_KEYS")
 OUTPUTS = {"CognitoIssuer": "https://cognito-idp.eu-central-1.amazonaws.com/eu-central-1_AbCdEf123",
            "SpaClientId": "4ab5cd6ef7gh8ij9kl0mn1op2q",

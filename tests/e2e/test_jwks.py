@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-REFETCH_LIMIT_S = 10  # core/src/jwt.rs JWKS_MIN_REFETCH_MS
+REFETCH_LIMIT_S = 10  # core/src/adapters/jwks.rs JWKS_MIN_REFETCH_MS
 BOUND_S = 9  # the longest a request may take while the JWKS is stalled: 5 s in-flight window + 3 s fetch + slack
 
 

@@ -87,8 +87,8 @@ def test_other_methods_on_documented_paths_are_405(stack):
 
 
 def test_every_error_code_is_documented():
-    """`ErrorCode` lists exactly the codes of `ApiError::code` (core/src/error.rs)."""
-    src = (ROOT / "core" / "src" / "error.rs").read_text()
+    """`ErrorCode` lists exactly the codes of `ApiError::code` (core/src/base/error.rs)."""
+    src = (ROOT / "core" / "src" / "base" / "error.rs").read_text()
     body = re.search(r"pub fn code\(&self\).*?\n    \}\n", src, re.S).group(0)
     codes = set(re.findall(r'=> "([a-z_]+)"', body))
     assert codes and codes == set(spec()["components"]["schemas"]["ErrorCode"]["enum"])

@@ -1,7 +1,7 @@
 //! The status of an approval as a coloured badge (inbox rows and the approval page).
 
 use leptos::prelude::*;
-use ringi_core::approval::{ApprovalStatus, Verdict};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use crate::context::use_app;
 use crate::i18n::Texts;

@@ -1,5 +1,5 @@
 use leptos::prelude::*;
-use ringi_core::delegation::NOTE_MAX_CHARS;
+use ringi_core::domain::delegation::NOTE_MAX_CHARS;
 
 use crate::context::{tr, Pick};
 

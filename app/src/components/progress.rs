@@ -1,7 +1,7 @@
 //! "k of n approvals" with one dot per required approval.
 
 use leptos::prelude::*;
-use ringi_core::wire::Progress;
+use ringi_core::domain::vote::Progress;
 
 use crate::context::use_app;
 

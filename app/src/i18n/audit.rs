@@ -2,7 +2,7 @@
 //! Japanese. Every `EventKind` has a label; an event's `detail` is shown generically (known keys and values
 //! translated, anything else as sent), so that new kinds of detail need no change here.
 
-use ringi_core::audit::{Actor, EventKind};
+use ringi_core::domain::audit::{Actor, EventKind};
 use serde_json::Value;
 
 // The full bundle's pages read the rest (`admin` feature); both bundles carry every text.

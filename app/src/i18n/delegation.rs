@@ -1,7 +1,7 @@
 //! Strings of delegation, out-of-office and the settings page, in English and Japanese (one struct, so that
 //! a missing translation is a compile error).
 
-use ringi_core::error::ErrorCode;
+use ringi_core::base::error::ErrorCode;
 
 // The full bundle's pages read the rest (`admin` feature); both bundles carry every text.
 #[cfg_attr(not(feature = "admin"), allow(dead_code))]

@@ -1,8 +1,8 @@
 //! UI strings in English and Japanese. One struct per language keeps a missing translation a compile
 //! error rather than a runtime fallback; texts with numbers in them are functions.
 
-use ringi_core::form::Issue;
-use ringi_core::locale::Locale;
+use ringi_core::base::locale::Locale;
+use ringi_core::domain::form::Issue;
 
 pub mod audit;
 pub mod delegation;

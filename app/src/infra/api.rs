@@ -5,13 +5,13 @@
 
 use gloo_net::http::{Request, RequestBuilder, Response};
 #[cfg(feature = "admin")]
-use ringi_core::audit_export::AuditPage;
-use ringi_core::decision::DecisionRequest;
-use ringi_core::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
-use ringi_core::error::ErrorDetail;
-use ringi_core::inbox::InboxFilter;
-use ringi_core::principal::Principal;
-use ringi_core::wire::{ApprovalView, DecisionResponse, InboxPage};
+use ringi_core::api::audit_export::AuditPage;
+use ringi_core::api::decision::DecisionRequest;
+use ringi_core::api::wire::{ApprovalView, DecisionResponse, InboxPage};
+use ringi_core::base::error::ErrorDetail;
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
+use ringi_core::domain::inbox::InboxFilter;
 use ringi_core::ErrorBody;
 use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
@@ -82,9 +82,9 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
         403 if matches!(
             error.error_code(),
             Some(
-                ringi_core::error::ErrorCode::SelfApproval
-                    | ringi_core::error::ErrorCode::DelegateIsRequester
-                    | ringi_core::error::ErrorCode::GroupSeat
+                ringi_core::base::error::ErrorCode::SelfApproval
+                    | ringi_core::base::error::ErrorCode::DelegateIsRequester
+                    | ringi_core::base::error::ErrorCode::GroupSeat
             )
         ) =>
         {
@@ -213,7 +213,7 @@ pub async fn audit(from: &str, to: &str, cursor: Option<&str>) -> Result<AuditPa
     send(request).await
 }
 
-/// Pages one CSV download follows at most (of [`ringi_core::audit_export::PAGE_MAX`] events each).
+/// Pages one CSV download follows at most (of [`ringi_core::api::audit_export::PAGE_MAX`] events each).
 #[cfg(feature = "admin")]
 const CSV_PAGES_MAX: usize = 20;
 
@@ -225,7 +225,7 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
     let mut csv = String::new();
     let mut cursor: Option<String> = None;
     for page in 0..CSV_PAGES_MAX {
-        let url = audit_url(from, to, cursor.as_deref(), Some(ringi_core::audit_export::PAGE_MAX));
+        let url = audit_url(from, to, cursor.as_deref(), Some(ringi_core::api::audit_export::PAGE_MAX));
         let response = Request::get(&url)
             .header("Authorization", &format!("Bearer {token}"))
             .header("Accept", "text/csv")
@@ -239,7 +239,7 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
                 .err()
                 .unwrap_or(ApiError::Server { status: 0, message: "unexpected response".into() }));
         }
-        cursor = response.headers().get(ringi_core::audit_export::NEXT_CURSOR_HEADER);
+        cursor = response.headers().get(ringi_core::api::audit_export::NEXT_CURSOR_HEADER);
         let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
         // Every page starts with the header row: keep the first one only.
         let body = if page == 0 { text.as_str() } else { text.split_once("\r\n").map_or("", |(_, rest)| rest) };

@@ -27,8 +27,8 @@ use oauth2::{
     AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, PkceCodeVerifier,
     RedirectUrl, RequestTokenError, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
 };
-use ringi_core::jwt::{IdpProfile, TokenUse};
-use ringi_core::wire::SpaConfig;
+use ringi_core::adapters::idp::{IdpProfile, TokenUse};
+use ringi_core::api::wire::SpaConfig;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
@@ -263,7 +263,7 @@ pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
     let state_ok = params
         .state
         .as_deref()
-        .is_some_and(|got| ringi_core::constant_time_eq(got.as_bytes(), expected.secret().as_bytes()));
+        .is_some_and(|got| ringi_core::base::hex::constant_time_eq(got.as_bytes(), expected.secret().as_bytes()));
     if !state_ok {
         return Err(AuthError::StateMismatch);
     }
@@ -408,7 +408,7 @@ pub fn in_group(cfg: &SpaConfig, group: &str) -> bool {
     let path = if cfg.groups_claim.is_empty() { "cognito:groups" } else { cfg.groups_claim.as_str() };
     bearer()
         .and_then(|t| claims(&t))
-        .and_then(|c| ringi_core::jwt::groups(&c, path).ok())
+        .and_then(|c| ringi_core::adapters::jwt::groups(&c, path).ok())
         .is_some_and(|gs| gs.iter().any(|g| g == group))
 }
 

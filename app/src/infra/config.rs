@@ -1,10 +1,10 @@
 //! The runtime configuration the worker embeds in the HTML and also serves at `/config.json` (design §11, §13:
 //! `COGNITO_DOMAIN`, `COGNITO_CLIENT_ID`, `COGNITO_ISSUER`, `PUBLIC_BASE_URL`, …). Nothing in it is secret.
-//! The shape is `ringi_core::wire::SpaConfig`, shared with the worker.
+//! The shape is `ringi_core::api::wire::SpaConfig`, shared with the worker.
 
 use gloo_net::http::Request;
-use ringi_core::locale::Locale;
-pub use ringi_core::wire::SpaConfig;
+pub use ringi_core::api::wire::SpaConfig;
+use ringi_core::base::locale::Locale;
 use web_sys::RequestCache;
 
 /// Where the SPA fetches its configuration. Absolute: the SPA is served from the origin root, and deep links
@@ -70,7 +70,7 @@ impl std::fmt::Display for ConfigError {
 /// The configuration the worker embedded in the page (`<script type="application/json" id="ringi-config">`,
 /// never executed): no request before the app can route. `None` when the page has none (then [`load`]).
 pub fn embedded() -> Option<SpaConfig> {
-    let element = leptos::prelude::document().get_element_by_id(ringi_core::assets::CONFIG_ELEMENT_ID)?;
+    let element = leptos::prelude::document().get_element_by_id(ringi_core::adapters::assets::CONFIG_ELEMENT_ID)?;
     let text = element.text_content()?;
     match serde_json::from_str(&text) {
         Ok(cfg) => Some(cfg),

@@ -1,6 +1,6 @@
 //! Dates for people: relative ("in 45 min", "あと45分") and absolute (the browser's Intl, local time zone).
 
-use ringi_core::locale::Locale;
+use ringi_core::base::locale::Locale;
 
 const MINUTE: f64 = 60_000.0;
 const HOUR: f64 = 60.0 * MINUTE;

@@ -3,7 +3,7 @@
 //! URL, nothing inline for the CSP).
 
 use leptos::prelude::*;
-use ringi_core::audit::Event;
+use ringi_core::domain::audit::Event;
 use wasm_bindgen::JsCast;
 
 use crate::components::BusyButton;

@@ -2,7 +2,7 @@
 //! effect, new approvals naming them go to X; the ones they have stay (their pages offer to delegate them).
 
 use leptos::prelude::*;
-use ringi_core::delegation::OutOfOffice;
+use ringi_core::domain::delegation::OutOfOffice;
 use serde_json::json;
 
 use crate::components::NoteInput;
@@ -146,7 +146,7 @@ pub fn Settings() -> impl IntoView {
 fn current_view(
     t: &'static crate::i18n::delegation::DelegationTexts,
     o: &OutOfOffice,
-    locale: ringi_core::locale::Locale,
+    locale: ringi_core::base::locale::Locale,
 ) -> impl IntoView {
     let until = time::absolute_str(&o.until, locale);
     let text = (t.ooo_current)(o.delegate.value(), &until, o.active);

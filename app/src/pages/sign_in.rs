@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_navigate;
 use leptos_router::NavigateOptions;
-use ringi_core::assets::in_full_bundle;
+use ringi_core::adapters::assets::in_full_bundle;
 
 use crate::components::{Block, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};

@@ -1,9 +1,9 @@
 //! The D1 (SQLite) form of the rules' [`Guard`]s: one SQL condition a statement's `WHERE` carries, so that a
-//! change decided in `crate::rules` commits only while what it was decided on still holds.
+//! change decided in `crate::domain::rules` commits only while what it was decided on still holds.
 
 use super::{SqlArg, SqlCond};
-use crate::principal::Principal;
-use crate::rules::Guard;
+use crate::base::principal::Principal;
+use crate::domain::rules::Guard;
 
 fn keys(ps: &[Principal]) -> String {
     serde_json::Value::from(ps.iter().map(|p| p.normalized().key()).collect::<Vec<_>>()).to_string()

@@ -1,11 +1,11 @@
 //! Out-of-office routing as D1 makes it: the statements of a registration's batch (after its principal rows)
-//! that carry out `crate::rules::route` without a round trip of their own. Parameters of every statement: ?1
+//! that carry out `crate::domain::rules::route` without a round trip of their own. Parameters of every statement: ?1
 //! the approval id, ?2 now (its `created_at`), ?3 the task token's fingerprint, ?4 the request hash — only the
 //! approval this very request created is routed, so a redelivery changes nothing. `tests/sql_routing.rs` holds
 //! their outcome equal to `rules::route` over generated cases.
 
 use super::EVENT_INSERT;
-use crate::audit::{Actor, EventKind};
+use crate::domain::audit::{Actor, EventKind};
 
 /// The approval of this very request.
 const FRESH: &str = "EXISTS (SELECT 1 FROM approvals a WHERE a.id = ?1 AND a.token_sha256 = ?3

@@ -1,12 +1,12 @@
 //! `GET /api/v1/approvals/{id}`: one approval as an approver sees it. Unknown and not-yours are the same 404.
 
-use ringi_core::approval::ApprovalStatus;
-use ringi_core::audit::Actor;
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::schedule::ScheduleView;
-use ringi_core::time::format_rfc3339;
-use ringi_core::vote::progress;
-use ringi_core::wire::ApprovalView;
+use ringi_core::api::wire::ApprovalView;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::ApprovalStatus;
+use ringi_core::base::time::format_rfc3339;
+use ringi_core::domain::audit::Actor;
+use ringi_core::domain::schedule::ScheduleView;
+use ringi_core::domain::vote::progress;
 use ringi_core::{ApiError, ApprovalId};
 use worker::Response;
 
@@ -27,8 +27,10 @@ pub async fn get(
     let viewed =
         store.view(id, &Actor::user(who), &serde_json::Value::from(keys).to_string(), now, reminder_window_ms).await?;
     // The approval, if it exists *and* the caller is one of its approvers, handed on or not (else the same 404).
-    let (loaded, schedule) =
-        viewed.loaded.filter(|(l, _)| ringi_core::delegation::may_view(&l.seats, who)).ok_or(ApiError::NotFound)?;
+    let (loaded, schedule) = viewed
+        .loaded
+        .filter(|(l, _)| ringi_core::domain::delegation::may_view(&l.seats, who))
+        .ok_or(ApiError::NotFound)?;
     let mut shown = view(loaded, schedule, who, now);
     shown.events = viewed.events;
     super::json(200, &shown)
@@ -37,7 +39,7 @@ pub async fn get(
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
 pub async fn load_for(store: &impl ApprovalStore, id: &ApprovalId, who: &Identity) -> Result<Loaded, ApiError> {
     let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
-    if !ringi_core::delegation::may_view(&loaded.seats, who) {
+    if !ringi_core::domain::delegation::may_view(&loaded.seats, who) {
         return Err(ApiError::NotFound);
     }
     Ok(loaded)
@@ -67,8 +69,8 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         locale: a.locale.map(|l| l.as_str().to_owned()),
         my_decision: votes.iter().find(|v| v.sub == who.sub).map(|v| v.audit_entry()),
         decisions: votes.iter().map(|v| v.audit_entry()).collect(),
-        delegations: ringi_core::delegation::delegation_views(&seats),
-        my_seat: ringi_core::delegation::my_seat(&seats, who),
+        delegations: ringi_core::domain::delegation::delegation_views(&seats),
+        my_seat: ringi_core::domain::delegation::my_seat(&seats, who),
         title: a.title,
         summary: a.summary,
         details: a.details,

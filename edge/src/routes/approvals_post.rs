@@ -2,10 +2,10 @@
 //! whose SHA-256 is configured, or a client-credentials access token of an app client listed in
 //! `REGISTER_CLIENT_IDS` with `REGISTER_SCOPE` and no user in it.
 
-use ringi_core::register::parse_registration_with_channels;
-use ringi_core::time::format_rfc3339;
-use ringi_core::wire::RegisterResponse;
-use ringi_core::{ids::APPROVAL_ID_RANDOM_BYTES, ApiError, ApprovalId};
+use ringi_core::api::register::parse_registration_with_channels;
+use ringi_core::api::wire::RegisterResponse;
+use ringi_core::base::time::format_rfc3339;
+use ringi_core::{base::ids::APPROVAL_ID_RANDOM_BYTES, ApiError, ApprovalId};
 use serde_json::json;
 use worker::{Request, Response};
 
@@ -55,7 +55,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
     let new =
         parse_registration_with_channels(&body, now, &cfg.mail_allowed_domains, &cfg.chat_channels, &cfg.aws_targets)?
             .with_on_expiry_lead(now, ctx.cfg.on_expiry_lead_ms);
-    ringi_core::self_approval::check_enforceable(
+    ringi_core::domain::self_approval::check_enforceable(
         &new.requested_by,
         new.allow_self_approval,
         ctx.cfg.emails_verifiable(),

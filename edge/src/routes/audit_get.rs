@@ -2,8 +2,8 @@
 //! `ADMIN_GROUP`, from verified claims). JSON pages (`{items, nextCursor}`), or CSV with `Accept: text/csv`
 //! (the next cursor in the `Ringi-Next-Cursor` header).
 
-use ringi_core::audit_export::{to_csv, AuditCursor, AuditPage, AuditQuery, ExportFormat, NEXT_CURSOR_HEADER};
-use ringi_core::principal::Identity;
+use ringi_core::api::audit_export::{to_csv, AuditCursor, AuditPage, AuditQuery, ExportFormat, NEXT_CURSOR_HEADER};
+use ringi_core::base::principal::Identity;
 use ringi_core::ApiError;
 use serde_json::json;
 use worker::{Request, Response};

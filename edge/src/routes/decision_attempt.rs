@@ -1,12 +1,15 @@
 //! One attempt to deliver a decision: claim the approval (recording the attempt), call Step Functions,
 //! write what came of it. Each step's storage failure has the outcome faults.md lists.
 
-use ringi_core::approval::{check_decidable, ApprovalStatus, Verdict};
-use ringi_core::decision::{DecisionRecord, DecisionRequest, PriorApproval};
-use ringi_core::principal::Identity;
-use ringi_core::rules;
-use ringi_core::sfn::{CallbackOutcome, SfnCallback};
-use ringi_core::wire::Progress;
+use ringi_core::adapters::sfn::CallbackOutcome;
+
+use ringi_core::api::decision::{DecisionRecord, DecisionRequest, PriorApproval};
+use ringi_core::base::principal::Identity;
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::domain::approval::check_decidable;
+use ringi_core::domain::callback::SfnCallback;
+use ringi_core::domain::rules;
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Response;

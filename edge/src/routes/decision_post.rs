@@ -2,19 +2,21 @@
 //! attempt) → callback → final write (design.md §6; what each failure leaves: faults.md); the last three steps are
 //! [`DecisionAttempt`].
 
-use ringi_core::approval::{ApprovalStatus, Step, Verdict};
-use ringi_core::decision::{DecisionRequest, PriorApproval};
-use ringi_core::delegation::may_view;
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::quorum::next_step_seated;
-use ringi_core::rules;
-use ringi_core::vote::{approvals_so_far, cast_approvals};
-use ringi_core::wire::{DecisionResponse, Progress};
+use ringi_core::api::decision::{DecisionRequest, PriorApproval};
+use ringi_core::api::wire::DecisionResponse;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::domain::delegation::may_view;
+use ringi_core::domain::quorum::next_step_seated;
+use ringi_core::domain::quorum::Step;
+use ringi_core::domain::rules;
+use ringi_core::domain::vote::Progress;
+use ringi_core::domain::vote::{approvals_so_far, cast_approvals};
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ringi_core::vote::RecordedVote;
+use ringi_core::domain::vote::RecordedVote;
 
 use super::decision_attempt::{Completion, DecisionAttempt};
 use super::Ctx;
@@ -143,7 +145,7 @@ async fn decide(
     }
 }
 
-/// The approval and the request, if `ringi_core::rules::decide` lets this caller decide it (an approver — else
+/// The approval and the request, if `ringi_core::domain::rules::decide` lets this caller decide it (an approver — else
 /// the same 404 as for none —, not a requester, a seat that still holds, decidable now) and the request is
 /// valid against its form. The first round trip's SQL applied the same guards to the claim and the vote.
 fn check(

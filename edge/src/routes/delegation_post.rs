@@ -1,12 +1,12 @@
 //! `POST /api/v1/approvals/{id}/delegation`: an approver hands their slot on one approval to another principal,
-//! with a note (`ringi_core::rules::delegate` decides; the store commits under its guards). The delegate is
+//! with a note (`ringi_core::domain::rules::delegate` decides; the store commits under its guards). The delegate is
 //! mailed (an `{email}` delegate) and finds it in their inbox; the hand-over is a `delegated` event. Not an
 //! approver: the same 404 as for no approval.
 
-use ringi_core::delegation::{DelegationRequest, DelegationView};
-use ringi_core::mail::Handover;
-use ringi_core::principal::Identity;
-use ringi_core::rules;
+use ringi_core::adapters::mail::Handover;
+use ringi_core::base::principal::Identity;
+use ringi_core::domain::delegation::{DelegationRequest, DelegationView};
+use ringi_core::domain::rules;
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};
 

@@ -1,7 +1,7 @@
-//! `GET /.well-known/openid-configuration`: the worker as an OpenID Connect issuer for AWS (core::federation).
+//! `GET /.well-known/openid-configuration`: the worker as an OpenID Connect issuer for AWS (core::adapters::federation).
 //! What IAM reads to find the keys of the tokens the worker trades for each target account's role.
 
-use ringi_core::federation::Federation;
+use ringi_core::adapters::federation::Federation;
 use ringi_core::ApiError;
 use worker::Response;
 

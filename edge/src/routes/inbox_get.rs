@@ -1,9 +1,9 @@
 //! `GET /api/v1/approvals?status=pending|decided&cursor=…`: the caller's inbox through its sub, verified
 //! email and groups, index-backed and cursor-paginated.
 
-use ringi_core::inbox::{Cursor, InboxFilter, PAGE_SIZE};
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::wire::InboxPage;
+use ringi_core::api::wire::InboxPage;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::domain::inbox::{Cursor, InboxFilter, PAGE_SIZE};
 use ringi_core::ApiError;
 use worker::{Request, Response};
 

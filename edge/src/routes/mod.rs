@@ -1,4 +1,4 @@
-//! One file per route; [`dispatch`] maps method + path onto `ringi_core::route::Route`, authenticates the
+//! One file per route; [`dispatch`] maps method + path onto `ringi_core::api::route::Route`, authenticates the
 //! caller as the route's table entry says, opens the store, and hands each handler what it needs.
 
 mod approval_get;
@@ -17,16 +17,16 @@ mod spa_config;
 
 use std::rc::Rc;
 
+use ringi_core::api::route::{Auth, Route, Unrouted};
+use ringi_core::base::principal::Identity;
 use ringi_core::config::Config;
-use ringi_core::principal::Identity;
-use ringi_core::route::{Auth, Route, Unrouted};
 use ringi_core::ApiError;
 use worker::{Env, Request, Response};
 
 use crate::auth::authenticate;
 use crate::store::Store;
 
-pub use ringi_core::route::is_api;
+pub use ringi_core::api::route::is_api;
 
 /// What every handler gets: the request's environment, the parsed configuration, and the runtime's
 /// request context (work that may finish after the response: `wait_until`).
@@ -112,7 +112,7 @@ pub fn json<T: serde::Serialize>(status: u16, body: &T) -> Result<Response, ApiE
 pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
     use crate::error::OrInternal;
     use futures_util::StreamExt;
-    let limit = ringi_core::decision::BODY_MAX_BYTES;
+    let limit = ringi_core::api::decision::BODY_MAX_BYTES;
     let too_large = || ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes"));
     let declared = req.headers().get("content-length").ok().flatten().and_then(|l| l.parse::<usize>().ok());
     if declared.is_some_and(|l| l > limit) {
@@ -135,7 +135,7 @@ pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
 
 /// The signed-in caller as the event log records them: the verified sub, shown as the verified email, else
 /// the user name.
-pub fn actor(who: &Identity) -> ringi_core::audit::Actor {
+pub fn actor(who: &Identity) -> ringi_core::domain::audit::Actor {
     let display = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
-    ringi_core::audit::Actor::User { sub: who.sub.clone(), display }
+    ringi_core::domain::audit::Actor::User { sub: who.sub.clone(), display }
 }

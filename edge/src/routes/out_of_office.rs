@@ -3,9 +3,9 @@
 //! registered naming them go to X (`store::delegation::routing_stmts`); approvals they already have are not
 //! moved (the approval page offers to delegate them).
 
+use ringi_core::base::principal::{Identity, Principal};
 use ringi_core::config::Config;
-use ringi_core::delegation::{OutOfOffice, OutOfOfficeAnswer, OutOfOfficeRequest};
-use ringi_core::principal::{Identity, Principal};
+use ringi_core::domain::delegation::{OutOfOffice, OutOfOfficeAnswer, OutOfOfficeRequest};
 use ringi_core::ApiError;
 use worker::{Method, Request, Response};
 

@@ -1,14 +1,14 @@
 //! `PUT /api/v1/approvals/{id}/principals`: an operator (a member of `ADMIN_GROUP`) replaces a pending
-//! approval's listed principals, with a reason (`ringi_core::rules::reassign` decides; the store commits under
+//! approval's listed principals, with a reason (`ringi_core::domain::rules::reassign` decides; the store commits under
 //! its guards). Audited as a `reassigned` event (who, why, what changed); added `{email}` principals are
 //! mailed. Anyone else gets `403 forbidden` whatever the ID (the answer says nothing about the approval).
 
-use ringi_core::delegation::ReassignRequest;
-use ringi_core::mail::Handover;
-use ringi_core::principal::Identity;
-use ringi_core::rules;
-use ringi_core::vote::progress;
-use ringi_core::wire::Progress;
+use ringi_core::adapters::mail::Handover;
+use ringi_core::base::principal::Identity;
+use ringi_core::domain::delegation::ReassignRequest;
+use ringi_core::domain::rules;
+use ringi_core::domain::vote::progress;
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Serialize;
 use worker::{Request, Response};
@@ -23,7 +23,7 @@ use crate::store::{ApprovalStore, GovernanceStore, Store};
 #[serde(rename_all = "camelCase")]
 struct Reassigned {
     id: String,
-    approvers: Vec<ringi_core::principal::Principal>,
+    approvers: Vec<ringi_core::base::principal::Principal>,
     progress: Progress,
 }
 

@@ -1,9 +1,9 @@
 //! Registering approvals and reading them back.
 
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::mail::MailState;
-use ringi_core::principal::Principal;
-use ringi_core::register::NewApproval;
+use ringi_core::adapters::mail::MailState;
+use ringi_core::api::register::NewApproval;
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -212,7 +212,7 @@ pub(super) fn read_loaded(id: &ApprovalId, results: &[worker::D1Result]) -> Resu
     let seats = principals.iter().map(PrincipalRow::typed).collect::<Result<Vec<_>, _>>();
     let seats = seats.map_err(rows::corrupt(id.as_str()))?;
     Ok(Some(Loaded {
-        principals: ringi_core::delegation::listed(&seats),
+        principals: ringi_core::domain::delegation::listed(&seats),
         seats,
         votes: rows::votes(id, decisions.results::<DecisionRow>().internal("D1 decision rows")?)?,
         approval: row.typed()?,
@@ -243,10 +243,10 @@ impl D1Store {
         now: i64,
         remind_window_ms: i64,
     ) -> Result<Inserted, ApiError> {
-        let window = ringi_core::rate::RateWindow::at(now);
+        let window = ringi_core::domain::rate::RateWindow::at(now);
         let window_start = window.start;
         let reminded_at =
-            ringi_core::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
+            ringi_core::domain::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
                 .map_or(JsValue::NULL, n);
         let batch = InsertBatch { id, a, registrant, window_start };
         let mut stmts = vec![batch.count(), batch.approval(now, reminded_at)?, batch.uncount_if_nothing_written()];

@@ -7,19 +7,19 @@
 
 use std::rc::Rc;
 
-use ringi_core::approval::Verdict;
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::audit_export::AuditQuery;
-use ringi_core::chat::ChannelName;
+use ringi_core::adapters::chat::ChannelName;
+use ringi_core::adapters::mail::MailState;
+use ringi_core::api::audit_export::AuditQuery;
+use ringi_core::api::register::NewApproval;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::Verdict;
 use ringi_core::config::Storage;
-use ringi_core::delegation::OutOfOfficeRequest;
-use ringi_core::inbox::{Cursor, InboxFilter};
-use ringi_core::mail::MailState;
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::register::NewApproval;
-use ringi_core::rules::{Handover, Reassignment};
-use ringi_core::schedule::Outcome;
-use ringi_core::vote::RecordedVote;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::delegation::OutOfOfficeRequest;
+use ringi_core::domain::inbox::{Cursor, InboxFilter};
+use ringi_core::domain::rules::{Handover, Reassignment};
+use ringi_core::domain::schedule::Outcome;
+use ringi_core::domain::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
 use worker::Env;
@@ -122,7 +122,7 @@ store_trait! {
 
 store_trait! {
     /// What delegation, reassignment and out-of-office need of storage. Each write commits the change
-    /// `ringi_core::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
+    /// `ringi_core::domain::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
     /// adds no rule of its own.
     trait GovernanceStore {
         /// Hands the seat `h.from` on to `h.to` (`rules::delegate`) with its `delegated` event; `true` when the seat
@@ -140,7 +140,7 @@ store_trait! {
 }
 
 store_trait! {
-    /// The cron's reminders and escalation (`ringi_core::schedule`) and the chat notifications' bookkeeping. A run
+    /// The cron's reminders and escalation (`ringi_core::domain::schedule`) and the chat notifications' bookkeeping. A run
     /// takes due entries under its lease, mails, then marks them done under that lease: a failed mark costs at
     /// most one more mail, never a lost one.
     trait ScheduleStore {
@@ -166,7 +166,7 @@ store_trait! {
 }
 
 store_trait! {
-    /// The cron's outcome on expiry (`ringi_core::on_expiry`): what is due, ringi's own claim, its final writes.
+    /// The cron's outcome on expiry (`ringi_core::domain::on_expiry`): what is due, ringi's own claim, its final writes.
     trait OnExpiryStore {
         /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's.
         fn on_expiry_due(&self, now: i64) -> Vec<DueOutcome>;

@@ -1,11 +1,11 @@
-//! Delegation, out-of-office routing and reassignment (`ringi_core::delegation`): the writes that move a slot
+//! Delegation, out-of-office routing and reassignment (`ringi_core::domain::delegation`): the writes that move a slot
 //! between seats of `approval_principals`, each in one batch with its event, every statement conditional (a
 //! retried batch, or a race lost, changes nothing twice).
 
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::delegation::{principal_value, OutOfOfficeRequest};
-use ringi_core::principal::Principal;
-use ringi_core::rules::{Handover, Reassignment};
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::delegation::{principal_value, OutOfOfficeRequest};
+use ringi_core::domain::rules::{Handover, Reassignment};
 use ringi_core::sql::routing::{routing_sql, ROUTED_SQL};
 use ringi_core::sql::{guards_sql, SqlArg};
 use ringi_core::{ApiError, ApprovalId};
@@ -78,7 +78,7 @@ pub(super) fn read_routed(result: &worker::D1Result) -> Result<Vec<(Principal, P
 
 impl D1Store {
     /// Hands the seat `h.from` on to `h.to` (a new seat for `h.slot` at `h.depth`) with its `delegated` event,
-    /// in one batch, under the hand-over's guards (`ringi_core::rules::delegate`): nothing is written unless
+    /// in one batch, under the hand-over's guards (`ringi_core::domain::rules::delegate`): nothing is written unless
     /// all of them still hold. `true` when the seat is handed to `h.to` now (also when an earlier try of this
     /// very batch did it).
     pub async fn delegate(
@@ -137,7 +137,7 @@ impl D1Store {
         Ok(row.first().and_then(|r| r.delegated_to.as_deref()) == Some(h.to.key().as_str()))
     }
 
-    /// An operator's reassignment, in one batch under its guards (`ringi_core::rules::reassign`: decidable, no
+    /// An operator's reassignment, in one batch under its guards (`ringi_core::domain::rules::reassign`: decidable, no
     /// approval landed on a removed slot meanwhile, the added principals have no seat yet): the `reassigned`
     /// event first, written only while every guard holds; then, only if it is on record, the removed listed
     /// principals go with their chains of stand-ins, the added ones get seats of their own and

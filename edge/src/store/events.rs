@@ -6,11 +6,11 @@
 //! per approval (or per approver) use a deterministic key ([`event_once_stmt`]).
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use ringi_core::audit::{Actor, Event, EventKind};
-use ringi_core::audit_export::AuditQuery;
-use ringi_core::error::CorruptValue;
-use ringi_core::schedule::ScheduleView;
-use ringi_core::time::format_rfc3339;
+use ringi_core::api::audit_export::AuditQuery;
+use ringi_core::base::corrupt::CorruptValue;
+use ringi_core::base::time::format_rfc3339;
+use ringi_core::domain::audit::{Actor, Event, EventKind};
+use ringi_core::domain::schedule::ScheduleView;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -241,7 +241,7 @@ pub(crate) fn attempt_decided_stmt(at_sql: &str, where_sql: &str, args: Vec<JsVa
                id || ':decided'
              FROM approvals WHERE attempt_verdict IS NOT NULL AND ({where_sql})",
             kind = EventKind::Decided.as_str(),
-            status = ringi_core::approval::ApprovalStatus::DecidedUnconfirmed.as_str(),
+            status = ringi_core::base::status::ApprovalStatus::DecidedUnconfirmed.as_str(),
         ),
         args,
     )
@@ -272,7 +272,7 @@ pub(crate) fn purged_stmt(where_sql: &str, mut args: Vec<JsValue>, now: i64) -> 
     )
 }
 
-/// The event of a change made under `guards` (`ringi_core::rules`), written first in its batch and only while
+/// The event of a change made under `guards` (`ringi_core::domain::rules`), written first in its batch and only while
 /// every guard holds; the change's own statements then run only if this event is on record
 /// ([`recorded_sql`] with the returned key). So the guards are checked once, before any write of the batch
 /// could affect them, and a retried batch (same key) neither records the event twice nor half-applies.
@@ -282,7 +282,7 @@ pub(crate) fn guarded_event_stmt(
     kind: EventKind,
     actor: &Actor,
     detail: &Map<String, Value>,
-    guards: &[ringi_core::rules::Guard],
+    guards: &[ringi_core::domain::rules::Guard],
 ) -> (Stmt, String) {
     let key = random_key(id);
     let guard = ringi_core::sql::guards_sql(id.as_str(), guards, 8);

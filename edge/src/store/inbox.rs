@@ -1,7 +1,7 @@
-//! The caller's inbox: one index range per principal (`ringi_core::inbox::inbox_sql`).
+//! The caller's inbox: one index range per principal (`ringi_core::domain::inbox::inbox_sql`).
 
-use ringi_core::inbox::{inbox_sql, Cursor, InboxFilter};
-use ringi_core::principal::{Identity, Principal};
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::domain::inbox::{inbox_sql, Cursor, InboxFilter};
 use ringi_core::ApiError;
 use wasm_bindgen::JsValue;
 

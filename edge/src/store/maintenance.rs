@@ -1,8 +1,8 @@
 //! Mail bookkeeping and the cron's steps: expiry, stale claims, retention, mail retries, reminders.
 
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::chat::ChannelName;
-use ringi_core::mail::MailState;
+use ringi_core::adapters::chat::ChannelName;
+use ringi_core::adapters::mail::MailState;
+use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::{ApiError, ApprovalId};
 
 use serde::Deserialize;

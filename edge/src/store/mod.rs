@@ -25,8 +25,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use ringi_core::latency::Remote;
-use ringi_core::storage::{classify_d1_error, injected_message, D1ErrorKind, Injection, D1_RETRY, D1_TRY_TIMEOUT_MS};
+use ringi_core::adapters::d1::{classify_d1_error, D1ErrorKind, D1_RETRY, D1_TRY_TIMEOUT_MS};
+use ringi_core::dev::faults::{injected_message, Injection};
+use ringi_core::dev::latency::Remote;
 use ringi_core::ApiError;
 use serde::Deserialize;
 use serde_json::json;

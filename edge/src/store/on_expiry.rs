@@ -1,11 +1,11 @@
-//! The outcome on expiry as stored (`ringi_core::on_expiry`): the approvals whose outcome is due, ringi's own
+//! The outcome on expiry as stored (`ringi_core::domain::on_expiry`): the approvals whose outcome is due, ringi's own
 //! claim, and its final writes — the statements of a person's decision (votes.rs) with ringi as the decider,
 //! and its event in the same batch.
 
-use ringi_core::approval::Verdict;
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::aws_target::AwsTarget;
-use ringi_core::on_expiry::{event_detail, OnExpiry};
+use ringi_core::adapters::aws_target::AwsTarget;
+use ringi_core::base::status::Verdict;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 
@@ -53,7 +53,7 @@ impl DueRow {
 
 impl D1Store {
     /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's
-    /// (`ringi_core::on_expiry::due`), soonest first: pending ones, and claimed ones whose claim holder died
+    /// (`ringi_core::domain::on_expiry::due`), soonest first: pending ones, and claimed ones whose claim holder died
     /// (lease over). A callback that failed released its claim, so the next run finds the approval again.
     pub async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
         let stmt = Stmt::new(

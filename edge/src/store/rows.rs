@@ -1,20 +1,24 @@
 //! Stored rows as D1 hands them over (strings and floats), and their typed reading. A value no domain
 //! value maps to is a [`CorruptValue`]: logged and answered 500, never replaced by a default.
 
-use ringi_core::approval::{ApprovalState, ApprovalStatus, Quorum, Verdict};
-use ringi_core::aws_target::AwsTarget;
-use ringi_core::chat::ChannelName;
-use ringi_core::context::ApprovalContext;
-use ringi_core::delegation::Seat;
-use ringi_core::error::CorruptValue;
-use ringi_core::form::FormField;
-use ringi_core::locale::Locale;
-use ringi_core::on_expiry::OnExpiry;
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::rules::{Requesters, Snapshot};
-use ringi_core::time::format_rfc3339;
-use ringi_core::vote::RecordedVote;
-use ringi_core::wire::{InboxItem, Progress};
+use ringi_core::adapters::aws_target::AwsTarget;
+use ringi_core::adapters::chat::ChannelName;
+use ringi_core::api::wire::InboxItem;
+use ringi_core::base::context::ApprovalContext;
+use ringi_core::base::corrupt::CorruptValue;
+use ringi_core::base::locale::Locale;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::base::time::format_rfc3339;
+use ringi_core::domain::approval::ApprovalState;
+use ringi_core::domain::delegation::Seat;
+use ringi_core::domain::form::FormField;
+use ringi_core::domain::on_expiry::OnExpiry;
+use ringi_core::domain::quorum::Quorum;
+use ringi_core::domain::rules::Snapshot;
+use ringi_core::domain::self_approval::Requesters;
+use ringi_core::domain::vote::Progress;
+use ringi_core::domain::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -174,7 +178,7 @@ impl Approval {
 
     /// Why this approver may not decide (they asked for it), if so.
     pub fn refusal(&self, who: &Identity) -> Option<ApiError> {
-        ringi_core::self_approval::refusal(who, &self.requested_by, self.allow_self_approval)
+        ringi_core::domain::self_approval::refusal(who, &self.requested_by, self.allow_self_approval)
     }
 
     /// Who asked for this approval (`requestedBy`, `allowSelfApproval`), as the rules read it.
@@ -184,7 +188,7 @@ impl Approval {
 }
 
 impl Loaded {
-    /// The approval as `ringi_core::rules` reads it.
+    /// The approval as `ringi_core::domain::rules` reads it.
     pub fn snapshot(&self) -> Snapshot<'_> {
         Snapshot {
             state: self.approval.state(),
@@ -201,7 +205,7 @@ pub struct Loaded {
     pub approval: Approval,
     /// The listed principals (the seats at depth 0).
     pub principals: Vec<Principal>,
-    /// Every row of its principals: the listed ones and their stand-ins (`ringi_core::delegation`).
+    /// Every row of its principals: the listed ones and their stand-ins (`ringi_core::domain::delegation`).
     pub seats: Vec<Seat>,
     pub votes: Vec<RecordedVote>,
 }
@@ -363,7 +367,7 @@ impl InboxRow {
 
     fn entry(self, now: i64, who: &Identity) -> Result<InboxEntry, CorruptValue> {
         let requested_by = requesters(&self.requested_by_json)?;
-        let refusal = ringi_core::self_approval::refusal(who, &requested_by, self.allow_self_approval != 0.0);
+        let refusal = ringi_core::domain::self_approval::refusal(who, &requested_by, self.allow_self_approval != 0.0);
         let (status, verdict) = ApprovalStatus::from_row(&self.status, self.confirmed)?;
         let required = Quorum::from_stored(&self.quorum)?.required(self.approver_count as usize);
         let item = InboxItem {

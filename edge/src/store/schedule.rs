@@ -6,9 +6,9 @@
 //! marks the row done after, conditional on its lease, so a failed mark costs at most one extra mail (the
 //! row is taken again once the lease ran out) and never a lost one.
 
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::principal::Principal;
-use ringi_core::schedule::{EntryKind, Escalation, Outcome, ScheduleView, StoredEntry};
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::schedule::{EntryKind, Escalation, Outcome, ScheduleView, StoredEntry};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -80,11 +80,11 @@ fn escalation_of(id: &str, detail: &str) -> Option<Escalation> {
 /// the approval of this very request, like its principals).
 pub(super) fn insert_stmts(
     id: &ApprovalId,
-    schedule: &ringi_core::schedule::Schedule,
+    schedule: &ringi_core::domain::schedule::Schedule,
     token_sha256: &str,
     request_sha256: &str,
 ) -> Vec<Stmt> {
-    ringi_core::schedule::entries(schedule)
+    ringi_core::domain::schedule::entries(schedule)
         .into_iter()
         .map(|(seq, kind, at, detail)| {
             Stmt::new(
@@ -218,7 +218,7 @@ impl D1Store {
                AND status IN ('pending', 'claimed') AND expires_at > ?2",
             vec![s(id.as_str()), n(now)],
         );
-        let detail = ringi_core::schedule::escalated_detail(to, note);
+        let detail = ringi_core::domain::schedule::escalated_detail(to, note);
         let event = event_stmt_if(id, now, EventKind::Escalated, &Actor::System, &detail, "changes() > 0");
         let add = Stmt::new(
             format!(
@@ -282,7 +282,7 @@ fn schedule_view(id: &ApprovalId, entries: &[EntryRow], cols: &ScheduleCols, win
         })
         .collect();
     let t = |v: Option<f64>| v.map(|v| v as i64);
-    ringi_core::schedule::view(
+    ringi_core::domain::schedule::view(
         &stored,
         cols.created_at as i64,
         cols.expires_at as i64,

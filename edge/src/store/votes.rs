@@ -1,10 +1,10 @@
 //! Votes, the claim, and the writes that close a decision (design.md §6 "Attempts").
 
-use ringi_core::approval::{ApprovalStatus, Verdict};
-use ringi_core::principal::Principal;
-use ringi_core::rules::Guard;
+use ringi_core::base::principal::Principal;
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::domain::rules::Guard;
+use ringi_core::domain::vote::RecordedVote;
 use ringi_core::sql::guards_sql;
-use ringi_core::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
@@ -15,7 +15,7 @@ use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
 use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
 use super::{changed, n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
-use ringi_core::audit::{Actor, EventKind};
+use ringi_core::domain::audit::{Actor, EventKind};
 use serde_json::json;
 
 /// SET clause that forgets the attempt record.
@@ -54,7 +54,7 @@ pub struct ClaimRequest<'a> {
     /// The caller's principal keys as a JSON array, in the order the quorum rules try them.
     pub keys: String,
     /// What the claim of an approval that completes the quorum commits under
-    /// (`ringi_core::rules::completion_guards`; empty for any other claim): both backends' claims commit
+    /// (`ringi_core::domain::rules::completion_guards`; empty for any other claim): both backends' claims commit
     /// only while they hold (D1 also makes them in the SQL of a guessed first round trip).
     pub guards: Vec<Guard>,
 }
@@ -105,7 +105,7 @@ pub struct Guess<'a> {
 }
 
 /// The caller (principal keys ?8, verified email `email`) is not a requester of the row `approvals`, or
-/// requesters may decide: `ringi_core::rules::Guard::NotRequester` in the SQL of the first round trip (a
+/// requesters may decide: `ringi_core::domain::rules::Guard::NotRequester` in the SQL of the first round trip (a
 /// requester neither takes the claim nor votes; a caller without a verified email counts as any requester
 /// named by email).
 fn not_requester_sql(email: &str) -> String {
@@ -125,7 +125,7 @@ const REQUIRED_SQL: &str =
 
 impl Guess<'_> {
     /// The caller (keys ?8) holds a slot of approval ?3 (a listed principal's seat, or a delegate's, that was
-    /// not handed on: `ringi_core::delegation`), is not one of its requesters, and the approval has no form.
+    /// not handed on: `ringi_core::domain::delegation`), is not one of its requesters, and the approval has no form.
     fn approver_sql(&self) -> String {
         format!(
             "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
@@ -151,7 +151,7 @@ impl Guess<'_> {
         )
     }
 
-    /// The caller's approval that does not complete the quorum, as `ringi_core::quorum::next_step` places it: on
+    /// The caller's approval that does not complete the quorum, as `ringi_core::domain::quorum::next_step` places it: on
     /// the first of the caller's keys (their order: sub, email, groups) that is listed and not satisfied yet,
     /// unless the caller voted already or their verified email approved under another account.
     fn vote_stmt(&self, id: &ApprovalId) -> Stmt {

@@ -1,7 +1,7 @@
 //! The modal confirmation of Approve / Reject: the only control that sends a decision.
 
 use leptos::prelude::*;
-use ringi_core::approval::Verdict;
+use ringi_core::base::status::Verdict;
 
 use super::state::use_approval;
 use crate::context::{tr, use_app};

@@ -4,8 +4,8 @@
 
 use leptos::html;
 use leptos::prelude::*;
-use ringi_core::delegation::{DelegationView, OutOfOffice};
-use ringi_core::principal::Principal;
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::delegation::{DelegationView, OutOfOffice};
 
 use super::state::{use_approval, ApprovalState};
 use crate::components::NoteInput;

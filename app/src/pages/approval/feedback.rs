@@ -1,9 +1,9 @@
 //! The feedback form of an approval: the values the user typed, turned into the `feedback` JSON object and
-//! checked with the worker's own rule (`ringi_core::form::check`, which `validate` applies to every field),
+//! checked with the worker's own rule (`ringi_core::domain::form::check`, which `validate` applies to every field),
 //! field by field so every problem shows next to its field at once.
 
 use leptos::prelude::*;
-use ringi_core::form::{check, FieldKind, FormField, Issue};
+use ringi_core::domain::form::{check, FieldKind, FormField, Issue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 

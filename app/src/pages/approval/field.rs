@@ -2,7 +2,7 @@
 //! technology (`aria-describedby` help and error, `aria-invalid`, `aria-required`).
 
 use leptos::prelude::*;
-use ringi_core::form::{text_limit, FieldKind, FormField};
+use ringi_core::domain::form::{text_limit, FieldKind, FormField};
 
 use super::feedback::{FieldProblem, FieldState, RADIO_MAX};
 use crate::context::{tr, use_app};

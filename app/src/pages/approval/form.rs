@@ -1,8 +1,8 @@
 //! The feedback fields, the comment, and the two buttons (which only open the confirmation).
 
 use leptos::prelude::*;
-use ringi_core::approval::Verdict;
-use ringi_core::decision::COMMENT_MAX_CHARS;
+use ringi_core::api::decision::COMMENT_MAX_CHARS;
+use ringi_core::base::status::Verdict;
 
 use super::field::{problem_text, Field};
 use super::state::use_approval;

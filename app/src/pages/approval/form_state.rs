@@ -2,9 +2,10 @@
 //! draft kept in sessionStorage while the user signs in again.
 
 use leptos::prelude::*;
-use ringi_core::decision::{DecisionField, COMMENT_MAX_CHARS};
-use ringi_core::form::{FieldKind, Issue};
-use ringi_core::wire::ApprovalView;
+use ringi_core::api::decision::COMMENT_MAX_CHARS;
+use ringi_core::api::wire::ApprovalView;
+use ringi_core::domain::form::DecisionField;
+use ringi_core::domain::form::{FieldKind, Issue};
 use serde_json::{Map, Value};
 
 use super::feedback::{self, Draft, FieldProblem, FieldState, RADIO_MAX};

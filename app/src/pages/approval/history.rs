@@ -1,8 +1,8 @@
 //! The audit trail: every recorded decision with its comment and feedback.
 
 use leptos::prelude::*;
-use ringi_core::approval::Verdict;
-use ringi_core::wire::AuditEntry;
+use ringi_core::base::status::Verdict;
+use ringi_core::domain::vote::AuditEntry;
 use serde_json::{Map, Value};
 
 use super::state::use_approval;

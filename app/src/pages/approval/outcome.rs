@@ -2,9 +2,9 @@
 //! takes focus when a result arrives.
 
 use leptos::prelude::*;
-use ringi_core::approval::{ApprovalStatus, Verdict};
-use ringi_core::error::ErrorCode;
-use ringi_core::wire::DecisionResponse;
+use ringi_core::api::wire::DecisionResponse;
+use ringi_core::base::error::ErrorCode;
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use super::state::{use_approval, ApprovalState, Outcome};
 use crate::context::{tr, use_app};

@@ -1,10 +1,11 @@
 //! Title, status, who asked, when it runs out, progress, and what became of the request.
 
 use leptos::prelude::*;
-use ringi_core::approval::{ApprovalStatus, Verdict};
-use ringi_core::error::ErrorCode;
-use ringi_core::on_expiry::OnExpiry;
-use ringi_core::wire::{ApprovalView, AuditEntry, Progress};
+use ringi_core::api::wire::ApprovalView;
+use ringi_core::base::error::ErrorCode;
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::domain::on_expiry::OnExpiry;
+use ringi_core::domain::vote::{AuditEntry, Progress};
 
 use super::state::{use_approval, Outcome};
 use crate::components::{FactRow, ProgressDots, StatusBadge};

@@ -2,9 +2,9 @@
 //! and to whom), and — once it happened — the escalated notice with the registrant's note.
 
 use leptos::prelude::*;
-use ringi_core::approval::ApprovalStatus;
-use ringi_core::principal::Principal;
-use ringi_core::schedule::{EscalationView, ReminderView, ScheduleView};
+use ringi_core::base::principal::Principal;
+use ringi_core::base::status::ApprovalStatus;
+use ringi_core::domain::schedule::{EscalationView, ReminderView, ScheduleView};
 
 use super::state::use_approval;
 use crate::components::FactRow;

@@ -4,10 +4,10 @@
 
 use leptos::html;
 use leptos::prelude::*;
-use ringi_core::approval::{ApprovalStatus, Verdict};
-use ringi_core::decision::DecisionRequest;
-use ringi_core::error::ErrorDetail;
-use ringi_core::wire::{ApprovalView, DecisionResponse};
+use ringi_core::api::decision::DecisionRequest;
+use ringi_core::api::wire::{ApprovalView, DecisionResponse};
+use ringi_core::base::error::ErrorDetail;
+use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use super::form_state::FormState;
 use crate::context::{focus_id, use_app};
@@ -265,7 +265,7 @@ pub fn use_approval() -> ApprovalState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringi_core::wire::Progress;
+    use ringi_core::domain::vote::Progress;
 
     fn response(status: ApprovalStatus) -> DecisionResponse {
         DecisionResponse { id: "a".into(), status, verdict: None, progress: Progress { approvals: 1, required: 1 } }

@@ -2,7 +2,7 @@
 //! with who and when, and its detail read generically (so events of any kind show without changes here).
 
 use leptos::prelude::*;
-use ringi_core::audit::Event;
+use ringi_core::domain::audit::Event;
 
 use super::state::use_approval;
 use crate::context::{tr, use_app, AppContext};

@@ -1,10 +1,10 @@
 //! The inbox's rows: one per approval, with its status, deadline, origin and progress.
 
 use leptos::prelude::*;
-use ringi_core::approval::ApprovalStatus;
-use ringi_core::context::ApprovalContext;
-use ringi_core::error::ErrorCode;
-use ringi_core::wire::InboxItem;
+use ringi_core::api::wire::InboxItem;
+use ringi_core::base::context::ApprovalContext;
+use ringi_core::base::error::ErrorCode;
+use ringi_core::base::status::ApprovalStatus;
 
 use crate::components::{ProgressDots, StatusBadge};
 use crate::context::{tr, use_app, AppContext};

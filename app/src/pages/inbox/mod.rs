@@ -4,8 +4,8 @@ mod list;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use ringi_core::inbox::InboxFilter;
-use ringi_core::wire::{InboxItem, InboxPage};
+use ringi_core::api::wire::{InboxItem, InboxPage};
+use ringi_core::domain::inbox::InboxFilter;
 
 use crate::components::{Block, BusyButton, ErrorCard, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};

@@ -1,9 +1,9 @@
 //! The DynamoDB backend (`STORAGE=dynamodb`): the seed design's token table (hash key `approvalId`) over the
 //! DynamoDB JSON protocol, signed with SigV4 like the Step Functions calls. One item per approval (the
-//! seed's item, ringi's attributes optional: `ringi_core::dynamo`), votes as a map on it, one index entry
+//! seed's item, ringi's attributes optional: `ringi_core::adapters::dynamo`), votes as a map on it, one index entry
 //! per approver for the approver index (`approverUserId`), a `token#…` item that keeps one task token to
 //! one approval, a `rate#…` counter per credential and minute, and one `event#…` item per audit event
-//! (`ringi_core::dynamo::event_item`, read through two indexes of their own). The claim is one conditional
+//! (`ringi_core::adapters::dynamo::event_item`, read through two indexes of their own). The claim is one conditional
 //! `UpdateItem` that also records the attempt, as D1's one conditional UPDATE. Every write is conditional
 //! or keyed, so a retried write is the write once; a change with an event is one `TransactWriteItems`
 //! holding both, so they land together or not at all.
@@ -13,27 +13,28 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{join, join3, join_all};
-use ringi_core::approval::{ApprovalStatus, Verdict};
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::audit_export::AuditQuery;
-use ringi_core::aws_target::AwsTarget;
-use ringi_core::config::{Config, DynamoDbConfig};
-use ringi_core::delegation::{listed, principal_value, OutOfOfficeRequest, Seat};
-use ringi_core::dynamo::{
+use ringi_core::adapters::aws_target::AwsTarget;
+use ringi_core::adapters::d1::D1_RETRY;
+use ringi_core::adapters::dynamo::{
     self as item, approval_columns, attempt_columns, classify, decision_columns, event_columns, DdbOutcome, NewEvent,
     CONTENT_TYPE, KEY, TARGET_PREFIX,
 };
-use ringi_core::guard_ddb::{self as guard, Expr, Update, VoteWrite, SEATS, SLOTS, VOTER_EMAILS, VOTES};
-use ringi_core::inbox::{Cursor, InboxFilter};
-use ringi_core::mail::MailState;
-use ringi_core::on_expiry::{event_detail, OnExpiry};
-use ringi_core::principal::{Identity, Principal};
-use ringi_core::rate::RateWindow;
-use ringi_core::register::NewApproval;
-use ringi_core::rules::{self, Absence, Guard, Handover, Reassignment, Requesters, Routing};
-use ringi_core::schedule_ddb::{self as schedule, ESCALATED_AT, REMINDED_AT};
-use ringi_core::storage::D1_RETRY;
-use ringi_core::vote::RecordedVote;
+use ringi_core::adapters::guard_ddb::{self as guard, Expr, Update, VoteWrite, SEATS, SLOTS, VOTER_EMAILS, VOTES};
+use ringi_core::adapters::mail::MailState;
+use ringi_core::adapters::schedule_ddb::{self as schedule, ESCALATED_AT, REMINDED_AT};
+use ringi_core::api::audit_export::AuditQuery;
+use ringi_core::api::register::NewApproval;
+use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::status::{ApprovalStatus, Verdict};
+use ringi_core::config::{Config, DynamoDbConfig};
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::delegation::{listed, principal_value, OutOfOfficeRequest, Seat};
+use ringi_core::domain::inbox::{Cursor, InboxFilter};
+use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
+use ringi_core::domain::rate::RateWindow;
+use ringi_core::domain::rules::{self, Absence, Guard, Handover, Reassignment, Routing};
+use ringi_core::domain::self_approval::Requesters;
+use ringi_core::domain::vote::RecordedVote;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
@@ -101,7 +102,7 @@ fn columns<T: DeserializeOwned>(id: &str, what: &'static str, v: Value) -> Resul
     })
 }
 
-fn corrupt(id: &str) -> impl Fn(ringi_core::error::CorruptValue) -> ApiError + '_ {
+fn corrupt(id: &str) -> impl Fn(ringi_core::base::corrupt::CorruptValue) -> ApiError + '_ {
     rows::corrupt(id)
 }
 
@@ -309,7 +310,7 @@ impl DynamoStore {
         }
     }
 
-    /// [`Self::transact`] of a write into the item's maps (`ringi_core::guard_ddb`), whose guards require
+    /// [`Self::transact`] of a write into the item's maps (`ringi_core::adapters::guard_ddb`), whose guards require
     /// them: an item written before them (the seed's, or an older worker's) lacks them, which DynamoDB answers
     /// as a failed condition or an invalid document path; the item then gets them ([`Self::upgrade`]) and the
     /// transaction is made again. `false`: a condition did not hold (nothing was written).
@@ -509,7 +510,7 @@ impl DynamoStore {
         let mut approval = obj(approval);
         approval.extend(schedule::registration_attrs(&a.schedule));
         if let Some(at) =
-            ringi_core::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
+            ringi_core::domain::schedule::reminded_at_registration(&a.schedule, now, a.expires_at, remind_window_ms)
         {
             approval.insert(REMINDED_AT.into(), at.into());
         }
@@ -1158,9 +1159,9 @@ impl DynamoStore {
 }
 
 /// Delegation, reassignment and out-of-office on the token table: each change is one `TransactWriteItems` of
-/// the approval item's update (`ringi_core::guard_ddb`: the rules' guards as its ConditionExpression), the
+/// the approval item's update (`ringi_core::adapters::guard_ddb`: the rules' guards as its ConditionExpression), the
 /// approver-index entries of the seats it adds or removes, and its event. Out-of-office settings are items of
-/// their own (`ringi_core::dynamo::absence_key`).
+/// their own (`ringi_core::adapters::dynamo::absence_key`).
 impl GovernanceStore for DynamoStore {
     async fn delegate(
         &self,

@@ -1,15 +1,15 @@
-//! Reminders, escalation and the chat notifications' bookkeeping on DynamoDB (`ringi_core::schedule_ddb`): the
+//! Reminders, escalation and the chat notifications' bookkeeping on DynamoDB (`ringi_core::adapters::schedule_ddb`): the
 //! schedule lives on the approval's own item, so a take, a done mark and an escalation are each one conditional
 //! write of that item (with its event and index entries in the same transaction).
 
 use futures_util::future::join_all;
-use ringi_core::audit::{Actor, EventKind};
-use ringi_core::chat::ChannelName;
-use ringi_core::dynamo::{self as item, decision_columns};
-use ringi_core::mail::MailState;
-use ringi_core::principal::Principal;
-use ringi_core::schedule::{Outcome, ScheduleView};
-use ringi_core::schedule_ddb::{self as schedule, Lease};
+use ringi_core::adapters::chat::ChannelName;
+use ringi_core::adapters::dynamo::{self as item, decision_columns};
+use ringi_core::adapters::mail::MailState;
+use ringi_core::adapters::schedule_ddb::{self as schedule, Lease};
+use ringi_core::base::principal::Principal;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::schedule::{Outcome, ScheduleView};
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{json, Map, Value};
 
@@ -28,7 +28,7 @@ impl DynamoStore {
         let num = |k: &str| i.get(k).and_then(Value::as_i64);
         let expires_at = item::expires_at_ms(i).unwrap_or(0);
         let created_at = num("createdAt").unwrap_or(expires_at - item::SEED_TTL_MS);
-        Ok(ringi_core::schedule::view(
+        Ok(ringi_core::domain::schedule::view(
             &entries,
             created_at,
             expires_at,
@@ -146,7 +146,7 @@ impl ScheduleStore for DynamoStore {
         let Some(current) = self.approval_item(id).await? else { return Ok(false) };
         let (update, added) = schedule::escalation(&current, to, now).map_err(corrupt(id.as_str()))?;
         let ttl = current.get("expiresAt").and_then(Value::as_i64).unwrap_or(0);
-        let detail = ringi_core::schedule::escalated_detail(to, note);
+        let detail = ringi_core::domain::schedule::escalated_detail(to, note);
         let mut actions = vec![self.tx_guarded(id, &update)];
         actions.extend(added.iter().map(|p| self.index_put(id, p, ttl)));
         actions.push(self.event_put((id, now, EventKind::Escalated), &Actor::System, &detail, None));

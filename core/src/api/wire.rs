@@ -1,0 +1,198 @@
+//! JSON shapes of the edge API, shared by the worker (serializing) and the SPA (deserializing).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::adapters::idp::{IdpProfile, TokenUse};
+use crate::base::error::ErrorCode;
+use crate::base::principal::Principal;
+use crate::base::status::{ApprovalStatus, Verdict};
+use crate::domain::form::FormField;
+use crate::domain::on_expiry::OnExpiry;
+use crate::domain::quorum::Quorum;
+use crate::domain::vote::{AuditEntry, Progress};
+
+/// `GET /config.json`: the SPA's runtime configuration (no secrets).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpaConfig {
+    /// Hosted UI base URL (Cognito profile; empty otherwise). The SPA uses the endpoints below.
+    pub cognito_domain: String,
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub issuer: String,
+    /// The token the SPA must send as the API bearer: the worker's `TOKEN_USE`.
+    #[serde(default)]
+    pub token_use: TokenUse,
+    pub default_locale: String,
+    pub version: String,
+    /// `ADMIN_GROUP`: the SPA offers the audit page to members (the worker checks again on every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_group: Option<String>,
+    /// `cognito` or `oidc`: which sign-out the SPA uses (Cognito's `/logout` or RP-initiated logout).
+    #[serde(default)]
+    pub provider: IdpProfile,
+    /// Where sign-in starts (the worker's copy of the discovery document for OIDC, so the SPA never fetches it).
+    #[serde(default)]
+    pub authorization_endpoint: String,
+    /// Where the SPA exchanges the code.
+    #[serde(default)]
+    pub token_endpoint: String,
+    /// Where sign-out ends the provider's session; absent: only the tab's session ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_session_endpoint: Option<String>,
+    /// The scopes the SPA asks for (`SIGN_IN_SCOPES`).
+    #[serde(default)]
+    pub scope: String,
+    /// `GROUPS_CLAIM`, for display only (the audit link for operators).
+    #[serde(default)]
+    pub groups_claim: String,
+}
+
+/// `201`/`200` answer to a registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterResponse {
+    pub id: String,
+    pub url: String,
+    pub expires_at: String,
+}
+
+/// `POST …/decision` answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionResponse {
+    pub id: String,
+    pub status: ApprovalStatus,
+    /// The verdict a `decided_unconfirmed` answer stands for (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    pub progress: Progress,
+}
+
+/// `GET /api/v1/approvals/{id}`: the approval as an approver may see it. Never the token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    pub id: String,
+    pub status: ApprovalStatus,
+    /// The verdict of a decided approval (`approved`, `rejected`, `decided_unconfirmed`), else null.
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// `decided_unconfirmed`: who sent the callback that may have been delivered (email, user name or sub).
+    #[serde(default)]
+    pub attempted_by: Option<String>,
+    pub title: String,
+    pub summary: String,
+    pub details: Map<String, Value>,
+    pub form: Vec<FormField>,
+    pub approvers: Vec<Principal>,
+    pub quorum: Quorum,
+    pub progress: Progress,
+    pub created_at: String,
+    pub expires_at: String,
+    pub decided_at: Option<String>,
+    pub context: Map<String, Value>,
+    /// The authenticated registrant (`api-key:…` / `client:…`), apart from the free-text `context`.
+    #[serde(default)]
+    pub registered_by: Option<String>,
+    pub locale: Option<String>,
+    /// The caller's own earlier decision, if any.
+    pub my_decision: Option<AuditEntry>,
+    /// All recorded decisions (the audit trail).
+    pub decisions: Vec<AuditEntry>,
+    /// The approval's event log, oldest first (read in the same round trip as the approval).
+    #[serde(default)]
+    pub events: Vec<crate::domain::audit::Event>,
+    /// Who asked (people): they may see it but not decide it (separation of duty).
+    #[serde(default)]
+    pub requested_by: Vec<Principal>,
+    /// Why this caller may not decide although listed (`self_approval`: they asked for it); null if they may.
+    #[serde(default)]
+    pub cannot_decide: Option<ErrorCode>,
+    /// The caller may decide it now ([`ApprovalView::decidable`]): ringi says so, and both the app and the early
+    /// form that draws the decision before the app has loaded show the form on it alone.
+    #[serde(default)]
+    pub can_decide: bool,
+    /// What ringi does itself when nobody decides before `expiresAt`.
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
+    /// The verdict was ringi's own, on expiry (`onExpiry`), not a person's.
+    #[serde(default)]
+    pub decided_on_expiry: bool,
+    /// Reminders and escalation (core::domain::schedule): what is due when, and what was done.
+    #[serde(default)]
+    pub schedule: crate::domain::schedule::ScheduleView,
+    /// The hand-overs of slots (delegation, out-of-office routing), in chain order.
+    #[serde(default)]
+    pub delegations: Vec<crate::domain::delegation::DelegationView>,
+    /// The caller's standing: deciding, deciding for someone, or handed on.
+    #[serde(default)]
+    pub my_seat: crate::domain::delegation::MySeat,
+}
+
+impl ApprovalView {
+    /// Whether the caller may decide: pending (not past its expiry), not decided by them, no reason they may not
+    /// (`cannot_decide`), and a seat of their own (not handed on).
+    pub fn decidable(&self) -> bool {
+        self.status == ApprovalStatus::Pending
+            && self.my_decision.is_none()
+            && self.cannot_decide.is_none()
+            && self.my_seat.holds
+    }
+
+    /// The typed `locale` (`None` when absent or one this build does not know).
+    pub fn locale(&self) -> Option<crate::base::locale::Locale> {
+        self.locale.as_deref().and_then(crate::base::locale::Locale::parse)
+    }
+
+    /// What the approval's `context` says asked for it.
+    pub fn context(&self) -> crate::base::context::ApprovalContext {
+        crate::base::context::ApprovalContext::from_map(&self.context)
+    }
+}
+
+impl InboxItem {
+    /// What the approval's `context` says asked for it.
+    pub fn context(&self) -> crate::base::context::ApprovalContext {
+        crate::base::context::ApprovalContext::from_map(&self.context)
+    }
+}
+
+/// One row of the inbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    pub id: String,
+    pub status: ApprovalStatus,
+    /// As in [`ApprovalView::verdict`].
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    pub title: String,
+    pub summary: String,
+    pub context: Map<String, Value>,
+    pub progress: Progress,
+    pub created_at: String,
+    pub expires_at: String,
+    pub decided_at: Option<String>,
+    /// As in [`ApprovalView::cannot_decide`]: listed, but not for this caller to decide.
+    #[serde(default)]
+    pub cannot_decide: Option<ErrorCode>,
+    /// As in [`ApprovalView::decided_on_expiry`].
+    #[serde(default)]
+    pub decided_on_expiry: bool,
+    /// The escalation happened: principals were added (the inbox marks it).
+    #[serde(default)]
+    pub escalated: bool,
+    /// The caller handed their slot on to this principal (delegation or out-of-office routing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegated_to: Option<Principal>,
+}
+
+/// `GET /api/v1/approvals?status=…&cursor=…`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxPage {
+    pub items: Vec<InboxItem>,
+    pub next_cursor: Option<String>,
+}

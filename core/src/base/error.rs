@@ -1,0 +1,344 @@
+//! The one error type of the API and its mapping to HTTP: every adapter turns failures into an `ApiError`
+//! and renders it through [`ApiError::status`] / [`ApiError::body`], nowhere else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::status::ApprovalStatus;
+
+/// The stable machine-readable `error.code` of every API error; the SPA keys its messages on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidRequest,
+    MalformedBody,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    NoRoute,
+    MethodNotAllowed,
+    AlreadyDecided,
+    Expired,
+    InProgress,
+    AlreadyVoted,
+    AlreadySatisfied,
+    DuplicateApproval,
+    SelfApproval,
+    PayloadTooLarge,
+    RateLimited,
+    #[serde(rename = "sfn_unavailable")]
+    SfnUnavailable,
+    StorageUnavailable,
+    UpstreamRejected,
+    Internal,
+    Delegated,
+    DelegationLoop,
+    DelegationTooDeep,
+    DelegateIsApprover,
+    DelegateIsRequester,
+    GroupSeat,
+    NotSupportedByBackend,
+}
+
+impl ErrorCode {
+    /// The wire name (what serde writes): the OpenAPI `ErrorCode` enum lists exactly these.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::MalformedBody => "malformed_body",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::NoRoute => "no_route",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::AlreadyDecided => "already_decided",
+            Self::Expired => "expired",
+            Self::InProgress => "in_progress",
+            Self::AlreadyVoted => "already_voted",
+            Self::AlreadySatisfied => "already_satisfied",
+            Self::DuplicateApproval => "duplicate_approval",
+            Self::SelfApproval => "self_approval",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::RateLimited => "rate_limited",
+            Self::SfnUnavailable => "sfn_unavailable",
+            Self::StorageUnavailable => "storage_unavailable",
+            Self::UpstreamRejected => "upstream_rejected",
+            Self::Internal => "internal",
+            Self::Delegated => "delegated",
+            Self::DelegationLoop => "delegation_loop",
+            Self::DelegationTooDeep => "delegation_too_deep",
+            Self::DelegateIsApprover => "delegate_is_approver",
+            Self::DelegateIsRequester => "delegate_is_requester",
+            Self::GroupSeat => "group_seat",
+            Self::NotSupportedByBackend => "not_supported_by_backend",
+        }
+    }
+
+    pub const ALL: [Self; 27] = [
+        Self::InvalidRequest,
+        Self::MalformedBody,
+        Self::Unauthorized,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::NoRoute,
+        Self::MethodNotAllowed,
+        Self::AlreadyDecided,
+        Self::Expired,
+        Self::InProgress,
+        Self::AlreadyVoted,
+        Self::AlreadySatisfied,
+        Self::DuplicateApproval,
+        Self::SelfApproval,
+        Self::PayloadTooLarge,
+        Self::RateLimited,
+        Self::SfnUnavailable,
+        Self::StorageUnavailable,
+        Self::UpstreamRejected,
+        Self::Internal,
+        Self::Delegated,
+        Self::DelegationLoop,
+        Self::DelegationTooDeep,
+        Self::DelegateIsApprover,
+        Self::DelegateIsRequester,
+        Self::GroupSeat,
+        Self::NotSupportedByBackend,
+    ];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.code() == s)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// A request field is missing or wrong; `field` names it (JSON path-ish, e.g. `approvers[1].email`).
+    #[error("{field}: {message}")]
+    Invalid { field: String, message: String },
+    #[error("request body is not valid JSON: {0}")]
+    MalformedBody(String),
+    /// Deliberately uninformative: the reason is logged, never returned.
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    /// Also returned when the caller is not an approver: the two must be indistinguishable.
+    #[error("approval not found")]
+    NotFound,
+    #[error("no such endpoint")]
+    NoRoute,
+    /// `allow` lists the methods the path does support (sent as the `Allow` header).
+    #[error("method not allowed; this path allows {allow}")]
+    MethodNotAllowed { allow: String },
+    #[error("approval already decided ({0})")]
+    AlreadyDecided(ApprovalStatus),
+    #[error("approval expired or its task is closed")]
+    Expired,
+    #[error("another decision for this approval is being delivered; retry shortly")]
+    InProgress,
+    #[error("you have already recorded a decision on this approval")]
+    AlreadyVoted,
+    /// Quorum by principal: every listed principal this caller matches is already satisfied by others.
+    #[error("the approvers you count as have already approved; another listed approver must decide")]
+    AlreadySatisfied,
+    #[error("approvalId already registered with a different task token")]
+    DuplicateApproval,
+    /// Separation of duty: the caller is one of the approval's requesters (`requestedBy`) and may not
+    /// decide it (unless it was registered with `allowSelfApproval`).
+    #[error("you requested this approval (or your sign-in carries no verified email to tell you apart from a requester named by email): a requester cannot approve or reject their own request")]
+    SelfApproval,
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// Too many registrations from one credential; `retry_after` seconds until the window ends (sent as the
+    /// `Retry-After` header).
+    #[error("too many registrations from this credential; retry in {retry_after} s")]
+    RateLimited { retry_after: u32 },
+    #[error("Step Functions is unavailable; the approval is still pending, retry later")]
+    Unavailable,
+    /// D1 failed (after bounded retries for transient errors). Nothing is decided that the approval does
+    /// not show; it stays decidable (a claim taken without a callback is released or runs out its lease).
+    #[error("storage is temporarily unavailable; retry shortly")]
+    StorageUnavailable,
+    #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
+    UpstreamRejected,
+    #[error("internal error")]
+    Internal,
+    /// The caller handed their slot on (delegation or out-of-office routing): the delegate decides now.
+    #[error("you delegated this approval; the delegate decides it now")]
+    Delegated,
+    /// The delegate is already in this slot's chain (or is the caller).
+    #[error("the delegate already had this approval in its chain of delegations")]
+    DelegationLoop,
+    #[error("this approval was delegated as often as allowed (3 times); decide it or ask an operator to reassign it")]
+    DelegationTooDeep,
+    /// One person counts once: the delegate already holds (or held) another slot of this approval.
+    #[error("the delegate is already an approver of this approval")]
+    DelegateIsApprover,
+    /// Separation of duty: the requester does not decide their own request.
+    #[error("the requester of this approval cannot be its delegate")]
+    DelegateIsRequester,
+    /// A `{group}` seat belongs to all of the group's members: one member cannot hand it on.
+    #[error("this approval is assigned to a group you belong to, not to you alone: only operators can reassign it")]
+    GroupSeat,
+    /// The configured storage backend (`STORAGE`) does not implement this feature; it names the feature.
+    #[error("{0} is not supported by the configured storage backend (STORAGE=dynamodb); use STORAGE=d1")]
+    NotSupportedByBackend(&'static str),
+}
+
+impl ApiError {
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid { field: field.into(), message: message.into() }
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid { .. } | Self::MalformedBody(_) => 400,
+            Self::Unauthorized => 401,
+            Self::Forbidden(_) | Self::SelfApproval | Self::DelegateIsRequester | Self::GroupSeat => 403,
+            Self::NotFound | Self::NoRoute => 404,
+            Self::MethodNotAllowed { .. } => 405,
+            Self::AlreadyDecided(_)
+            | Self::Expired
+            | Self::InProgress
+            | Self::AlreadyVoted
+            | Self::AlreadySatisfied
+            | Self::DuplicateApproval
+            | Self::Delegated
+            | Self::DelegationLoop
+            | Self::DelegationTooDeep
+            | Self::DelegateIsApprover => 409,
+            Self::PayloadTooLarge(_) => 413,
+            Self::RateLimited { .. } => 429,
+            Self::Internal => 500,
+            Self::UpstreamRejected => 502,
+            Self::Unavailable | Self::StorageUnavailable => 503,
+            Self::NotSupportedByBackend(_) => 501,
+        }
+    }
+
+    /// The machine-readable code of this error.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            Self::Invalid { .. } => ErrorCode::InvalidRequest,
+            Self::MalformedBody(_) => ErrorCode::MalformedBody,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Forbidden(_) => ErrorCode::Forbidden,
+            Self::NotFound => ErrorCode::NotFound,
+            Self::NoRoute => ErrorCode::NoRoute,
+            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            Self::AlreadyDecided(_) => ErrorCode::AlreadyDecided,
+            Self::Expired => ErrorCode::Expired,
+            Self::InProgress => ErrorCode::InProgress,
+            Self::AlreadyVoted => ErrorCode::AlreadyVoted,
+            Self::AlreadySatisfied => ErrorCode::AlreadySatisfied,
+            Self::DuplicateApproval => ErrorCode::DuplicateApproval,
+            Self::SelfApproval => ErrorCode::SelfApproval,
+            Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::Unavailable => ErrorCode::SfnUnavailable,
+            Self::StorageUnavailable => ErrorCode::StorageUnavailable,
+            Self::UpstreamRejected => ErrorCode::UpstreamRejected,
+            Self::Internal => ErrorCode::Internal,
+            Self::Delegated => ErrorCode::Delegated,
+            Self::DelegationLoop => ErrorCode::DelegationLoop,
+            Self::DelegationTooDeep => ErrorCode::DelegationTooDeep,
+            Self::DelegateIsApprover => ErrorCode::DelegateIsApprover,
+            Self::DelegateIsRequester => ErrorCode::DelegateIsRequester,
+            Self::GroupSeat => ErrorCode::GroupSeat,
+            Self::NotSupportedByBackend(_) => ErrorCode::NotSupportedByBackend,
+        }
+    }
+
+    /// [`ErrorCode::code`] of this error.
+    pub fn code(&self) -> &'static str {
+        self.error_code().code()
+    }
+
+    /// Seconds a client should wait before retrying (`Retry-After`), for the temporary failures.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            Self::StorageUnavailable => Some(1),
+            Self::Unavailable => Some(2),
+            _ => None,
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        let field = match self {
+            Self::Invalid { field, .. } => Some(field.clone()),
+            _ => None,
+        };
+        ErrorBody { error: ErrorDetail { code: self.code().to_owned(), message: self.to_string(), field } }
+    }
+}
+
+/// `{"error": {"code", "message", "field"?}}`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// `code` stays a string on the wire type so that a client still reads codes added after it was built;
+/// [`ErrorDetail::error_code`] is the typed view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ErrorDetail {
+    /// The code, if this build knows it.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        ErrorCode::parse(&self.code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_design_card() {
+        assert_eq!(ApiError::invalid("title", "required").status(), 400);
+        assert_eq!(ApiError::Unauthorized.status(), 401);
+        assert_eq!(ApiError::NotFound.status(), 404);
+        assert_eq!(ApiError::Expired.status(), 409);
+        assert_eq!(ApiError::AlreadyDecided(ApprovalStatus::Approved).status(), 409);
+        assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
+        assert_eq!(ApiError::RateLimited { retry_after: 7 }.status(), 429);
+        assert_eq!(ApiError::UpstreamRejected.status(), 502);
+        assert_eq!(ApiError::Unavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.status(), 503);
+        assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
+        assert_eq!((ApiError::SelfApproval.status(), ApiError::SelfApproval.code()), (403, "self_approval"));
+        let unsupported = ApiError::NotSupportedByBackend("delegation");
+        assert_eq!((unsupported.status(), unsupported.code()), (501, "not_supported_by_backend"));
+        assert!(unsupported.to_string().starts_with("delegation "));
+    }
+
+    #[test]
+    fn body_names_the_field() {
+        let body = serde_json::to_value(ApiError::invalid("approvers", "at least one").body()).unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request");
+        assert_eq!(body["error"]["field"], "approvers");
+        let body = serde_json::to_value(ApiError::NotFound.body()).unwrap();
+        assert!(body["error"].get("field").is_none());
+    }
+
+    #[test]
+    fn codes_serialize_as_their_wire_names() {
+        for c in ErrorCode::ALL {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.code());
+            assert_eq!(ErrorCode::parse(c.code()), Some(c));
+        }
+        let body = ApiError::AlreadyDecided(ApprovalStatus::DecidedUnconfirmed).body();
+        assert_eq!(body.error.error_code(), Some(ErrorCode::AlreadyDecided));
+        assert_eq!(body.error.message, "approval already decided (decided_unconfirmed)");
+    }
+}
