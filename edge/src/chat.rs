@@ -8,6 +8,7 @@ use ringi_core::adapters::chat::{
     payload, scrub, signature_header, ChannelKind, ChannelName, ChatInput, SIGNATURE_HEADER,
 };
 use ringi_core::adapters::mail::MailState;
+use ringi_core::base::principal::joined;
 use ringi_core::config::Config;
 use ringi_core::ApiError;
 use serde_json::{json, Map, Value};
@@ -73,13 +74,13 @@ pub async fn send(cfg: &Config, store: &Store, job: &MailJob) -> Result<(), ApiE
         return Ok(());
     }
     let url = cfg.approval_url(job.id.as_str());
-    let requesters = crate::mailer::requesters(job);
+    let requesters = joined(&job.requested_by);
     let message = ChatInput {
         approval_id: job.id.as_str(),
         title: &job.title,
         url: &url,
         registered_by: job.registered_by.as_deref(),
-        requested_by: job.context.requested_by_line().or((!requesters.is_empty()).then_some(requesters.as_str())),
+        requested_by: job.context.requested_by_or(&requesters),
         expires_at_ms: job.expires_at,
     };
     let tried = join_all(job.chat_due.iter().map(|name| post_one(cfg, job, name, &message))).await;

@@ -8,7 +8,7 @@ use futures_util::future::{join, join_all};
 use ringi_core::adapters::mail::{
     compose, compose_handover, ses_send_email_body, Handover, Mail, MailInput, MailKind, MailState,
 };
-use ringi_core::base::principal::Principal;
+use ringi_core::base::principal::{joined, Principal};
 use ringi_core::config::Config;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
@@ -69,14 +69,9 @@ async fn send_counted(
     note: Option<&str>,
 ) -> Option<MailReport> {
     let url = cfg.approval_url(row.id.as_str());
-    let requesters = requesters(row);
+    let requesters = joined(&row.requested_by);
     let mail = compose(&MailInput { note, ..mail_input(row, kind, &url, &requesters) });
     deliver(cfg, probe, row, to, &mail, &format!("{kind:?}")).await
-}
-
-/// The requesters registered for separation of duty, for the mail's "Requested by" when the context has none.
-pub(crate) fn requesters(row: &MailJob) -> String {
-    row.requested_by.iter().map(|p| p.value()).collect::<Vec<_>>().join(", ")
 }
 
 fn mail_input<'a>(row: &'a MailJob, kind: MailKind, url: &'a str, requesters: &'a str) -> MailInput<'a> {
@@ -86,7 +81,7 @@ fn mail_input<'a>(row: &'a MailJob, kind: MailKind, url: &'a str, requesters: &'
         summary: &row.summary,
         url,
         // Who asked: the context's words, else the requesters.
-        requested_by: row.context.requested_by_line().or((!requesters.is_empty()).then_some(requesters)),
+        requested_by: row.context.requested_by_or(requesters),
         on_expiry: row.on_expiry.verdict(),
         registered_by: row.registered_by.as_deref(),
         expires_at_ms: row.expires_at,
@@ -106,7 +101,7 @@ pub async fn send_handover(
     handover: &Handover<'_>,
 ) -> Result<bool, String> {
     let url = cfg.approval_url(row.id.as_str());
-    let requesters = requesters(row);
+    let requesters = joined(&row.requested_by);
     let mail = compose_handover(&mail_input(row, MailKind::Request, &url, &requesters), handover);
     outcome(deliver(cfg, probe, row, to, &mail, "Handover").await)
 }

@@ -1,6 +1,6 @@
 //! English UI strings.
 
-use super::{num, Texts};
+use super::texts::{num, Texts};
 
 pub(super) const EN: Texts = Texts {
     skip_to_content: "Skip to main content",

@@ -1,6 +1,6 @@
 //! Japanese UI strings.
 
-use super::{num, Texts};
+use super::texts::{num, Texts};
 
 pub(super) const JA: Texts = Texts {
     skip_to_content: "本文へスキップ",

@@ -59,31 +59,7 @@ pub fn AuditPage() -> impl IntoView {
     // The range of the list shown (a load more continues it, whatever the inputs say meanwhile).
     let shown = RwSignal::new(None::<(String, String)>);
 
-    // `(range, cursor)`: a first page replaces the list, a later one extends it.
-    let load = Action::new_local(move |(r, cursor): &((String, String), Option<String>)| {
-        let (r, cursor) = (r.clone(), cursor.clone());
-        async move {
-            match api::audit(&r.0, &r.1, cursor.as_deref()).await {
-                Ok(page) => {
-                    if cursor.is_none() {
-                        events.set(page.items);
-                    } else {
-                        events.update(|e| e.extend(page.items));
-                    }
-                    next.set(page.next_cursor);
-                    shown.set(Some(r));
-                    listing.set(Listing::Ready);
-                }
-                Err(e) => {
-                    leptos::logging::warn!("ringi: audit: {e}");
-                    // A failed "load more" keeps the list; a failed first page says why.
-                    if cursor.is_none() || matches!(e, ApiError::Unauthorized) {
-                        listing.set(Listing::Failed(e));
-                    }
-                }
-            }
-        }
-    });
+    let load = page_loader(events, next, shown, listing);
     let submit = move || match range(&from.get_untracked(), &to.get_untracked()) {
         Some(r) if r.0 < r.1 => {
             invalid.set(false);
@@ -152,26 +128,7 @@ pub fn AuditPage() -> impl IntoView {
             </form>
             {move || match listing.get() {
                 Listing::Loading => view! { <p class="muted" role="status">{tr(|t| t.loading)}</p> }.into_any(),
-                Listing::Failed(ApiError::Unauthorized) => view! { <Reauthenticate /> }.into_any(),
-                Listing::Failed(ApiError::Server { status: 403, .. }) => view! {
-                    <section class="card" aria-labelledby="audit-forbidden-title" data-testid="audit-forbidden">
-                        <h2 id="audit-forbidden-title" class="card__title">{tr(|t| t.audit.forbidden_title)}</h2>
-                        <p>{tr(|t| t.audit.forbidden_body)}</p>
-                    </section>
-                }
-                .into_any(),
-                Listing::Failed(ApiError::Invalid { .. }) => view! {
-                    <p class="notice notice--error" role="alert" data-testid="audit-error">
-                        {tr(|t| t.audit.range_invalid)}
-                    </p>
-                }
-                .into_any(),
-                Listing::Failed(e) => view! {
-                    <p class="notice notice--error" role="alert" data-testid="audit-error">
-                        {tr(|t| t.err_load_failed)}" "<span class="muted">{e.to_string()}</span>
-                    </p>
-                }
-                .into_any(),
+                Listing::Failed(e) => failed(e),
                 Listing::Ready => view! {
                     <section class="card" aria-labelledby="audit-list-title" aria-busy=move || loading.get().to_string()>
                         <h2 id="audit-list-title" class="card__title" data-testid="audit-count">
@@ -206,6 +163,65 @@ pub fn AuditPage() -> impl IntoView {
                 .into_any(),
             }}
         </div>
+    }
+}
+
+/// Loads one page of `(range, cursor)`: a first page replaces the list, a later one extends it.
+fn page_loader(
+    events: RwSignal<Vec<Event>>,
+    next: RwSignal<Option<String>>,
+    shown: RwSignal<Option<(String, String)>>,
+    listing: RwSignal<Listing>,
+) -> Action<((String, String), Option<String>), ()> {
+    Action::new_local(move |(r, cursor): &((String, String), Option<String>)| {
+        let (r, cursor) = (r.clone(), cursor.clone());
+        async move {
+            match api::audit(&r.0, &r.1, cursor.as_deref()).await {
+                Ok(page) => {
+                    if cursor.is_none() {
+                        events.set(page.items);
+                    } else {
+                        events.update(|e| e.extend(page.items));
+                    }
+                    next.set(page.next_cursor);
+                    shown.set(Some(r));
+                    listing.set(Listing::Ready);
+                }
+                Err(e) => {
+                    leptos::logging::warn!("ringi: audit: {e}");
+                    // A failed "load more" keeps the list; a failed first page says why.
+                    if cursor.is_none() || matches!(e, ApiError::Unauthorized) {
+                        listing.set(Listing::Failed(e));
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Why the list is not shown: sign in again, not an auditor, a refused range, or the server's error.
+fn failed(e: ApiError) -> AnyView {
+    match e {
+        ApiError::Unauthorized => view! { <Reauthenticate /> }.into_any(),
+        ApiError::Server { status: 403, .. } => view! {
+            <section class="card" aria-labelledby="audit-forbidden-title" data-testid="audit-forbidden">
+                <h2 id="audit-forbidden-title" class="card__title">{tr(|t| t.audit.forbidden_title)}</h2>
+                <p>{tr(|t| t.audit.forbidden_body)}</p>
+            </section>
+        }
+        .into_any(),
+        ApiError::Invalid { .. } => view! {
+            <p class="notice notice--error" role="alert" data-testid="audit-error">
+                {tr(|t| t.audit.range_invalid)}
+            </p>
+        }
+        .into_any(),
+        e => view! {
+            <p class="notice notice--error" role="alert" data-testid="audit-error">
+                {tr(|t| t.err_load_failed)}" "<span class="muted">{e.to_string()}</span>
+            </p>
+        }
+        .into_any(),
     }
 }
 

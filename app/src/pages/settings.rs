@@ -95,24 +95,6 @@ pub fn Settings() -> impl IntoView {
             }
         })
     };
-    let field = |id: &'static str,
-                 label: fn(&crate::i18n::Texts) -> &'static str,
-                 kind: &'static str,
-                 value: RwSignal<String>| {
-        view! {
-            <div class="field">
-                <label class="field__label" for=id>{tr(label)}</label>
-                <input
-                    id=id
-                    class="input"
-                    type=kind
-                    data-testid=id
-                    prop:value=move || value.get()
-                    on:input=move |ev| value.set(event_target_value(&ev))
-                />
-            </div>
-        }
-    };
     view! {
         <div class="page settings" data-testid="settings-page">
             <h1 class="page__title">{tr(|t| t.delegation.settings_title)}</h1>
@@ -124,9 +106,9 @@ pub fn Settings() -> impl IntoView {
                     ev.prevent_default();
                     save.dispatch_local(());
                 }>
-                    {field("ooo-delegate", |t| t.delegation.ooo_delegate_label, "email", delegate)}
-                    {field("ooo-from", |t| t.delegation.ooo_from_label, "date", from)}
-                    {field("ooo-until", |t| t.delegation.ooo_until_label, "date", until)}
+                    {field_input("ooo-delegate", |t| t.delegation.ooo_delegate_label, "email", delegate)}
+                    {field_input("ooo-from", |t| t.delegation.ooo_from_label, "date", from)}
+                    {field_input("ooo-until", |t| t.delegation.ooo_until_label, "date", until)}
                     <NoteInput id="ooo-note" label=|t| t.delegation.ooo_note_label value=note />
                     <div class="decide__buttons">
                         <button type="submit" class="button button--primary" data-testid="ooo-save">
@@ -139,6 +121,28 @@ pub fn Settings() -> impl IntoView {
                 </form>
                 <div class="outcome" data-testid="ooo-outcome">{outcome}</div>
             </section>
+        </div>
+    }
+}
+
+/// A labelled input bound to `value`.
+fn field_input(
+    id: &'static str,
+    label: fn(&crate::i18n::Texts) -> &'static str,
+    kind: &'static str,
+    value: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+        <div class="field">
+            <label class="field__label" for=id>{tr(label)}</label>
+            <input
+                id=id
+                class="input"
+                type=kind
+                data-testid=id
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            />
         </div>
     }
 }

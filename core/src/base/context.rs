@@ -62,6 +62,12 @@ impl ApprovalContext {
             .into_iter()
             .find_map(|v| v.as_deref())
     }
+
+    /// "Requested by" as mail and chat show it: [`Self::requested_by_line`], else `requesters` (the principals
+    /// registered for separation of duty, joined by [`crate::base::principal::joined`]) when there are any.
+    pub fn requested_by_or<'a>(&'a self, requesters: &'a str) -> Option<&'a str> {
+        self.requested_by_line().or((!requesters.is_empty()).then_some(requesters))
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +100,9 @@ mod tests {
         assert_eq!((c.machine(), c.execution().as_deref()), (None, Some("not-an-arn")));
         assert_eq!(c.source().as_deref(), Some("not-an-arn"), "an ARN that does not parse is shown as it is");
         assert_eq!(ctx(json!({})).requested_by_line(), None);
+        assert_eq!(ctx(json!({})).requested_by_or(""), None);
+        assert_eq!(ctx(json!({})).requested_by_or("a@x.example"), Some("a@x.example"));
+        assert_eq!(ctx(json!({"requestedBy": "ops bot"})).requested_by_or("a@x.example"), Some("ops bot"));
         assert_eq!(ctx(json!({})).source(), None);
         assert_eq!(ctx(json!({"stateName": "Approve"})).source().as_deref(), Some("Approve"));
     }

@@ -59,6 +59,11 @@ impl Principal {
     }
 }
 
+/// Principals as one line ("a@x.example, group:ops"): how mail and chat name the requesters.
+pub fn joined(principals: &[Principal]) -> String {
+    principals.iter().map(Principal::value).collect::<Vec<_>>().join(", ")
+}
+
 /// The caller as established by a verified JWT; never built from anything else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {

@@ -33,7 +33,7 @@ pub async fn get(
         .ok_or(ApiError::NotFound)?;
     let mut shown = view(loaded, schedule, who, now);
     shown.events = viewed.events;
-    super::json(200, &shown)
+    super::http::json(200, &shown)
 }
 
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).

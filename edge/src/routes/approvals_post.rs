@@ -9,7 +9,7 @@ use ringi_core::{base::ids::APPROVAL_ID_RANDOM_BYTES, ApiError, ApprovalId};
 use serde_json::json;
 use worker::{Request, Response};
 
-use super::Ctx;
+use super::http::Ctx;
 use crate::auth::{api_key_label, bearer, verify};
 use crate::platform::{log, now_ms, random_bytes};
 use crate::store::{ApprovalStore, Inserted, Registrant, Store};
@@ -49,7 +49,7 @@ pub async fn authorize(req: &Request, ctx: &Ctx) -> Result<String, ApiError> {
 }
 
 pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> Result<Response, ApiError> {
-    let body = super::body_bytes(req).await?;
+    let body = super::http::body_bytes(req).await?;
     let now = now_ms();
     let cfg = &ctx.cfg;
     let new =
@@ -95,7 +95,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
             crate::mailer::send_request_of(&cfg, &env, probe, &id, &routed).await
         }));
     }
-    super::json(
+    super::http::json(
         status,
         &RegisterResponse {
             id: id.to_string(),

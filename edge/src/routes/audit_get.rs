@@ -8,7 +8,7 @@ use ringi_core::ApiError;
 use serde_json::json;
 use worker::{Request, Response};
 
-use super::Ctx;
+use super::http::Ctx;
 use crate::error::OrInternal;
 use crate::platform::{log, now_ms};
 use crate::store::{ApprovalStore, Store};
@@ -25,7 +25,9 @@ pub async fn get(req: &Request, ctx: &Ctx, store: &Store, who: &Identity) -> Res
     let page = store.audit_page(&query).await?;
     let next_cursor = page.last.map(|(at, seq)| AuditCursor { at, seq }.encode());
     let resp = match ExportFormat::from_accept(accept.as_deref()) {
-        ExportFormat::Json => super::json(200, &AuditPage { items: page.events, next_cursor: next_cursor.clone() })?,
+        ExportFormat::Json => {
+            super::http::json(200, &AuditPage { items: page.events, next_cursor: next_cursor.clone() })?
+        }
         ExportFormat::Csv => {
             let mut resp = Response::ok(to_csv(&page.events)).internal("csv response")?;
             let headers = resp.headers_mut();

@@ -4,6 +4,7 @@
 use ringi_core::adapters::sfn::CallbackOutcome;
 
 use ringi_core::api::decision::{DecisionRecord, DecisionRequest, PriorApproval};
+use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::principal::Identity;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::domain::approval::check_decidable;
@@ -14,8 +15,7 @@ use ringi_core::{ApiError, ApprovalId};
 use serde_json::json;
 use worker::Response;
 
-use super::decision_post::respond;
-use super::Ctx;
+use super::http::Ctx;
 use crate::platform::{log, now_ms};
 use crate::sfn_client::{deliver, Delivery};
 use crate::store::{Approval, ApprovalStore, Attempt, CallbackFailure, ClaimRequest, Store, Vote};
@@ -216,4 +216,13 @@ impl DecisionAttempt<'_> {
         }
         respond(id, ApprovalStatus::DecidedUnconfirmed, Some(recorded), self.progress(recorded))
     }
+}
+
+pub(super) fn respond(
+    id: &ApprovalId,
+    status: ApprovalStatus,
+    verdict: Option<Verdict>,
+    progress: Progress,
+) -> Result<Response, ApiError> {
+    super::http::json(200, &DecisionResponse { id: id.to_string(), status, verdict, progress })
 }

@@ -3,7 +3,6 @@
 //! [`DecisionAttempt`].
 
 use ringi_core::api::decision::{DecisionRequest, PriorApproval};
-use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::principal::{Identity, Principal};
 use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::domain::delegation::may_view;
@@ -18,8 +17,8 @@ use worker::{Request, Response};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::domain::vote::RecordedVote;
 
-use super::decision_attempt::{Completion, DecisionAttempt};
-use super::Ctx;
+use super::decision_attempt::{respond, Completion, DecisionAttempt};
+use super::http::Ctx;
 use crate::platform::{now_ms, random_bytes};
 use crate::store::{ApprovalStore, ClaimRequest, Guess, Loaded, Opened, Store, Vote};
 
@@ -30,7 +29,7 @@ pub async fn post(
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
-    let body = super::body_bytes(req).await?;
+    let body = super::http::body_bytes(req).await?;
     // Checked after the approver check, as before: a non-approver learns nothing from a 400.
     let parsed = DecisionRequest::parse(&body);
     let now = now_ms();
@@ -200,13 +199,4 @@ fn count(votes: Vec<RecordedVote>, who: &Identity, required: u32) -> Result<Reco
     }
     let approvals = approvals_so_far(&votes);
     Ok(if approvals < required { Recorded::Pending(Progress { approvals, required }) } else { Recorded::QuorumReached })
-}
-
-pub(super) fn respond(
-    id: &ApprovalId,
-    status: ApprovalStatus,
-    verdict: Option<Verdict>,
-    progress: Progress,
-) -> Result<Response, ApiError> {
-    super::json(200, &DecisionResponse { id: id.to_string(), status, verdict, progress })
 }

@@ -10,7 +10,7 @@ use ringi_core::domain::rules;
 use ringi_core::{ApiError, ApprovalId};
 use worker::{Request, Response};
 
-use super::Ctx;
+use super::http::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
 use crate::store::{GovernanceStore, Store};
@@ -22,13 +22,13 @@ pub async fn post(
     who: &Identity,
     id: &ApprovalId,
 ) -> Result<Response, ApiError> {
-    let body = super::body_bytes(req).await?;
+    let body = super::http::body_bytes(req).await?;
     let loaded = super::approval_get::load_for(store, id, who).await?;
     // Checked after the approver check: a non-approver learns nothing from a 400.
     let request = DelegationRequest::parse(&body)?;
     let now = now_ms();
     let handover = rules::delegate(&loaded.snapshot(), who, &request.to, &ctx.cfg.mail_allowed_domains, now)?;
-    let actor = super::actor(who);
+    let actor = super::http::actor(who);
     if !store.delegate(&loaded, &handover, &actor, request.note.as_deref(), now).await? {
         // The approval changed between the load and the write (decided, voted, the slot moved).
         return Err(ApiError::InProgress);
@@ -38,7 +38,7 @@ pub async fn post(
     ctx.worker.wait_until(crate::platform::same_clock(async move {
         send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Delegated { by: &by, note: note.as_deref() }).await
     }));
-    super::json(
+    super::http::json(
         200,
         &DelegationView {
             slot: handover.slot,

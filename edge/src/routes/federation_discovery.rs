@@ -5,9 +5,9 @@ use ringi_core::adapters::federation::Federation;
 use ringi_core::ApiError;
 use worker::Response;
 
-use super::Ctx;
+use super::http::Ctx;
 
 pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
     ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
-    super::json(200, &Federation::discovery(ctx.cfg.federation_issuer()))
+    super::http::json(200, &Federation::discovery(ctx.cfg.federation_issuer()))
 }

@@ -4,9 +4,9 @@
 use ringi_core::ApiError;
 use worker::Response;
 
-use super::Ctx;
+use super::http::Ctx;
 
 pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
     let federation = ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
-    super::json(200, &federation.jwks())
+    super::http::json(200, &federation.jwks())
 }

@@ -5,5 +5,5 @@ use serde_json::json;
 use worker::Response;
 
 pub fn get() -> Result<Response, ApiError> {
-    super::json(200, &json!({"status": "ok"}))
+    super::http::json(200, &json!({"status": "ok"}))
 }

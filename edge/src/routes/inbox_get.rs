@@ -24,5 +24,5 @@ pub async fn get(req: &Request, store: &Store, who: &Identity) -> Result<Respons
     entries.truncate(PAGE_SIZE);
     let next_cursor =
         entries.last().filter(|_| more).map(|e| Cursor { sort_at: e.sort_at, id: e.item.id.clone() }.encode());
-    super::json(200, &InboxPage { items: entries.into_iter().map(|e| e.item).collect(), next_cursor })
+    super::http::json(200, &InboxPage { items: entries.into_iter().map(|e| e.item).collect(), next_cursor })
 }

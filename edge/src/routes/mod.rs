@@ -15,35 +15,17 @@ mod out_of_office;
 mod principals_put;
 mod spa_config;
 
-use std::rc::Rc;
+mod http;
+pub use http::Ctx;
 
 use ringi_core::api::route::{Auth, Route, Unrouted};
 use ringi_core::base::principal::Identity;
-use ringi_core::config::Config;
 use ringi_core::ApiError;
-use worker::{Env, Request, Response};
+use worker::{Request, Response};
 
 use crate::auth::authenticate;
-use crate::store::Store;
 
 pub use ringi_core::api::route::is_api;
-
-/// What every handler gets: the request's environment, the parsed configuration, and the runtime's
-/// request context (work that may finish after the response: `wait_until`).
-pub struct Ctx {
-    pub env: Env,
-    pub cfg: Rc<Config>,
-    pub worker: worker::Context,
-    /// This request's round trips, and its injected faults and delays (dev/bench: `D1_FAULTS`,
-    /// `INJECT_LATENCY`).
-    pub probe: Rc<crate::probe::Probe>,
-}
-
-impl Ctx {
-    pub fn store(&self) -> Result<Store, ApiError> {
-        Store::open(&self.env, self.probe.clone())
-    }
-}
 
 /// Who is calling, as the route's [`Auth`] requires.
 enum Caller {
@@ -98,44 +80,4 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
         // The table gives each route one kind of caller: nothing else reaches here.
         _ => Err(ApiError::Internal),
     }
-}
-
-/// JSON response with a status.
-pub fn json<T: serde::Serialize>(status: u16, body: &T) -> Result<Response, ApiError> {
-    use crate::error::OrInternal;
-    Ok(Response::from_json(body).internal("serialize response")?.with_status(status))
-}
-
-/// Reads a request body, refusing oversized ones before buffering more than the limit: a declared
-/// `Content-Length` over it is refused unread, and a body without one (chunked) is read as a stream and
-/// refused as soon as it passes the limit, without waiting for its end.
-pub async fn body_bytes(req: &mut Request) -> Result<Vec<u8>, ApiError> {
-    use crate::error::OrInternal;
-    use futures_util::StreamExt;
-    let limit = ringi_core::api::decision::BODY_MAX_BYTES;
-    let too_large = || ApiError::PayloadTooLarge(format!("request body exceeds {limit} bytes"));
-    let declared = req.headers().get("content-length").ok().flatten().and_then(|l| l.parse::<usize>().ok());
-    if declared.is_some_and(|l| l > limit) {
-        return Err(too_large());
-    }
-    if req.inner().body().is_none() {
-        return Ok(Vec::new());
-    }
-    let mut stream = req.stream().internal("read body")?;
-    let mut body = Vec::with_capacity(declared.unwrap_or(0).min(limit));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.internal("read body")?;
-        if body.len() + chunk.len() > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// The signed-in caller as the event log records them: the verified sub, shown as the verified email, else
-/// the user name.
-pub fn actor(who: &Identity) -> ringi_core::domain::audit::Actor {
-    let display = who.email.clone().or_else(|| who.username.clone()).unwrap_or_else(|| who.sub.clone());
-    ringi_core::domain::audit::Actor::User { sub: who.sub.clone(), display }
 }

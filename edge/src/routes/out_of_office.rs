@@ -16,7 +16,7 @@ pub async fn handle(req: &mut Request, cfg: &Config, store: &Store, who: &Identi
     let now = now_ms();
     match req.method() {
         Method::Put => {
-            let body = super::body_bytes(req).await?;
+            let body = super::http::body_bytes(req).await?;
             let o = OutOfOfficeRequest::parse(&body, who, &cfg.mail_allowed_domains, now)?;
             // The email routes approvals naming the person by email: only a verified one (never under
             // EMAIL_VERIFIED=trust, where anyone could claim an address and take its approvals).
@@ -43,5 +43,5 @@ pub async fn handle(req: &mut Request, cfg: &Config, store: &Store, who: &Identi
 }
 
 fn answer(out_of_office: Option<OutOfOffice>) -> Result<Response, ApiError> {
-    super::json(200, &OutOfOfficeAnswer { out_of_office })
+    super::http::json(200, &OutOfOfficeAnswer { out_of_office })
 }

@@ -13,7 +13,7 @@ use ringi_core::{ApiError, ApprovalId};
 use serde::Serialize;
 use worker::{Request, Response};
 
-use super::Ctx;
+use super::http::Ctx;
 use crate::mailer::{emails, send_handover_of};
 use crate::platform::now_ms;
 use crate::store::{ApprovalStore, GovernanceStore, Store};
@@ -37,12 +37,12 @@ pub async fn put(
     if !ctx.cfg.is_admin(who) {
         return Err(ApiError::Forbidden("only operators (members of ADMIN_GROUP) reassign approvers".into()));
     }
-    let body = super::body_bytes(req).await?;
+    let body = super::http::body_bytes(req).await?;
     let request = ReassignRequest::parse(&body)?;
     let loaded = store.load(id).await?.ok_or(ApiError::NotFound)?;
     let now = now_ms();
     let change = rules::reassign(&loaded.snapshot(), who, &request.approvers, &ctx.cfg.mail_allowed_domains, now)?;
-    let actor = super::actor(who);
+    let actor = super::http::actor(who);
     if !store.reassign(&loaded, &change, &request.approvers, &actor, &request.reason, now).await? {
         // Decided, expired or approved through a removed slot between the load and the write.
         return Err(ApiError::InProgress);
@@ -54,5 +54,5 @@ pub async fn put(
         send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Reassigned { by: &by, reason: &reason }).await
     }));
     let progress = progress(loaded.approval.quorum, request.approvers.len(), &loaded.votes);
-    super::json(200, &Reassigned { id: id.to_string(), approvers: request.approvers, progress })
+    super::http::json(200, &Reassigned { id: id.to_string(), approvers: request.approvers, progress })
 }

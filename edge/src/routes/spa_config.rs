@@ -5,7 +5,7 @@ use ringi_core::ApiError;
 use serde_json::json;
 use worker::Response;
 
-use super::Ctx;
+use super::http::Ctx;
 use crate::platform::log;
 
 pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
@@ -13,7 +13,7 @@ pub async fn get(ctx: &Ctx) -> Result<Response, ApiError> {
         log("error", "config_incomplete", json!({"reason": "the issuer's discovery document is unavailable"}));
         return Err(ApiError::Internal);
     };
-    let mut resp = super::json(200, &cfg)?;
+    let mut resp = super::http::json(200, &cfg)?;
     let _ = resp.headers_mut().set("cache-control", "no-store");
     Ok(resp)
 }
