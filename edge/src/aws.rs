@@ -1,14 +1,16 @@
-//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API, and the plain
-//! POST under them (chat webhooks use it too).
+//! SigV4-signed POSTs to AWS endpoints (Step Functions, SES, DynamoDB) through the Workers fetch API: the worker's
+//! own calls (SES, DynamoDB) signed with its own role's temporary credentials under federation, else the access key.
 
 use ringi_core::adapters::sigv4::{sign_headers, unix_ms_to_system_time, AwsCredentials, SignOptions, SignRequest};
 use ringi_core::config::Config;
 use ringi_core::dev::latency::Remote;
 use std::time::Duration;
 
-use futures_util::future::{select, Either};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+use ringi_core::adapters::federation::expired_credentials;
+use ringi_core::adapters::sfn::error_code;
 
+use crate::federation::{forget_own, own_credentials};
+use crate::fetch::post;
 use crate::platform::wall_ms;
 use crate::probe::Probe;
 
@@ -53,16 +55,26 @@ pub struct AwsPost<'a> {
     pub timeout: Duration,
 }
 
-/// Sends `req` signed with the worker's configured credentials; returns the status and body text, or a transport
-/// error. Counted as one round trip of this request (`probe`).
+/// Sends `req` signed with the worker's own credentials (its role's under federation, else the access key);
+/// returns the status and body text, or a transport error. Counted as one round trip of this request (`probe`).
+/// A session AWS finds expired (a clock apart from ours) is renewed once: the refused request did nothing.
 pub async fn signed_post(cfg: &Config, probe: &Probe, req: &AwsPost<'_>) -> Result<(u16, String), String> {
-    let creds = cfg.aws_credentials.as_ref().ok_or("AWS credentials are not configured")?;
     // The table may live in another region than the workflows (`DYNAMODB_REGION`).
     let region = match (req.service, &cfg.storage) {
         (AwsService::DynamoDb, ringi_core::config::Storage::DynamoDb(d)) => d.region.as_str(),
         _ => cfg.aws_region.as_str(),
     };
-    signed_post_as(creds, region, probe, req).await
+    let mut renewed = false;
+    loop {
+        let creds = own_credentials(cfg, req.timeout).await?;
+        let (status, text) = signed_post_as(&creds, region, probe, req).await?;
+        let expired = matches!(status, 400 | 403) && error_code(&text).is_some_and(|c| expired_credentials(&c));
+        if !expired || renewed || cfg.aws_role.is_none() {
+            return Ok((status, text));
+        }
+        forget_own(cfg);
+        renewed = true;
+    }
 }
 
 /// [`signed_post`] with the given credentials, signed for `region` (a callback's target's).
@@ -90,30 +102,4 @@ pub async fn signed_post_as(
         req.headers.iter().copied().chain(signed.iter().map(|(k, v)| (k.as_str(), v.as_str()))).collect();
     probe.before_round_trip(req.service.remote()).await;
     post(req.url, &all, req.body, req.timeout).await
-}
-
-/// One POST through the Workers fetch API: the status and body text, or a transport error (including no
-/// answer within `timeout`). The error may name the URL: callers posting to a secret URL scrub it.
-pub async fn post(url: &str, headers: &[(&str, &str)], body: &str, timeout: Duration) -> Result<(u16, String), String> {
-    let all = Headers::new();
-    for (k, v) in headers {
-        all.set(k, v).map_err(|e| e.to_string())?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(all).with_body(Some(body.into()));
-    let req = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let exchange = async move {
-        let mut resp = Fetch::Request(req).send_with_signal(&signal).await.map_err(|e| e.to_string())?;
-        let text = resp.text().await.map_err(|e| e.to_string())?;
-        Ok((resp.status_code(), text))
-    };
-    match select(Box::pin(exchange), Box::pin(Delay::from(timeout))).await {
-        Either::Left((outcome, _)) => outcome,
-        Either::Right(_) => {
-            controller.abort();
-            Err(format!("no answer within {}s", timeout.as_secs()))
-        }
-    }
 }

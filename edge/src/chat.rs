@@ -13,7 +13,8 @@ use ringi_core::config::Config;
 use ringi_core::ApiError;
 use serde_json::{json, Map, Value};
 
-use crate::aws::{post, MAIL_TIMEOUT};
+use crate::aws::MAIL_TIMEOUT;
+use crate::fetch::post;
 use crate::platform::{log, now_ms};
 use crate::store::{MailJob, ScheduleStore, Store};
 

@@ -1,6 +1,7 @@
-//! The callbacks' credentials: with federation (`FEDERATION_SIGNING_KEY`), temporary credentials of the target
-//! account's role, from `sts:AssumeRoleWithWebIdentity` with a JWT the worker signs itself (WebCrypto ECDSA
-//! P-256), cached per isolate until shortly before they expire; without it, the static access key.
+//! The worker's AWS credentials: with federation (`FEDERATION_SIGNING_KEY`), temporary credentials of a role —
+//! the target account's for a callback, the worker's own (`AWS_ROLE_ARN`) for mail and DynamoDB — from
+//! `sts:AssumeRoleWithWebIdentity` with a JWT the worker signs itself (WebCrypto ECDSA P-256), cached per isolate
+//! and role until shortly before they expire; without it, the static access key.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -8,8 +9,8 @@ use std::time::Duration;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use ringi_core::adapters::aws_target::AwsTarget;
-use ringi_core::adapters::federation::{self, Federation, SessionCredentials};
+use ringi_core::adapters::aws_target::{AccountId, AwsTarget, RoleArn};
+use ringi_core::adapters::federation::{self, Federation, Purpose, SessionCredentials};
 use ringi_core::adapters::sfn::{error_code, CallbackOutcome};
 use ringi_core::adapters::sigv4::AwsCredentials;
 use ringi_core::config::Config;
@@ -18,14 +19,23 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::CryptoKey;
 
-use crate::aws::post;
+use crate::fetch::post;
 use crate::platform::{log, now_ms, random_bytes, subtle};
 
 thread_local! {
-    /// Temporary credentials per account, for this isolate's lifetime (or until shortly before they expire).
+    /// Temporary credentials per role ARN, for this isolate's lifetime (or until shortly before they expire).
     static SESSIONS: RefCell<HashMap<String, SessionCredentials>> = RefCell::new(HashMap::new());
     /// The imported signing key, by kid (a rotated secret brings a new kid).
     static SIGNER: RefCell<Option<(String, CryptoKey)>> = const { RefCell::new(None) };
+}
+
+/// A role to assume, and what the token shown for it says: the purpose and account its trust policy checks.
+struct Assume<'a> {
+    role: &'a RoleArn,
+    account: &'a AccountId,
+    purpose: Purpose,
+    /// Where STS is asked (the region the credentials are for).
+    region: &'a str,
 }
 
 /// The credentials a callback to `target` is signed with, or why there are none (an outcome the caller
@@ -38,28 +48,50 @@ pub async fn credentials(
     let (Some(fed), Some(target)) = (&cfg.federation, target) else {
         return cfg.aws_credentials.clone().ok_or_else(|| CallbackOutcome::Refused("NoCredentialsConfigured".into()));
     };
-    let account = target.account.as_str();
-    let now = now_ms();
-    if let Some(s) = SESSIONS.with(|c| c.borrow().get(account).filter(|s| s.fresh(now)).cloned()) {
+    let role = callback_role(cfg, target).ok_or_else(|| CallbackOutcome::Refused("NoRoleConfigured".into()))?;
+    let purpose = Purpose::Callback;
+    assume(cfg, fed, &Assume { role, account: &target.account, purpose, region: target.region.as_str() }, timeout).await
+}
+
+/// The credentials of the worker's own calls (mail, the DynamoDB table): its own role's under federation
+/// (`AWS_ROLE_ARN`), else the access key.
+pub async fn own_credentials(cfg: &Config, timeout: Duration) -> Result<AwsCredentials, String> {
+    match (&cfg.federation, &cfg.aws_role) {
+        (Some(fed), Some(own)) => {
+            let a = Assume { role: &own.arn, account: &own.account, purpose: Purpose::Worker, region: &cfg.aws_region };
+            assume(cfg, fed, &a, timeout).await.map_err(|o| format!("the worker's role: {o:?}"))
+        }
+        _ => cfg.aws_credentials.clone().ok_or_else(|| "AWS credentials are not configured".into()),
+    }
+}
+
+fn callback_role<'a>(cfg: &'a Config, target: &AwsTarget) -> Option<&'a RoleArn> {
+    cfg.aws_targets.account(&target.account).and_then(|a| a.role_arn.as_ref())
+}
+
+/// Temporary credentials of `a.role`: cached, else from `sts:AssumeRoleWithWebIdentity` with a token the worker
+/// signs for `a.purpose` in `a.account`.
+async fn assume(
+    cfg: &Config,
+    fed: &Federation,
+    a: &Assume<'_>,
+    timeout: Duration,
+) -> Result<AwsCredentials, CallbackOutcome> {
+    let role = a.role.as_str();
+    if let Some(s) = SESSIONS.with(|c| c.borrow().get(role).filter(|s| s.fresh(now_ms())).cloned()) {
         return Ok(s.credentials);
     }
-    let role = cfg
-        .aws_targets
-        .account(&target.account)
-        .and_then(|a| a.role_arn.as_ref())
-        .ok_or_else(|| CallbackOutcome::Refused("NoRoleConfigured".into()))?;
-    let token = sign(fed, cfg.federation_issuer(), target).await.map_err(CallbackOutcome::Refused)?;
+    let token = sign(fed, cfg.federation_issuer(), a.purpose, a.account).await.map_err(CallbackOutcome::Refused)?;
     let session_name = format!("ringi-{}", URL_SAFE_NO_PAD.encode(random_bytes::<9>()));
-    let body = federation::assume_role_body(role.as_str(), &session_name, &token);
+    let body = federation::assume_role_body(role, &session_name, &token);
     let headers = [("content-type", "application/x-www-form-urlencoded; charset=utf-8")];
-    let url = fed.sts_url(target.region.as_str());
-    let (status, text) = post(&url, &headers, &body, timeout)
+    let (status, text) = post(&fed.sts_url(a.region), &headers, &body, timeout)
         .await
         .map_err(|e| CallbackOutcome::Retryable(format!("sts network: {e}")))?;
-    let fields = json!({"account": account, "role": role.as_str(), "session": session_name, "status": status});
+    let account = a.account.as_str();
     if !(200..300).contains(&status) {
         let code = error_code(&text).unwrap_or_else(|| format!("HTTP{status}"));
-        log("warn", "sts_refused", json!({"account": account, "role": role.as_str(), "code": code}));
+        log("warn", "sts_refused", json!({"account": account, "role": role, "code": code}));
         return Err(if status >= 500 || status == 429 || federation::sts_retryable(&code) {
             CallbackOutcome::Retryable(format!("sts: {code}"))
         } else {
@@ -67,24 +99,35 @@ pub async fn credentials(
         });
     }
     let session = federation::parse_assume_role_response(&text).map_err(CallbackOutcome::Retryable)?;
-    log("info", "sts_assumed_role", fields);
+    log(
+        "info",
+        "sts_assumed_role",
+        json!({"account": account, "role": role, "session": session_name, "status": status}),
+    );
     let creds = session.credentials.clone();
-    SESSIONS.with(|c| c.borrow_mut().insert(account.to_owned(), session));
+    SESSIONS.with(|c| c.borrow_mut().insert(role.to_owned(), session));
     Ok(creds)
 }
 
-/// Drops the cached credentials of `target`'s account (Step Functions said they expired).
-pub fn forget(target: Option<&AwsTarget>) {
-    if let Some(t) = target {
-        SESSIONS.with(|c| c.borrow_mut().remove(t.account.as_str()));
+/// Drops the cached credentials of `target`'s role (Step Functions said they expired).
+pub fn forget(cfg: &Config, target: Option<&AwsTarget>) {
+    if let Some(role) = target.and_then(|t| callback_role(cfg, t)) {
+        SESSIONS.with(|c| c.borrow_mut().remove(role.as_str()));
     }
 }
 
-/// A JWT for `target`'s account, signed with the federation key.
-async fn sign(fed: &Federation, issuer: &str, target: &AwsTarget) -> Result<String, String> {
+/// Drops the cached credentials of the worker's own role (SES or DynamoDB said they expired).
+pub fn forget_own(cfg: &Config) {
+    if let Some(own) = &cfg.aws_role {
+        SESSIONS.with(|c| c.borrow_mut().remove(own.arn.as_str()));
+    }
+}
+
+/// A JWT for `purpose` in `account`, signed with the federation key.
+async fn sign(fed: &Federation, issuer: &str, purpose: Purpose, account: &AccountId) -> Result<String, String> {
     let key = signing_key(fed).await?;
     let jti = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
-    let input = fed.signing_input(issuer, &target.account, now_ms() / 1000, &jti);
+    let input = fed.signing_input(issuer, purpose, account, now_ms() / 1000, &jti);
     let promise = subtle()
         .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &key, input.as_bytes())
         .map_err(|_| "signing failed".to_owned())?;

@@ -9,6 +9,7 @@ mod cron;
 mod discovery;
 mod error;
 mod federation;
+mod fetch;
 mod jwks;
 mod mailer;
 mod on_expiry;

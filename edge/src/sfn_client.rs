@@ -80,7 +80,7 @@ pub async fn deliver(
                     && !renewed
                     && attempt < policy.max_attempts =>
             {
-                forget(target);
+                forget(cfg, target);
                 renewed = true;
                 attempt += 1;
             }

@@ -1,9 +1,10 @@
-"""No long-lived AWS key signs a callback: with FEDERATION_SIGNING_KEY the worker is its own OpenID Connect issuer,
-trades a JWT it signed for temporary credentials of each target account's role (sts:AssumeRoleWithWebIdentity),
-caches them, and signs the Step Functions call with them. Two paused executions in two accounts and two regions
-of moto, registered through EventBridge-shaped envelopes, both decided; each callback lands in its own account
-and region. moto's STS accepts any token, so the test plays IAM's part: it reads the worker's discovery document
-and keys as IAM would and verifies every token the worker sent (PyJWT, which the worker does not use)."""
+"""No long-lived AWS key at all: with FEDERATION_SIGNING_KEY the worker is its own OpenID Connect issuer, trades a
+JWT it signed for temporary credentials (sts:AssumeRoleWithWebIdentity) of each target account's callback role
+and of its own role (AWS_ROLE_ARN: mail, the DynamoDB table), caches them per role, and signs with them. Two paused
+executions in two accounts and two regions of moto, registered through EventBridge-shaped envelopes, both decided;
+each callback lands in its own account and region; mail and a DynamoDB-backed worker go through the worker's
+role. moto's STS accepts any token, so the test plays IAM's part: it reads the worker's discovery document and
+keys as IAM would and verifies every token the worker sent (PyJWT, which the worker does not use)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import ec
-from ringi_stack import ADMIN_KEY, free_port
+from ringi_stack import ADMIN_KEY, DDB_ACTIONS, DDB_MOTO_ONLY_ACTIONS, DDB_TABLE, free_port
 
 from support.api import _definition, envelope, registration, start_paused, wait_execution_done
 from support.faultproxy import FaultProxy
@@ -25,10 +26,22 @@ from support.faultproxy import FaultProxy
 HOME = ("123456789012", "us-east-1")  # moto's default account
 MEMBER = ("210987654321", "eu-west-1")
 ROLE = "ringi-callback"
+WORKER_ROLE = f"arn:aws:iam::{HOME[0]}:role/ringi-worker"  # the worker's own (mail; DynamoDB for its table)
 
 
 def role_arn(account: str) -> str:
     return f"arn:aws:iam::{account}:role/{ROLE}"
+
+
+def worker_role(stack, name: str, actions: list[str]) -> str:
+    """The worker's own role in the home account, allowed `actions` and nothing else."""
+    iam = client(stack, "iam", *HOME)
+    iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity",
+         "Principal": {"Federated": f"arn:aws:iam::{HOME[0]}:oidc-provider/ringi"}}]}))
+    iam.put_role_policy(RoleName=name, PolicyName="worker", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*", "Action": actions}]}))
+    return f"arn:aws:iam::{HOME[0]}:role/{name}"
 
 
 def client(stack, service: str, account: str, region: str):
@@ -104,23 +117,22 @@ def federated(stack):
     sfn = FaultProxy(int(stack.moto_url.rsplit(":", 1)[1])).start()
     sfn.mode = "ok"
     signing, following = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    # The worker's static key may only mail: a callback signed with it would be refused.
-    iam = stack.aws("iam")
-    iam.create_user(UserName="ringi-mail-only")
-    iam.put_user_policy(UserName="ringi-mail-only", PolicyName="mail", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ses:SendEmail", "Resource": "*"}]}))
-    key = iam.create_access_key(UserName="ringi-mail-only")["AccessKey"]
-    url = stack.extra_worker("federated", {
-        "AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+    # No access key: the worker's own role may only mail (a callback signed with it would be refused).
+    federation = {
         "AWS_TARGETS": json.dumps({a: {"roleArn": role_arn(a), "regions": [r]} for a, r in (HOME, MEMBER)}),
         "FEDERATION_SIGNING_KEY": json.dumps(jwk(signing, "ringi-1", private=True)),
         "FEDERATION_PUBLISHED_KEYS": json.dumps([jwk(following, "ringi-2", private=False)]),
         "STS_ENDPOINT": sts.url,
+        "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+    }
+    url = stack.extra_worker("federated", {
+        **federation,
+        "AWS_ROLE_ARN": worker_role(stack, "ringi-worker", ["ses:SendEmail"]),
         "SFN_ENDPOINT": f"http://127.0.0.1:{sfn.port}",
         # A delivery may now also fetch credentials: the lease outlasts that too.
         "CLAIM_LEASE_SECONDS": "30",
     })
-    yield url, accounts, sts, sfn
+    yield url, accounts, sts, sfn, federation
     sts.server.shutdown()
     sfn.stop()
 
@@ -136,21 +148,24 @@ def decide(stack, url: str, approval_id: str, decision: str):
 
 
 def test_each_callback_lands_in_its_account_with_temporary_credentials_of_its_role(stack, federated):
-    url, accounts, sts, _ = federated
+    url, accounts, sts, _, _ = federated
     paused = {a: acc.start_paused() for a, acc in accounts.items()}
     ids = {}
     for account, (_, token) in paused.items():
-        r = post(stack, url, envelope(registration(token), account, accounts[account].region))
+        body = registration(token, approvers=[{"sub": "alice"}, {"email": "ops@example.com"}])
+        r = post(stack, url, envelope(body, account, accounts[account].region))
         assert r.status_code == 201, r.text
         ids[account] = r.json()["id"]
+    # The request mails went out through SES, signed with the worker's own role (it holds no key).
+    stack.wait_mail(lambda ms: all(any(i in m["body"] for m in ms) for i in ids.values()))
     assert decide(stack, url, ids[HOME[0]], "approve").status_code == 200
     assert decide(stack, url, ids[MEMBER[0]], "reject").status_code == 200
     for account, (arn, _) in paused.items():
         assert wait_execution_done(accounts[account].sfn, arn)["status"] == "SUCCEEDED"
     history = accounts[MEMBER[0]].sfn.get_execution_history(executionArn=paused[MEMBER[0]][0])["events"]
     assert "Rejected" in json.dumps(history, default=str)
-    # One AssumeRoleWithWebIdentity per account, each for that account's role; nothing else went to STS.
-    assert sorted(c["RoleArn"] for c in sts.calls) == sorted(role_arn(a) for a in accounts)
+    # One AssumeRoleWithWebIdentity per role: each account's callback role and the worker's own; nothing else.
+    assert sorted(c["RoleArn"] for c in sts.calls) == sorted([WORKER_ROLE] + [role_arn(a) for a in accounts])
     assert {c["Action"] for c in sts.calls} == {"AssumeRoleWithWebIdentity"}
     assert all(c["RoleSessionName"].startswith("ringi-") for c in sts.calls)
 
@@ -167,7 +182,8 @@ def test_each_callback_lands_in_its_account_with_temporary_credentials_of_its_ro
         claims = jwt.decode(token, by_kid[header["kid"]].key, algorithms=["ES256"], audience="sts.amazonaws.com",
                             issuer=discovery["issuer"], options={"require": ["exp", "iat", "sub", "aud", "iss"]})
         account = call["RoleArn"].split(":")[4]
-        assert claims["sub"] == f"ringi-callback:{account}", "each account's role trusts only its own subject"
+        purpose = "worker" if call["RoleArn"] == WORKER_ROLE else "callback"
+        assert claims["sub"] == f"ringi-{purpose}:{account}", "each role trusts only its own subject"
         assert 0 < claims["exp"] - claims["iat"] <= 300
         # A token is not accepted under another key or audience (the check above can fail).
         with pytest.raises(jwt.InvalidTokenError):
@@ -180,13 +196,14 @@ def test_each_callback_lands_in_its_account_with_temporary_credentials_of_its_ro
     r = post(stack, url, envelope(registration(token), *HOME))
     assert decide(stack, url, r.json()["id"], "approve").status_code == 200
     assert wait_execution_done(accounts[HOME[0]].sfn, arn)["status"] == "SUCCEEDED"
-    assert len(sts.calls) == 2
+    assert len(sts.calls) == 3
     log = (stack.state / "worker-federated.log").read_text(errors="replace")
-    assert log.count('"event":"sts_assumed_role"') == 2, "one role session per account"
+    assert log.count('"event":"sts_assumed_role"') == 3, "one session per role"
+    assert "AKIA" not in log and "ASIA" not in log, "no access key ID in the log"
 
 
 def test_credentials_that_expire_mid_flight_are_renewed_and_the_decision_lands_once(stack, federated):
-    url, accounts, sts, sfn = federated
+    url, accounts, sts, sfn, _ = federated
     home = accounts[HOME[0]]
     arn, token = home.start_paused()
     r = post(stack, url, envelope(registration(token), *HOME))
@@ -198,6 +215,29 @@ def test_credentials_that_expire_mid_flight_are_renewed_and_the_decision_lands_o
     assert sfn.injected["expired"] == 1
     assert sfn.forwarded[token] == 1, "delivered exactly once"
     assert sum(c["RoleArn"] == role_arn(HOME[0]) for c in sts.calls) == before + 1, "a new session was fetched"
+
+
+def test_a_dynamodb_worker_without_any_access_key_keeps_its_table_with_its_own_role(stack, federated):
+    _, accounts, sts, _, federation = federated
+    role = worker_role(stack, "ringi-worker-table", ["ses:SendEmail", *DDB_ACTIONS, *DDB_MOTO_ONLY_ACTIONS])
+    table = {k: v for k, v in stack.dynamodb_vars(DDB_TABLE).items() if not k.startswith("AWS_")}
+    url = stack.extra_worker("federated-ddb", {**federation, **table, "AWS_ROLE_ARN": role})
+    home = accounts[HOME[0]]
+    arn, token = home.start_paused()
+    body = registration(token, approvers=[{"sub": "alice"}, {"email": "ops@example.com"}])
+    r = post(stack, url, envelope(body, *HOME))
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    assert requests.get(f"{url}/api/v1/approvals/{approval_id}", timeout=30,
+                        headers={"authorization": f"Bearer {stack.mint('alice')}"}).status_code == 200
+    stack.wait_mail(lambda ms: any(approval_id in m["body"] for m in ms))
+    assert decide(stack, url, approval_id, "approve").status_code == 200
+    assert wait_execution_done(home.sfn, arn)["status"] == "SUCCEEDED"
+    item = client(stack, "dynamodb", *HOME).get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}})
+    assert item["Item"]["status"]["S"] == "approved"
+    assert any(c["RoleArn"] == role for c in sts.calls), "the table's worker assumed its own role"
+    log = (stack.state / "worker-federated-ddb.log").read_text(errors="replace")
+    assert '"role":"%s"' % role in log
 
 
 def test_without_federation_there_is_no_issuer(stack):

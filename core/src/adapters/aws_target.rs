@@ -85,6 +85,25 @@ impl RoleArn {
     }
 }
 
+/// The worker's own role in its home account (`AWS_ROLE_ARN`): under federation, mail (SES) and the DynamoDB
+/// table are reached with its temporary credentials, so the worker holds no access key at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnRole {
+    pub account: AccountId,
+    pub arn: RoleArn,
+}
+
+impl OwnRole {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let account = s
+            .split(':')
+            .nth(4)
+            .and_then(AccountId::parse)
+            .ok_or_else(|| "must be arn:aws:iam::ACCOUNT:role/NAME".to_owned())?;
+        Ok(Self { arn: RoleArn::parse(s, &account)?, account })
+    }
+}
+
 /// Where one approval's callback goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AwsTarget {
@@ -329,6 +348,21 @@ mod tests {
         assert_eq!(none.resolve(&envelope).unwrap(), None);
         let direct = RequestedTarget { envelope: (None, None), explicit: Some((s("111111111111"), s("eu-west-1"))) };
         assert_eq!(field(none.resolve(&direct)).0, "aws");
+    }
+
+    #[test]
+    fn the_workers_own_role_names_its_account() {
+        let own = OwnRole::parse("arn:aws:iam::123456789012:role/ringi-worker").unwrap();
+        assert_eq!(own.account.as_str(), "123456789012");
+        assert_eq!(own.arn.as_str(), "arn:aws:iam::123456789012:role/ringi-worker");
+        for bad in [
+            "ringi-worker",
+            "arn:aws:iam::12345:role/x",
+            "arn:aws:iam::123456789012:user/x",
+            "arn:aws:sts::123456789012:role/x",
+        ] {
+            assert!(OwnRole::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

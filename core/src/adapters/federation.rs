@@ -21,9 +21,22 @@ pub const SESSION_SECS: u32 = 900;
 pub const REFRESH_MARGIN_MS: i64 = 120_000;
 pub const STS_VERSION: &str = "2011-06-15";
 
-/// The `sub` of the tokens minted for `account`: each member account's role trusts only its own.
-pub fn subject(account: &AccountId) -> String {
-    format!("ringi-callback:{account}")
+/// What a token is for. Each role trusts one subject, so a token for one purpose assumes no other role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Answering the workflows of one account (its callback role).
+    Callback,
+    /// The worker's own calls in its home account: mail (SES) and the DynamoDB table (`AWS_ROLE_ARN`).
+    Worker,
+}
+
+/// The `sub` of the tokens minted for `purpose` in `account`: each role trusts only its own account's and
+/// purpose's (`ringi-callback:ACCOUNT`, `ringi-worker:ACCOUNT`).
+pub fn subject(purpose: Purpose, account: &AccountId) -> String {
+    match purpose {
+        Purpose::Callback => format!("ringi-callback:{account}"),
+        Purpose::Worker => format!("ringi-worker:{account}"),
+    }
 }
 
 /// A P-256 key as a JWK (`kty` EC, `crv` P-256, `x`, `y`, `kid`; `d` for the private one).
@@ -148,10 +161,11 @@ impl Federation {
         })
     }
 
-    /// The JWS signing input (`header.payload`, base64url) of a token for `account`, issued at `now_s`.
-    pub fn signing_input(&self, issuer: &str, account: &AccountId, now_s: i64, jti: &str) -> String {
+    /// The JWS signing input (`header.payload`, base64url) of a token for `purpose` in `account`, issued at
+    /// `now_s`.
+    pub fn signing_input(&self, issuer: &str, purpose: Purpose, account: &AccountId, now_s: i64, jti: &str) -> String {
         let header = json!({"alg": "ES256", "typ": "JWT", "kid": self.signing.kid()});
-        let claims = json!({"iss": issuer, "sub": subject(account), "aud": self.audience, "iat": now_s,
+        let claims = json!({"iss": issuer, "sub": subject(purpose, account), "aud": self.audience, "iat": now_s,
                             "nbf": now_s, "exp": now_s + TOKEN_TTL_SECS, "jti": jti});
         format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()))
     }
@@ -286,7 +300,7 @@ mod tests {
     fn a_token_names_the_issuer_the_audience_and_its_account() {
         let f = fed(None);
         let account = AccountId::parse("111111111111").unwrap();
-        let input = f.signing_input("https://ringi.example.com", &account, 1_800_000_000, "j1");
+        let input = f.signing_input("https://ringi.example.com", Purpose::Callback, &account, 1_800_000_000, "j1");
         let (h, c) = input.split_once('.').unwrap();
         let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).unwrap()).unwrap();
         let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(c).unwrap()).unwrap();
@@ -294,6 +308,10 @@ mod tests {
         assert_eq!(claims["iss"], "https://ringi.example.com");
         assert_eq!(claims["aud"], "sts.amazonaws.com");
         assert_eq!(claims["sub"], "ringi-callback:111111111111");
+        let own = f.signing_input("https://ringi.example.com", Purpose::Worker, &account, 1_800_000_000, "j2");
+        let own: Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(own.split('.').nth(1).unwrap()).unwrap()).unwrap();
+        assert_eq!(own["sub"], "ringi-worker:111111111111");
         assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), TOKEN_TTL_SECS);
         assert_eq!(jws(&input, &[0u8; 64]).matches('.').count(), 2);
         let d = Federation::discovery("https://ringi.example.com");

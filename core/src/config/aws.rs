@@ -2,7 +2,7 @@
 //! into them), the Step Functions and SES endpoints, and where approvals are kept (D1 or DynamoDB).
 
 use super::vars::{url, ConfigError, Vars};
-use crate::adapters::aws_target::AwsTargets;
+use crate::adapters::aws_target::{AwsTargets, OwnRole};
 use crate::adapters::federation::Federation;
 use crate::adapters::sigv4::AwsCredentials;
 
@@ -40,10 +40,12 @@ pub(super) struct Aws {
     pub sfn_endpoint: Option<String>,
     pub targets: AwsTargets,
     pub federation: Option<Federation>,
+    pub own_role: Option<OwnRole>,
     pub ses_endpoint: String,
 }
 
-/// `AWS_REGION`, the access key, `SFN_ENDPOINT`, `AWS_TARGETS`, federation, `SES_ENDPOINT`.
+/// `AWS_REGION`, the access key, `SFN_ENDPOINT`, `AWS_TARGETS`, federation, the worker's own role
+/// (`AWS_ROLE_ARN`), `SES_ENDPOINT`.
 pub(super) fn aws(v: &Vars) -> Result<Aws, ConfigError> {
     let region = v.opt("AWS_REGION").unwrap_or_else(|| "us-east-1".into());
     let credentials = match (v.opt("AWS_ACCESS_KEY_ID"), v.opt("AWS_SECRET_ACCESS_KEY")) {
@@ -64,11 +66,21 @@ pub(super) fn aws(v: &Vars) -> Result<Aws, ConfigError> {
         Some(t) => AwsTargets::parse(&t).map_err(|e| ConfigError::Invalid("AWS_TARGETS", e))?,
     };
     let federation = federation(v, &targets)?;
+    let own_role = match v.opt("AWS_ROLE_ARN") {
+        None => None,
+        Some(_) if federation.is_none() => {
+            return Err(ConfigError::Invalid(
+                "AWS_ROLE_ARN",
+                "the worker's role is assumed with its own token: set FEDERATION_SIGNING_KEY too".into(),
+            ))
+        }
+        Some(arn) => Some(OwnRole::parse(&arn).map_err(|e| ConfigError::Invalid("AWS_ROLE_ARN", e))?),
+    };
     let ses_endpoint = match v.opt("SES_ENDPOINT") {
         Some(u) => url("SES_ENDPOINT", u)?,
         None => format!("https://email.{region}.amazonaws.com"),
     };
-    Ok(Aws { region, credentials, sfn_endpoint, targets, federation, ses_endpoint })
+    Ok(Aws { region, credentials, sfn_endpoint, targets, federation, own_role, ses_endpoint })
 }
 
 /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target account's role, so every
@@ -99,10 +111,10 @@ pub(super) fn storage(v: &Vars, aws: &Aws) -> Result<Storage, ConfigError> {
         None | Some("d1") => Ok(Storage::D1),
         Some("dynamodb") => {
             let region = v.opt("DYNAMODB_REGION").unwrap_or_else(|| aws.region.clone());
-            if aws.credentials.is_none() {
+            if aws.credentials.is_none() && aws.own_role.is_none() {
                 return Err(ConfigError::Invalid(
                     "STORAGE",
-                    "dynamodb needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".into(),
+                    "dynamodb needs the worker's role (AWS_ROLE_ARN, with federation) or an access key".into(),
                 ));
             }
             Ok(Storage::DynamoDb(DynamoDbConfig {

@@ -16,7 +16,7 @@ pub use aws::{DynamoDbConfig, Storage};
 pub use limits::{min_claim_lease_secs, CLAIM_LEASE_MARGIN_MS};
 pub use vars::{check_url, origin_of, ConfigError};
 
-use crate::adapters::aws_target::{AwsTarget, AwsTargets};
+use crate::adapters::aws_target::{AwsTarget, AwsTargets, OwnRole};
 use crate::adapters::chat::ChatChannels;
 use crate::adapters::discovery::Discovery;
 use crate::adapters::federation::Federation;
@@ -65,6 +65,9 @@ pub struct Config {
     /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target's role
     /// (core::adapters::federation), not the static access key.
     pub federation: Option<Federation>,
+    /// `AWS_ROLE_ARN` (with federation): the worker's own role, whose temporary credentials sign mail and DynamoDB
+    /// calls instead of the access key.
+    pub aws_role: Option<OwnRole>,
     pub ses_endpoint: String,
     pub mail_from: Option<String>,
     /// Besides the approval's own email approvers, `notify` may name addresses in these domains only
@@ -153,6 +156,7 @@ impl Config {
             sfn_endpoint: aws.sfn_endpoint,
             aws_targets: aws.targets,
             federation: aws.federation,
+            aws_role: aws.own_role,
             ses_endpoint: aws.ses_endpoint,
             mail_from: v.opt("MAIL_FROM"),
             mail_allowed_domains,

@@ -364,6 +364,17 @@ fn federation_needs_every_target_account_to_name_its_role() {
         err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("FEDERATION_PUBLISHED_KEYS", "x")]),
         "FEDERATION_PUBLISHED_KEYS"
     );
+
+    // The worker's own role: mail and the DynamoDB table without any access key.
+    const OWN: (&str, &str) = ("AWS_ROLE_ARN", "arn:aws:iam::222222222222:role/ringi-worker");
+    const TABLE: [(&str, &str); 2] = [("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "ringi-approvals")];
+    let fed = [("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), OWN];
+    let c = with(&[&fed[..], &TABLE[..]].concat()).unwrap();
+    assert!(c.aws_credentials.is_none());
+    assert_eq!(c.aws_role.as_ref().map(|r| r.account.as_str()), Some("222222222222"));
+    assert_eq!(err(&[OWN]), "AWS_ROLE_ARN", "a role needs the worker's own token");
+    assert_eq!(err(&[fed[0], fed[1], ("AWS_ROLE_ARN", "ringi-worker")]), "AWS_ROLE_ARN");
+    assert_eq!(err(&TABLE), "STORAGE", "no role and no key: nothing could sign for the table");
 }
 
 #[test]
