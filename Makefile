@@ -10,9 +10,10 @@ PY := $(HOME)/.cache/ringi/venv/bin/python
 dev: bootstrap build
 	$(ENV) python scripts/dev.py
 
-## make demo: start another run of the demo workflow on a running `make dev` (a new mail in the mailbox)
+## make demo: start another run of the demo workflow on a running `make dev` (a new mail in the mailbox);
+## ACCOUNT=member: the member account's workflow (another account and region, answered through its own role)
 demo:
-	$(ENV) python scripts/demo.py
+	$(ENV) python scripts/demo.py $(if $(ACCOUNT),--account $(ACCOUNT))
 
 ## make test: everything CI runs
 test: bootstrap lint unit build deploy-check e2e

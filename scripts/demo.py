@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`make demo`: starts another execution of the demo workflow on a running `make dev` stack (settings from
-.ringi/dev.env), then says where the mail and the approval are. Optional: --version v3.1.0."""
+.ringi/dev.env), then says where the mail and the approval are. Optional: --version v3.1.0, --account member (the
+member account's workflow, in its region)."""
 import argparse
 import json
 import sys
@@ -17,17 +18,25 @@ DEV_ENV = ROOT / ".ringi" / "dev.env"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--version", help="the version the demo change deploys (default: a random one)")
+    ap.add_argument("--account", choices=("home", "member"), default="home",
+                    help="whose workflow: ringi's home account (default) or the member account")
     args = ap.parse_args()
     if not DEV_ENV.exists():
         print("ringi: no running `make dev` stack (.ringi/dev.env is missing): start `make dev` first", file=sys.stderr)
         return 1
     env = read_env(DEV_ENV.read_text())
     import boto3
-    sfn = boto3.client("stepfunctions", endpoint_url=env["RINGI_MOTO_URL"], region_name=env["RINGI_AWS_REGION"],
+    member = args.account == "member"
+    sfn = boto3.client("stepfunctions", endpoint_url=env["RINGI_MOTO_URL"],
+                       region_name=env["RINGI_MEMBER_REGION" if member else "RINGI_AWS_REGION"],
                        aws_access_key_id=env["RINGI_AWS_ADMIN_KEY"], aws_secret_access_key="admin")
+    if member:  # moto's admin key acts in the account this header names
+        sfn.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__(
+            "x-moto-account-id", env["RINGI_MEMBER_ACCOUNT"]))
     body = demo_input(args.version)
+    machine = env["RINGI_MEMBER_STATE_MACHINE_ARN" if member else "RINGI_DEMO_STATE_MACHINE_ARN"]
     try:
-        arn = sfn.start_execution(stateMachineArn=env["RINGI_DEMO_STATE_MACHINE_ARN"], input=json.dumps(body))["executionArn"]
+        arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(body))["executionArn"]
     except Exception as e:
         print(f"ringi: could not start the demo workflow ({e}); is `make dev` still running?", file=sys.stderr)
         return 1

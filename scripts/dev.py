@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`make dev`: the whole ringi system on 127.0.0.1 through the same launcher the tests use, with the demo
-(EventBridge relay, mailbox page, chat stand-in, demo workflow). Starts one demo execution so the mailbox has a mail.
-Ctrl-C stops every process it started."""
+(EventBridge relay, mailbox page, chat stand-in, demo workflow), federated as deployed by default: the worker holds
+no AWS key and answers workflows in two accounts and regions (moto's), each through its own role. Starts one demo
+execution in each account so the mailbox has two mails. Ctrl-C stops every process it started."""
 import json
 import os
 import signal
@@ -10,7 +11,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ringi_stack import ADMIN_KEY, DEMO_APPROVERS, REGION, ROOT, Ports, Stack, StackError, fresh_state  # noqa: E402
+from ringi_stack import (ADMIN_KEY, DEMO_APPROVERS, HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION,  # noqa: E402
+                         ROOT, Ports, Stack, StackError, fresh_state)
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
 
@@ -71,11 +73,12 @@ def main() -> int:
     t0 = time.monotonic()
     # RINGI_IDP_PROFILE=generic or okta: the IdP stand-in's Entra-like or Okta-like OpenID Connect profile
     # (OIDC_ISSUER, discovery).
-    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True,
+    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True, federated=True,
                   profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"))
     try:
         stack.start()
         first = stack.start_demo_execution()
+        member_first = stack.start_member_demo_execution()
     except StackError as e:
         print(f"\nringi: could not start: {e}", file=sys.stderr)
         stack.stop()
@@ -95,6 +98,9 @@ def main() -> int:
         "RINGI_AWS_REGION": REGION,
         "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (scripts/moto_server.py); not a real credential
         "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
+        "RINGI_MEMBER_ACCOUNT": MEMBER_ACCOUNT,
+        "RINGI_MEMBER_REGION": MEMBER_REGION,
+        "RINGI_MEMBER_STATE_MACHINE_ARN": stack.member_state_machine_arn,
         "RINGI_DEMO_USERS": "alice,bob,carol (password Passw0rd!)",
     }
     DEV_ENV.write_text(format_env(env))
@@ -108,10 +114,15 @@ ringi is ready in {time.monotonic() - t0:.1f}s
   sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):
 {demo_logins()}
   demo approvers {demo_approvers()}
-  another demo   make demo        (starts the demo workflow again: a new mail appears in the mailbox)
+  another demo   make demo        (starts the demo workflow again: a new mail appears in the mailbox;
+                 make demo ACCOUNT=member: in the member account)
   API            {stack.base_url}/api/v1/approvals   (register with: Authorization: Bearer $RINGI_API_KEY)
-  AWS (moto)     {stack.moto_url}   demo state machine {stack.demo_state_machine_arn}
-  first demo     {first}
+  AWS (moto)     {stack.moto_url}   no access key in the worker: each call with a role's temporary credentials
+                 (sts:AssumeRoleWithWebIdentity with the worker's own token, {stack.base_url}/.well-known/jwks.json)
+  accounts       home   {HOME_ACCOUNT} {REGION:<12} {stack.demo_state_machine_arn}
+                 member {MEMBER_ACCOUNT} {MEMBER_REGION:<12} {stack.member_state_machine_arn}
+  first demos    {first}
+                 {member_first}
   settings       .ringi/dev.env     logs .ringi/dev/*.log
 Ctrl-C stops everything.""", flush=True)
     stopping = []

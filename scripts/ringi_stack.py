@@ -59,6 +59,11 @@ EVENT_DETAIL_TYPE = "ringi.approval.requested"
 RELAY_QUEUE = "ringi-approvals-relay"
 RELAY_RULE = "ringi-approvals"
 DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
+# Stack(federated=True) (`make dev`): moto's default account is ringi's home; a second account in another region
+# is a member whose workflows ringi answers too, each through its own callback role (deploy/aws/member.yaml).
+HOME_ACCOUNT = "123456789012"
+MEMBER_ACCOUNT, MEMBER_REGION = "210987654321", "eu-west-1"
+MEMBER_QUEUE = "ringi-member-events"
 # The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
 # `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
 # STORAGE=dynamodb: the seed design's token table (hash key approvalId), its approver index and the audit
@@ -94,6 +99,22 @@ def demo_definition(approvers=None, timeout_seconds: int | None = None) -> dict:
     detail["approvers"] = approvers or DEMO_APPROVERS
     if timeout_seconds is not None:
         task["TimeoutSeconds"] = detail["timeoutSeconds"] = timeout_seconds
+    return asl
+
+
+def member_definition(queue_url: str) -> dict:
+    """The demo workflow as a member account runs it: its event reaches ringi through that account's EventBridge,
+    which moto cannot route across accounts, so the task sends the event EventBridge would deliver (the envelope
+    naming the member account and region, the same detail) to a queue that a relay forwards, as the home
+    account's rule and relay do."""
+    asl = demo_definition()
+    task = asl["States"]["RequestApproval"]
+    entry = task["Parameters"]["Entries"][0]
+    task["Resource"] = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
+    task["Parameters"] = {"QueueUrl": queue_url, "MessageBody": {
+        "version": "0", "id.$": "$$.Execution.Name", "detail-type": entry["DetailType"], "source": entry["Source"],
+        "account": MEMBER_ACCOUNT, "region": MEMBER_REGION, "time.$": "$$.State.EnteredTime", "resources": [],
+        "detail": entry["Detail"]}}
     return asl
 
 
@@ -246,6 +267,7 @@ class Proc:
     name: str
     popen: subprocess.Popen
     log: Path
+    seen: int = 0  # the log's length when it started (a restart appends to the same log)
 
 
 @dataclass
@@ -256,8 +278,12 @@ class Stack:
     extra_vars: dict = field(default_factory=dict)
     say: callable = print
     demo: bool = False  # + relay, mailbox, the EventBridge rule and the demo state machine
+    # No AWS key in the worker: callbacks to two accounts (HOME_ACCOUNT, MEMBER_ACCOUNT in MEMBER_REGION) and its
+    # own calls (mail, DynamoDB) through web-identity federation, each with a role of its own in moto.
+    federated: bool = False
     storage: str = "d1"  # or "dynamodb": the worker keeps approvals in DDB_TABLE in moto
     demo_state_machine_arn: str | None = None
+    member_state_machine_arn: str | None = None
     procs: list = field(default_factory=list)
     # A port for one extra worker that users can sign in to (its callback is registered at the IdP).
     sign_in_port: int = 0
@@ -313,7 +339,7 @@ class Stack:
         self.state.mkdir(parents=True, exist_ok=True)
         (self.state / "pids").mkdir(exist_ok=True)
         self._reap_stale()
-        self.demo_state_machine_arn = None  # made anew in this start's moto
+        self.demo_state_machine_arn = self.member_state_machine_arn = None  # made anew in this start's moto
         wanted = [("worker", self.ports.worker), ("moto", self.ports.moto), ("idp", self.ports.idp)]
         if self.demo:
             self.ports.chat = self.ports.chat or free_port()
@@ -426,8 +452,46 @@ class Stack:
         self.aws("sesv2").create_email_identity(EmailIdentity="ringi@example.com")
         if self.storage == "dynamodb":
             self.dynamodb_vars()
+        if self.federated:
+            self._setup_federation()
         if self.demo:
             self._setup_events()
+
+    def account_aws(self, service: str, account: str, region: str = REGION):
+        """An admin client of moto acting in `account` (moto's x-moto-account-id; the admin key passes IAM)."""
+        import boto3
+        c = boto3.client(service, endpoint_url=self.moto_url, region_name=region, aws_access_key_id=ADMIN_KEY,
+                         aws_secret_access_key="admin")
+        c.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__("x-moto-account-id",
+                                                                                                account))
+        return c
+
+    def _federated_role(self, account: str, name: str, actions: list) -> str:
+        """A role in `account` that ringi's tokens assume (moto's STS checks no token), allowed `actions` only."""
+        iam = self.account_aws("iam", account)
+        iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity",
+             "Principal": {"Federated": f"arn:aws:iam::{account}:oidc-provider/127.0.0.1"}}]}))
+        iam.put_role_policy(RoleName=name, PolicyName=name, PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}))
+        return f"arn:aws:iam::{account}:role/{name}"
+
+    def _setup_federation(self) -> None:
+        """The worker's federation settings: a fresh signing key, the two accounts' callback roles as AWS_TARGETS,
+        the worker's own role for mail (and the table), and no access key."""
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import ec
+        key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))),
+               "kid": "ringi-local-" + secrets.token_hex(4)}
+        callback = ["states:SendTaskSuccess", "states:SendTaskFailure"]
+        targets = {a: {"roleArn": self._federated_role(a, "ringi-callback", callback), "regions": [r]}
+                   for a, r in ((HOME_ACCOUNT, REGION), (MEMBER_ACCOUNT, MEMBER_REGION))}
+        own = ["ses:SendEmail"] + (DDB_ACTIONS + DDB_MOTO_ONLY_ACTIONS if self.storage == "dynamodb" else [])
+        self.federation_vars = {
+            "FEDERATION_SIGNING_KEY": json.dumps(key), "AWS_TARGETS": json.dumps(targets),
+            "AWS_ROLE_ARN": self._federated_role(HOME_ACCOUNT, "ringi-worker", own), "STS_ENDPOINT": self.moto_url,
+            "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+        }
 
     # ------------------------------------------------------------------ DynamoDB (STORAGE=dynamodb)
     def create_approval_table(self, table: str = DDB_TABLE) -> str:
@@ -484,10 +548,17 @@ class Stack:
         events.put_rule(Name=RELAY_RULE, EventBusName="default", State="ENABLED",
                         EventPattern=json.dumps({"source": [EVENT_SOURCE], "detail-type": [EVENT_DETAIL_TYPE]}))
         events.put_targets(Rule=RELAY_RULE, EventBusName="default", Targets=[{"Id": "ringi-relay", "Arn": queue_arn}])
+        queues = [queue_arn]
+        if self.federated:
+            # moto's interpreter sends a task's message with its own (the home) account, in the machine's region.
+            member_sqs = self.account_aws("sqs", HOME_ACCOUNT, MEMBER_REGION)
+            self.member_queue_url = member_sqs.create_queue(QueueName=MEMBER_QUEUE)["QueueUrl"]
+            queues.append(member_sqs.get_queue_attributes(QueueUrl=self.member_queue_url,
+                                                          AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
         iam.create_user(UserName="ringi-relay")
         iam.put_user_policy(UserName="ringi-relay", PolicyName="ringi-relay", PolicyDocument=json.dumps({
             "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Resource": queue_arn, "Action": [
+            "Statement": [{"Effect": "Allow", "Resource": queues, "Action": [
                 "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"]}]}))
         key = iam.create_access_key(UserName="ringi-relay")["AccessKey"]
         self.relay_key = (key["AccessKeyId"], key["SecretAccessKey"])
@@ -607,6 +678,8 @@ class Stack:
             v.update(self.dynamodb_vars())
         if getattr(self, "chat_channels", None):
             v["CHAT_CHANNELS"] = json.dumps(self.chat_channels)
+        if self.federated:
+            v.update(self.federation_vars)
         v.update(self.extra_vars)
         return v
 
@@ -677,23 +750,49 @@ class Stack:
     # ------------------------------------------------------------------ demo: relay, mailbox, workflow
     def _start_demo_components(self) -> None:
         # Both processes start while this one creates the state machine; then both are waited for.
-        relay_log = self.state / "relay.log"
-        seen = relay_log.stat().st_size if relay_log.exists() else 0
-        relay = self._spawn("relay", [sys.executable, str(ROOT / "scripts/relay.py"), "--endpoint", self.moto_url,
-                                      "--region", REGION, "--queue-url", self.relay_queue_url,
-                                      "--target", f"{self.base_url}/api/v1/approvals"],
-                            env={"RINGI_RELAY_API_KEY": self.api_key, "AWS_ACCESS_KEY_ID": self.relay_key[0],
-                                 "AWS_SECRET_ACCESS_KEY": self.relay_key[1], "PYTHONUNBUFFERED": "1"},
-                            drop=("AWS_",))
+        relay = self._spawn_relay("relay", REGION, self.relay_queue_url)
+        # The member account's events, through a relay of their own (its EventBridge, stood in for: member_definition).
+        member_relay = self._spawn_relay("relay-member", MEMBER_REGION, self.member_queue_url) if self.federated else None
         mailbox = self._spawn("mailbox", [sys.executable, str(ROOT / "scripts/mailbox.py"), "--port",
                                           str(self.ports.mailbox), "--moto", self.moto_url])
         # The channels (URLs, the webhook's secret) go in the environment, never on the command line.
         chat = self._spawn("chatbox", [sys.executable, str(ROOT / "scripts/chatbox.py"), "--port", str(self.ports.chat)],
                            env={"RINGI_CHATBOX_CHANNELS": json.dumps(self.chat_channels), "PYTHONUNBUFFERED": "1"})
         self.setup_demo()
-        self._wait(relay, lambda: b'"event": "started"' in relay.log.read_bytes()[seen:], 30)
+        for r in filter(None, (relay, member_relay)):
+            self._wait(r, lambda r=r: b'"event": "started"' in r.log.read_bytes()[r.seen:], 30)
+        if member_relay:
+            self.setup_member_demo()
         self._wait(mailbox, lambda: http_ok(f"{self.mailbox_url}/healthz"), 30)
         self._wait(chat, lambda: http_ok(f"{self.chat_url}/healthz"), 30)
+
+    def _spawn_relay(self, name: str, region: str, queue_url: str) -> Proc:
+        """A relay (scripts/relay.py) of one queue; `seen`: its log's length before (a restart appends)."""
+        log = self.state / f"{name}.log"
+        seen = log.stat().st_size if log.exists() else 0
+        proc = self._spawn(name, [sys.executable, str(ROOT / "scripts/relay.py"), "--endpoint", self.moto_url,
+                                  "--region", region, "--queue-url", queue_url,
+                                  "--target", f"{self.base_url}/api/v1/approvals"],
+                           env={"RINGI_RELAY_API_KEY": self.api_key, "AWS_ACCESS_KEY_ID": self.relay_key[0],
+                                "AWS_SECRET_ACCESS_KEY": self.relay_key[1], "PYTHONUNBUFFERED": "1"},
+                           drop=("AWS_",))
+        proc.seen = seen
+        return proc
+
+    def setup_member_demo(self) -> str:
+        """The demo workflow in the member account and region (federated stacks): member_definition."""
+        if not self.member_state_machine_arn:
+            self.member_state_machine_arn = self.account_aws("stepfunctions", MEMBER_ACCOUNT, MEMBER_REGION) \
+                .create_state_machine(name="ringi-demo-approval", type="STANDARD",
+                                      roleArn=f"arn:aws:iam::{MEMBER_ACCOUNT}:role/ringi-demo-workflow",
+                                      definition=json.dumps(member_definition(self.member_queue_url)))["stateMachineArn"]
+            self.say(f"  demo    member state machine {self.member_state_machine_arn}")
+        return self.member_state_machine_arn
+
+    def start_member_demo_execution(self, input: dict | None = None) -> str:
+        """Starts the member account's demo workflow; returns the executionArn."""
+        return self.account_aws("stepfunctions", MEMBER_ACCOUNT, MEMBER_REGION).start_execution(
+            stateMachineArn=self.setup_member_demo(), input=json.dumps(demo_input() if input is None else input))["executionArn"]
 
     def setup_demo(self) -> str:
         """Creates the demo state machine from docs/workflow/approval.jsonpath.asl.json (demo approvers)."""
