@@ -108,7 +108,7 @@ def main() -> int:
     print(f"""
 ringi is ready in {time.monotonic() - t0:.1f}s
   app            {stack.base_url}/
-  mailbox        {stack.mailbox_url}/   (mails sent through the local SES; one demo request is already there)
+  mailbox        {stack.mailbox_url}/   (mails sent through the local SES; one demo request of each account is already there)
   chat           {stack.chat_url}/   (Slack/Teams/webhook posts; channels {", ".join(stack.chat_channels)}:
                  notify [{{"channel": "deploys"}}] in a registration)
   sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):

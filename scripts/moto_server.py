@@ -17,7 +17,8 @@ shared/notes/local-aws.md §1.3, §1.5 and §6:
      subject, body}]}) without serialising the rest of moto's state as /moto-api/data.json does; with
      `?after=N&wait=S` it answers once there are more than N, or after S seconds (a long poll);
   8. DynamoDB operations run one at a time (a failed transaction's rollback no longer undoes concurrent writes);
-  9. StopExecution right after StartExecution aborts the execution instead of failing with a 500.
+  9. StopExecution right after StartExecution aborts the execution instead of failing with a 500;
+  10. an event delivered to a target carries the sending `account`, as EventBridge's envelope does.
   (2. also: an unsigned sts:AssumeRoleWithWebIdentity passes IAM auth, as on AWS.)
 It patches moto internals, hence the exact version pin.
 """
@@ -233,6 +234,20 @@ def _stop_when_started(stop):
 
 
 ExecutionWorker.stop = _stop_when_started(ExecutionWorker.stop)
+
+
+# 10. EventBridge delivers the whole event, its `account` included (ringi reads which account a workflow runs in
+#     from it); moto's default target input leaves `account` out.
+def _with_account():
+    from moto.events.utils import EventTemplateParser
+    template = EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
+    if '"account"' not in template:
+        EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = template.replace(
+            '"source": "<source>", ', '"source": "<source>", "account": "<account>", ')
+        assert '"account"' in EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE, "moto's event template changed"
+
+
+_with_account()
 
 
 def main():

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use ringi_core::adapters::aws_target::{AccountId, AwsTarget, RoleArn};
 use ringi_core::adapters::federation::{self, Federation, Purpose, SessionCredentials};
@@ -25,9 +26,13 @@ use crate::platform::{log, now_ms, random_bytes, subtle};
 thread_local! {
     /// Temporary credentials per role ARN, for this isolate's lifetime (or until shortly before they expire).
     static SESSIONS: RefCell<HashMap<String, SessionCredentials>> = RefCell::new(HashMap::new());
+    /// The STS call under way per role ARN, shared by every request that needs that role meanwhile.
+    static INFLIGHT: RefCell<HashMap<String, Flight>> = RefCell::new(HashMap::new());
     /// The imported signing key, by kid (a rotated secret brings a new kid).
     static SIGNER: RefCell<Option<(String, CryptoKey)>> = const { RefCell::new(None) };
 }
+
+type Flight = Shared<LocalBoxFuture<'static, Result<SessionCredentials, CallbackOutcome>>>;
 
 /// A role to assume, and what the token shown for it says: the purpose and account its trust policy checks.
 struct Assume<'a> {
@@ -70,43 +75,85 @@ fn callback_role<'a>(cfg: &'a Config, target: &AwsTarget) -> Option<&'a RoleArn>
 }
 
 /// Temporary credentials of `a.role`: cached, else from `sts:AssumeRoleWithWebIdentity` with a token the worker
-/// signs for `a.purpose` in `a.account`.
+/// signs for `a.purpose` in `a.account`. Requests that need the same role at once share one STS call.
 async fn assume(
     cfg: &Config,
     fed: &Federation,
     a: &Assume<'_>,
     timeout: Duration,
 ) -> Result<AwsCredentials, CallbackOutcome> {
-    let role = a.role.as_str();
-    if let Some(s) = SESSIONS.with(|c| c.borrow().get(role).filter(|s| s.fresh(now_ms())).cloned()) {
+    let role = a.role.as_str().to_owned();
+    if let Some(s) = SESSIONS.with(|c| c.borrow().get(&role).filter(|s| s.fresh(now_ms())).cloned()) {
         return Ok(s.credentials);
     }
-    let token = sign(fed, cfg.federation_issuer(), a.purpose, a.account).await.map_err(CallbackOutcome::Refused)?;
-    let session_name = format!("ringi-{}", URL_SAFE_NO_PAD.encode(random_bytes::<9>()));
-    let body = federation::assume_role_body(role, &session_name, &token);
-    let headers = [("content-type", "application/x-www-form-urlencoded; charset=utf-8")];
-    let (status, text) = post(&fed.sts_url(a.region), &headers, &body, timeout)
-        .await
-        .map_err(|e| CallbackOutcome::Retryable(format!("sts network: {e}")))?;
-    let account = a.account.as_str();
-    if !(200..300).contains(&status) {
-        let code = error_code(&text).unwrap_or_else(|| format!("HTTP{status}"));
-        log("warn", "sts_refused", json!({"account": account, "role": role, "code": code}));
-        return Err(if status >= 500 || status == 429 || federation::sts_retryable(&code) {
-            CallbackOutcome::Retryable(format!("sts: {code}"))
-        } else {
-            CallbackOutcome::Refused(format!("sts: {code}"))
-        });
-    }
-    let session = federation::parse_assume_role_response(&text).map_err(CallbackOutcome::Retryable)?;
-    log(
-        "info",
-        "sts_assumed_role",
-        json!({"account": account, "role": role, "session": session_name, "status": status}),
-    );
+    let flight = match INFLIGHT.with(|f| f.borrow().get(&role).cloned()) {
+        Some(running) => running,
+        None => {
+            let call = Call {
+                fed: fed.clone(),
+                issuer: cfg.federation_issuer().to_owned(),
+                role: role.clone(),
+                account: a.account.clone(),
+                purpose: a.purpose,
+                region: a.region.to_owned(),
+            };
+            let running = call.run(timeout).boxed_local().shared();
+            INFLIGHT.with(|f| f.borrow_mut().insert(role.clone(), running.clone()));
+            running
+        }
+    };
+    let outcome = flight.clone().await;
+    INFLIGHT.with(|f| {
+        let mut f = f.borrow_mut();
+        // Only this call's entry: a later one for the same role may have started since.
+        if f.get(&role).is_some_and(|r| r.ptr_eq(&flight)) {
+            f.remove(&role);
+        }
+    });
+    let session = outcome?;
     let creds = session.credentials.clone();
-    SESSIONS.with(|c| c.borrow_mut().insert(role.to_owned(), session));
+    SESSIONS.with(|c| c.borrow_mut().insert(role, session));
     Ok(creds)
+}
+
+/// One AssumeRoleWithWebIdentity call, owning what it needs (it may outlive the request that started it).
+struct Call {
+    fed: Federation,
+    issuer: String,
+    role: String,
+    account: AccountId,
+    purpose: Purpose,
+    region: String,
+}
+
+impl Call {
+    async fn run(self, timeout: Duration) -> Result<SessionCredentials, CallbackOutcome> {
+        let (role, account) = (self.role.as_str(), self.account.as_str());
+        let token =
+            sign(&self.fed, &self.issuer, self.purpose, &self.account).await.map_err(CallbackOutcome::Refused)?;
+        let session_name = format!("ringi-{}", URL_SAFE_NO_PAD.encode(random_bytes::<9>()));
+        let body = federation::assume_role_body(role, &session_name, &token);
+        let headers = [("content-type", "application/x-www-form-urlencoded; charset=utf-8")];
+        let (status, text) = post(&self.fed.sts_url(&self.region), &headers, &body, timeout)
+            .await
+            .map_err(|e| CallbackOutcome::Retryable(format!("sts network: {e}")))?;
+        if !(200..300).contains(&status) {
+            let code = error_code(&text).unwrap_or_else(|| format!("HTTP{status}"));
+            log("warn", "sts_refused", json!({"account": account, "role": role, "code": code}));
+            return Err(if status >= 500 || status == 429 || federation::sts_retryable(&code) {
+                CallbackOutcome::Retryable(format!("sts: {code}"))
+            } else {
+                CallbackOutcome::Refused(format!("sts: {code}"))
+            });
+        }
+        let session = federation::parse_assume_role_response(&text).map_err(CallbackOutcome::Retryable)?;
+        log(
+            "info",
+            "sts_assumed_role",
+            json!({"account": account, "role": role, "session": session_name, "status": status}),
+        );
+        Ok(session)
+    }
 }
 
 /// Drops the cached credentials of `target`'s role (Step Functions said they expired).

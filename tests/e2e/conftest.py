@@ -41,7 +41,7 @@ XDIST_INDEX = int(XDIST_WORKER[2:]) if XDIST_WORKER.startswith("gw") else 0
 def suite_port(name: str, default: int) -> int:
     """RINGI_TEST_{name}_PORT, else the default; 20 further up per xdist worker after the first (0: a free port)."""
     port = int(os.environ.get(f"RINGI_TEST_{name}_PORT", default))
-    return port + 20 * XDIST_INDEX if port else 0
+    return port + 20 * XDIST_INDEX if port else free_port()
 
 
 def main_state_dir() -> Path:

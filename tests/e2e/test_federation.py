@@ -221,7 +221,7 @@ def test_a_dynamodb_worker_without_any_access_key_keeps_its_table_with_its_own_r
     _, accounts, sts, _, federation = federated
     role = worker_role(stack, "ringi-worker-table", ["ses:SendEmail", *DDB_ACTIONS, *DDB_MOTO_ONLY_ACTIONS])
     table = {k: v for k, v in stack.dynamodb_vars(DDB_TABLE).items() if not k.startswith("AWS_")}
-    url = stack.extra_worker("federated-ddb", {**federation, **table, "AWS_ROLE_ARN": role})
+    url = stack.extra_worker("federated-ddb", {**federation, **table, "AWS_ROLE_ARN": role, "CLAIM_LEASE_SECONDS": "30"})
     home = accounts[HOME[0]]
     arn, token = home.start_paused()
     body = registration(token, approvers=[{"sub": "alice"}, {"email": "ops@example.com"}])
