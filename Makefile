@@ -1,30 +1,30 @@
 # ringi — the two commands a newcomer needs: `make dev` (whole system on 127.0.0.1) and `make test`.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
-ENV := . scripts/env.sh &&
+ENV := . scripts/build/env.sh &&
 PY := $(HOME)/.cache/ringi/venv/bin/python
 
 .PHONY: dev demo test bootstrap build spa worker check lint unit deploy-check e2e bench deploy clean
 
 ## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
 dev: bootstrap build
-	$(ENV) python scripts/dev.py
+	$(ENV) python scripts/dev/dev.py
 
 ## make demo: start another run of the demo workflow on a running `make dev` (a new mail in the mailbox);
 ## ACCOUNT=member: the member account's workflow (another account and region, answered through its own role)
 demo:
-	$(ENV) python scripts/demo.py $(if $(ACCOUNT),--account $(ACCOUNT))
+	$(ENV) python scripts/dev/demo.py $(if $(ACCOUNT),--account $(ACCOUNT))
 
 ## make test: everything CI runs
 test: bootstrap lint unit build deploy-check e2e
 
 bootstrap:
-	@scripts/bootstrap.sh
+	@scripts/build/bootstrap.sh
 
 lint:
 	$(ENV) cargo fmt --all -- --check
-	@# core's layers (no import cycle, no arrow up a layer) and the size limits: scripts/check_layers.py
-	$(ENV) python scripts/check_layers.py --quiet
+	@# core's layers (no import cycle, no arrow up a layer) and the size limits: scripts/lint/check_layers.py
+	$(ENV) python scripts/lint/check_layers.py --quiet
 	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets --features ringi-app/admin -- -D warnings
 	@# The wasm crates too, where rustup's prebuilt wasm32 std exists (Debian's fallback toolchain has no clippy).
 	$(ENV) if [ "$$(cat "$$RINGI_HOME/wasm-std")" = rustup ]; then \
@@ -40,14 +40,14 @@ unit:
 build:
 	@$(MAKE) --no-print-directory -j2 spa worker
 
-## SPA: Trunk (release profile, std rebuilt for size: scripts/wasm-env.sh) into dist/ (no inline script: see Trunk.toml),
-## twice: index.html is the bundle an emailed link loads, admin.html adds the rare pages (scripts/spa.sh)
+## SPA: Trunk (release profile, std rebuilt for size: scripts/build/wasm-env.sh) into dist/ (no inline script: see Trunk.toml),
+## twice: index.html is the bundle an emailed link loads, admin.html adds the rare pages (scripts/build/spa.sh)
 spa:
-	$(ENV) scripts/spa.sh
+	$(ENV) scripts/build/spa.sh
 
 ## worker: worker-build (same release profile, same target dir) into edge/build/
 worker:
-	$(ENV) cd edge && ../scripts/wasm-env.sh worker-build --release
+	$(ENV) cd edge && ../scripts/build/wasm-env.sh worker-build --release
 
 ## the deploy kit, offline: template (cfn-lint, assertions, moto), production wrangler config (dry run), deploy.py
 deploy-check:

@@ -11,7 +11,7 @@
 // beyond announcing what it defines (`globalThis.ringiBootForm`, then the `ringi:boot-form` event).
 
 // TEXTS, COMMENT_MAX_CHARS, TEXT_MAX_CHARS, RADIO_MAX, FIELD_TYPES and DRAFT_KEY_PREFIX are the app's, written in
-// front of this script at build time (app/src/early.rs, scripts/spa.sh).
+// front of this script at build time (app/src/early.rs, scripts/build/spa.sh).
 
 // Whether to draw the form: the worker says whether this caller may decide (`canDecide`, the rule the app
 // follows too), and only a form of field types this script draws; anything else is left to the app.

@@ -2,7 +2,7 @@
 // (script-src 'self' 'wasm-unsafe-eval'). Trunk writes the hashed names of the wasm-bindgen JS and the wasm
 // into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`); this module is itself
 // processed by Trunk (hashed file name + integrity attribute). STORAGE and LANGUAGES are the app's, written in
-// front of this script at build time (app/src/early.rs, scripts/spa.sh).
+// front of this script at build time (app/src/early.rs, scripts/build/spa.sh).
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
 // The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
 const shortLinkId = () => /^\/a\/([^/]+)$/.exec(location.pathname)?.[1];

@@ -1,4 +1,4 @@
-//! Prints the constants scripts/spa.sh writes in front of app/boot.js (`boot`) or app/boot-form.js (`boot-form`).
+//! Prints the constants scripts/build/spa.sh writes in front of app/boot.js (`boot`) or app/boot-form.js (`boot-form`).
 
 fn main() {
     match std::env::args().nth(1).as_deref() {

@@ -194,7 +194,7 @@ fn ApprovalRoute() -> impl IntoView {
 #[component(transparent)]
 fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
     use leptos_router::any_nested_route::IntoAnyNestedRoute;
-    // One nested route, whichever way the views are built (typed, or erased: scripts/wasm-env.sh).
+    // One nested route, whichever way the views are built (typed, or erased: scripts/build/wasm-env.sh).
     view! {
         <Route path=path!("/settings") view=SettingsRoute />
         <Route path=path!("/audit") view=AuditRoute />

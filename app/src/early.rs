@@ -1,6 +1,6 @@
 //! What app/boot.js and app/boot-form.js — the scripts that run before the wasm has arrived — take from the app:
 //! the decision form's texts, core's limits, the field types the early form draws, the storage keys and the
-//! languages. `scripts/spa.sh` writes [`boot_js`] / [`boot_form_js`] in front of each script at build time
+//! languages. `scripts/build/spa.sh` writes [`boot_js`] / [`boot_form_js`] in front of each script at build time
 //! (`cargo run -p ringi-app --example early`), so nothing there is a copy kept equal by hand. Whether the caller
 //! may decide is not among them: the worker says so (`canDecide`), for the app and the early form alike.
 

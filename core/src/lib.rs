@@ -2,7 +2,7 @@
 //! workerd), the SPA (wasm32 in the browser) and native tests. No I/O and no clock: callers pass `now`.
 //!
 //! The modules sit in layers; a module uses its own folder and the ones below it, never one above
-//! (`scripts/check_layers.py`, run by `make lint`, keeps it so and finds import cycles):
+//! (`scripts/lint/check_layers.py`, run by `make lint`, keeps it so and finds import cycles):
 //!
 //! 1. [`base`]: value types (ids, principals, times, locales), text rules, the one error enum;
 //! 2. [`dev`]: dev/bench-only switches (fault injection, latency, the test clock);

@@ -1,6 +1,6 @@
 //! The SPA's files from the `ASSETS` binding: the HTML with the runtime configuration embedded (the SPA then
 //! needs no `/config.json` request before it can route), and the content-hashed wasm/JS/CSS precompressed
-//! (`.br` / `.gz` beside each, written at build time by `scripts/precompress.mjs`) with an immutable
+//! (`.br` / `.gz` beside each, written at build time by `scripts/build/precompress.mjs`) with an immutable
 //! year-long cache; everything else as stored.
 
 use ringi_core::adapters::assets::{

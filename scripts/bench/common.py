@@ -72,7 +72,7 @@ def gz(data: bytes) -> int:
 
 
 def br_sizes(blobs: list[bytes]) -> list[int]:
-    """Sizes after brotli quality 11 (Node's built-in zlib brotli, the encoder of scripts/precompress.mjs)."""
+    """Sizes after brotli quality 11 (Node's built-in zlib brotli, the encoder of scripts/build/precompress.mjs)."""
     import base64
     script = ("const z=require('zlib');let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{"
               "const out=JSON.parse(s).map(b=>{const buf=Buffer.from(b,'base64');return z.brotliCompressSync(buf,"

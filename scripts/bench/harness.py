@@ -13,16 +13,13 @@ import time
 import uuid
 from pathlib import Path
 
+import ringi_stack
+from ringi_stack import REGION, Ports, Stack, http_ok
+
+from common import CpuMeter, WorkerProcs
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-for path in (ROOT / "scripts", HERE):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import ringi_stack  # noqa: E402
-from ringi_stack import REGION, Ports, Stack, http_ok  # noqa: E402
-
-from common import CpuMeter, WorkerProcs  # noqa: E402
 
 # RINGI_BENCH_PORTS=worker,moto,idp,mailbox moves the bench stack (a second checkout measuring alongside).
 PORTS = Ports(*map(int, os.environ["RINGI_BENCH_PORTS"].split(","))) if os.environ.get("RINGI_BENCH_PORTS") \

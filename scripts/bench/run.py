@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: ringi's benchmarks on its own local stack, written to docs/benchmarks.md.
 
-    . scripts/env.sh && python scripts/bench/run.py                             # everything but opt levels
+    . scripts/build/env.sh && python scripts/bench/run.py                             # everything but opt levels
     BENCH_OPT_LEVELS=1 python scripts/bench/run.py                              # + opt-level "s" builds (~6+ min)
     BENCH_TWIGGY=1 python scripts/bench/run.py                                  # + what the SPA wasm is made of
     python scripts/bench/run.py --quick --no-write                              # small counts, smoke run
@@ -9,7 +9,7 @@
                                                                                 # bench BENCH_ONLY=spa`), ~2 min
     python scripts/bench/run.py --only lighthouse                               # Lighthouse alone, ~3 min
 
-Starts its own stack with scripts/ringi_stack.Stack (worker 8887, moto 5410, IdP 9410; state in .ringi/bench),
+Starts its own stack with ringi_stack.Stack (stack/ringi_stack/) (worker 8887, moto 5410, IdP 9410; state in .ringi/bench),
 then measures (one module of measure/ each, typed results in results.py, the document from report.md.j2):
   1. decision round trip, ringi vs the reference design (API Gateway + Lambda + DynamoDB, from the article ringi
      improves on: its Lambda handlers behind a local API-Gateway-like server, scripts/bench/seed_server.py), same
@@ -43,7 +43,7 @@ import signal
 import sys
 import time
 
-from harness import (DOC, PORTS, ROOT, SEED_PORT, STATE, T0, Paused, log, make_tree,  # first: sets sys.path
+from harness import (DOC, PORTS, ROOT, SEED_PORT, STATE, T0, Paused, log, make_tree,
                      register_synthetic, run_workers_from, seed_dir, setup_seed, worker_procs)
 from common import Client, cpu_ticks, machine, versions
 from ringi_stack import Stack, fresh_state

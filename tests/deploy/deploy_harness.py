@@ -1,5 +1,5 @@
 """What the deploy tests share: deploy/deploy.py run against the `aws` and `wrangler` stand-ins
-(tests/deploy/standins/) on a scratch copy of the files it reads, and a fake worker for its health check.
+(standins/cli/) on a scratch copy of the files it reads, and a fake worker for its health check.
 The fixtures are in conftest.py; tests import from here (a module named `conftest` would be the e2e suite's
 when both directories are collected together).
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "deploy.py"
-STANDINS = Path(__file__).resolve().parent / "standins"
+STANDINS = ROOT / "standins" / "cli"
 CLOUDFLARE_ACCOUNT = "0123456789abcdef0123456789abcdef"  # the wrangler stand-in's account
 STUB_RENDER = ('from pathlib import Path\n\n\ndef render(root):\n'
                '    return (Path(root) / "deploy/aws/ringi.yaml").read_text()\n')

@@ -224,7 +224,7 @@ def wait_for(check, timeout=20.0):
 
 def test_example_workflow_waits_for_the_approval_then_resumes(aws, stack, probe_queue):
     """Up to the approval wait, then the worker's SendTaskSuccess. (The reject path needs moto's SendTaskFailure
-    to keep `cause`, which stock moto drops; tests/e2e runs it with scripts/moto_server.py's fix.)"""
+    to keep `cause`, which stock moto drops; tests/e2e runs it with standins/moto_server.py's fix.)"""
     sfn, sqs = aws("stepfunctions"), aws("sqs")
     arn = executable_state_machine(aws, stack)
     execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps(INPUT))["executionArn"]

@@ -105,7 +105,7 @@ def wrangler_dry_run(config: Path, outdir: Path) -> str:
     if not ((ROOT / "edge/build/worker/shim.mjs").exists() and (ROOT / "dist/index.html").exists()):
         pytest.skip("the built worker is missing (edge/build/worker/shim.mjs, dist/): run `make build` first")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOUDFLARE_")}  # a dry run needs no login
-    proc = subprocess.run(["bash", "-c", '. scripts/env.sh && cd edge && wrangler deploy --dry-run --outdir "$1" '
+    proc = subprocess.run(["bash", "-c", '. scripts/build/env.sh && cd edge && wrangler deploy --dry-run --outdir "$1" '
                            '--config "$2" --env production', "-", str(outdir), config.name],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     out = proc.stdout + proc.stderr

@@ -15,8 +15,7 @@ from support.backends import Backend
 from support.clock import Clock
 from support.pages import Tab
 
-import chromium  # noqa: E402  (scripts/, on sys.path through support)
-from ringi_stack import DDB_TABLE, MIN_CLAIM_LEASE_SECONDS, Ports, Stack, free_port, fresh_state  # noqa: E402
+from ringi_stack import DDB_TABLE, MIN_CLAIM_LEASE_SECONDS, Ports, Stack, chromium, free_port, fresh_state
 
 STARTED: list[Stack] = []
 

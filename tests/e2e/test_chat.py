@@ -1,5 +1,5 @@
 """Chat notifications: a registration's `notify` names channels configured server-side (CHAT_CHANNELS: the stack
-points one Slack, one Teams and one signed-webhook channel at scripts/chatbox.py). The stand-in receives the
+points one Slack, one Teams and one signed-webhook channel at standins/chatbox.py). The stand-in receives the
 payloads with the short link and no token; the webhook's signature verifies; an unknown channel is a 400; a
 failing receiver is retried by the cron; every try is a `notified` event by channel name; no URL or secret
 shows up in a response or a log."""

@@ -1,5 +1,5 @@
 """The EventBridge path and the `make dev` demo: the documented workflow (docs/workflow/approval.jsonpath.asl.json) runs
-end to end in moto — putEvents.waitForTaskToken → rule → SQS → scripts/relay.py → POST /api/v1/approvals →
+end to end in moto — putEvents.waitForTaskToken → rule → SQS → standins/relay.py → POST /api/v1/approvals →
 mail (mailbox page) → decision → the execution resumes on the right branch with its input kept."""
 import json
 import re
@@ -11,12 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import requests
 from playwright.sync_api import sync_playwright
 
-from support import ROOT
+from ringi_stack import EVENT_DETAIL_TYPE, EVENT_SOURCE, chromium, demo_input
+from support import ROOT, program
 from support.api import wait_execution_done
 
-import chromium  # noqa: E402  (scripts/)
-import relay  # noqa: E402
-from ringi_stack import EVENT_DETAIL_TYPE, EVENT_SOURCE, demo_input  # noqa: E402
+relay = program("standins/relay.py")
 
 DOCS = ROOT / "docs" / "workflow"
 ALICE = {"email": "alice@example.com"}

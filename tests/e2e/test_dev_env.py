@@ -1,13 +1,14 @@
-"""`.ringi/dev.env` (written by `make dev`, scripts/dev.py) is a valid shell file and a valid dotenv file: every
+"""`.ringi/dev.env` (written by `make dev`, scripts/dev/dev.py) is a valid shell file and a valid dotenv file: every
 value, including ones with spaces, parentheses, `$`, `!` and `;`, reads back exactly from both."""
 import subprocess
 
 import pytest
 from dotenv import dotenv_values
 
-import support  # noqa: F401  (puts scripts/ on sys.path)
+from support import program
 
-from dev import format_env, read_env  # noqa: E402
+dev = program("scripts/dev/dev.py")
+format_env, read_env = dev.format_env, dev.read_env
 
 ENV = {
     "RINGI_APP_URL": "http://127.0.0.1:8787",

@@ -1,8 +1,8 @@
-"""The stack launcher (scripts/ringi_stack.py), which `make dev`, `make bench` and this suite share: workers started
+"""The stack launcher (stack/ringi_stack/), which `make dev`, `make bench` and this suite share: workers started
 at the same moment (two suites side by side, a test's extra workers) all come up."""
 from concurrent.futures import ThreadPoolExecutor
 
-from ringi_stack import http_ok  # noqa: E402  (scripts/, on sys.path through the conftest's support)
+from ringi_stack import http_ok
 
 
 def test_workers_started_at_the_same_moment_all_come_up(stack):

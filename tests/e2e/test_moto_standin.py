@@ -1,4 +1,4 @@
-"""The local AWS stand-in (scripts/moto_server.py) behaves like Step Functions where ringi relies on it.
+"""The local AWS stand-in (standins/moto_server.py) behaves like Step Functions where ringi relies on it.
 
 Starts the launcher on a free 127.0.0.1 port in 5100-5199, sets things up with the admin key (which skips
 IAM auth), and checks .waitForTaskToken pauses and callbacks, AWS's callback error codes, and IAM auth
@@ -25,10 +25,10 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from support.api import wait_execution_done
 
-from ringi_stack import port_free  # noqa: E402  (scripts/, on sys.path through support)
+from ringi_stack import port_free
 
 ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / "scripts" / "moto_server.py"
+LAUNCHER = ROOT / "standins" / "moto_server.py"
 REGION = "us-east-1"
 ADMIN_KEY = "ringi-admin"
 ROLE = "arn:aws:iam::123456789012:role/ringi-sfn"

@@ -1,4 +1,4 @@
-"""The Cognito Hosted UI stand-in (scripts/oidc/cognito-oidc.mjs) behaves like Cognito where ringi relies on it.
+"""The Cognito Hosted UI stand-in (standins/oidc/cognito-oidc.mjs) behaves like Cognito where ringi relies on it.
 
 Starts the server on a free 127.0.0.1 port in 9100-9199 with a test-made RS256 key (KEYS_FILE), drives the
 authorization-code + PKCE flow over plain HTTP with requests (login form, code, exchange), and checks the tokens
@@ -25,10 +25,10 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
-from ringi_stack import port_free  # noqa: E402  (scripts/, on sys.path through support)
+from ringi_stack import port_free
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "scripts" / "oidc" / "cognito-oidc.mjs"
+SERVER = ROOT / "standins" / "oidc" / "cognito-oidc.mjs"
 POOL_ID = "local_TestPool9"
 CLIENT_ID = "ringi-test-client"
 REDIRECT_URI = "http://127.0.0.1:8799/callback"

@@ -8,9 +8,8 @@ from urllib.parse import urlsplit
 import requests
 from playwright.sync_api import sync_playwright
 
+from ringi_stack import chromium
 from support import ARTIFACTS, ROOT
-
-import chromium  # noqa: E402  (scripts/)
 
 
 def test_healthz(stack):

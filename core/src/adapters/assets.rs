@@ -1,6 +1,6 @@
 //! How the worker serves the SPA's files: the runtime configuration embedded in the HTML (one request less on
 //! a phone's first load), and the content-hashed wasm/JS/CSS served precompressed (brotli or gzip, made at
-//! build time by `scripts/precompress.mjs`) with a year-long immutable cache.
+//! build time by `scripts/build/precompress.mjs`) with a year-long immutable cache.
 
 /// The `id` of the `<script type="application/json">` element carrying the configuration in the HTML.
 pub const CONFIG_ELEMENT_ID: &str = "ringi-config";

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import chromium
+from ringi_stack import chromium
 from common import session_record
 from harness import HERE
 from measure.spa import BROTLI_FIRST

@@ -28,9 +28,9 @@ def build_opt_levels() -> dict:
             env.update(CARGO_TARGET_DIR=str(base), CARGO_PROFILE_RELEASE_OPT_LEVEL="s")
         times = {}
         for what, cmd, cwd in [
-            ("worker", ["../scripts/wasm-env.sh", "worker-build", "--release", "--out-dir", f"../target/opt-{level}/edge-build"],
+            ("worker", ["../scripts/build/wasm-env.sh", "worker-build", "--release", "--out-dir", f"../target/opt-{level}/edge-build"],
              ROOT / "edge"),
-            ("spa", ["scripts/wasm-env.sh", "--spa", "trunk", "build", "--release", "--dist", str(base / "dist")], ROOT)]:
+            ("spa", ["scripts/build/wasm-env.sh", "--spa", "trunk", "build", "--release", "--dist", str(base / "dist")], ROOT)]:
             t0 = time.monotonic()
             done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
             if done.returncode != 0:

@@ -85,16 +85,16 @@ def reference_decisions(stack, paused: Paused, n: int, port: int) -> tuple[list,
 def lambda_init(stack, runs: int) -> list[float]:
     """A cold Lambda's own part, measured: a fresh Python interpreter importing boto3, loading the reference
     handlers (their module-level clients) and making its first DynamoDB call. Lambda's sandbox start comes on top."""
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); import seed_server, boto3; "
-            "m = seed_server.load(__import__('pathlib').Path(sys.argv[2]), 'seed_approve'); "
+    code = ("import sys, time; import seed_server, boto3; "
+            "m = seed_server.load(__import__('pathlib').Path(sys.argv[1]), 'seed_approve'); "
             "m.table.get_item(Key={'approvalId': 'cold'})")
     key = stack.aws("iam").create_access_key(UserName="seed-placement-lambda")["AccessKey"]
     env = {"AWS_ENDPOINT_URL": stack.moto_url, "AWS_DEFAULT_REGION": REGION, "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
-           "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"], "TABLE_NAME": "seed-placement", "PATH": "/usr/bin:/bin"}
+           "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"], "TABLE_NAME": "seed-placement", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(HERE)}
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", code, str(HERE), str(seed_dir())], env=env, capture_output=True,
+        done = subprocess.run([sys.executable, "-c", code, str(seed_dir())], env=env, capture_output=True,
                               text=True)
         if done.returncode != 0:
             raise RuntimeError(f"the cold Lambda stand-in failed: {done.stderr[-2000:]}")

@@ -7,7 +7,7 @@ import re
 import statistics
 import time
 
-import chromium
+from ringi_stack import chromium
 from common import session_record
 from results import SpaLoad, SpaRun, Step
 

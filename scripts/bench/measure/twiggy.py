@@ -25,7 +25,7 @@ def build_named_spa_wasm() -> tuple[Path, dict]:
     env = dict(os.environ, CARGO_TARGET_DIR=str(base), CARGO_PROFILE_RELEASE_STRIP="false")
     times = {}
     t0 = time.monotonic()
-    cmd = ["scripts/wasm-env.sh", "--spa", "cargo", "build", "--release", "--target", "wasm32-unknown-unknown", "-p", "ringi-app",
+    cmd = ["scripts/build/wasm-env.sh", "--spa", "cargo", "build", "--release", "--target", "wasm32-unknown-unknown", "-p", "ringi-app",
            "--bin", "ringi-app"]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from . import ROOT
 
-USERS = {u["username"]: u for u in json.loads((ROOT / "scripts/oidc/users.json").read_text())}
+USERS = {u["username"]: u for u in json.loads((ROOT / "standins/oidc/users.json").read_text())}
 PASSWORD = "Passw0rd!"
 MOBILE = {"width": 375, "height": 812}
 DESKTOP = {"width": 1280, "height": 800}
@@ -22,7 +22,7 @@ DECISION_TIMEOUT = 30_000
 
 
 def sub(user: str) -> str:
-    """The `sub` of a demo user of the Hosted UI stand-in (scripts/oidc/users.json)."""
+    """The `sub` of a demo user of the Hosted UI stand-in (standins/oidc/users.json)."""
     return USERS[user]["sub"]
 
 

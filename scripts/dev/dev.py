@@ -8,10 +8,8 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ringi_stack import (ADMIN_KEY, DEMO_APPROVERS, HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION,  # noqa: E402
+from ringi_stack import (ADMIN_KEY, DEMO_APPROVERS, HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION,
                          ROOT, Ports, Stack, StackError, fresh_state)
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
@@ -43,7 +41,7 @@ def read_env(text: str) -> dict:
 
 
 def users() -> list:
-    return json.loads((ROOT / "scripts/oidc/users.json").read_text())
+    return json.loads((ROOT / "standins/oidc/users.json").read_text())
 
 
 def demo_approvers() -> str:
@@ -96,7 +94,7 @@ def main() -> int:
         "RINGI_MAILBOX_URL": stack.mailbox_url,
         "RINGI_CHAT_URL": stack.chat_url,
         "RINGI_AWS_REGION": REGION,
-        "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (scripts/moto_server.py); not a real credential
+        "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (standins/moto_server.py); not a real credential
         "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
         "RINGI_MEMBER_ACCOUNT": MEMBER_ACCOUNT,
         "RINGI_MEMBER_REGION": MEMBER_REGION,

@@ -1,18 +1,18 @@
-"""The one launcher of ringi's local stack, used by `make dev` (scripts/dev.py) and by every end-to-end
+"""The one launcher of ringi's local stack, used by `make dev` (scripts/dev/dev.py) and by every end-to-end
 test (tests/e2e/conftest.py):
 
-  moto      AWS stand-in (scripts/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
-  idp       Cognito-shaped OIDC server (scripts/oidc/cognito-oidc.mjs) signing with a key this stack made;
+  moto      AWS stand-in (standins/moto_server.py: Step Functions executing state machines, SES, IAM SigV4)
+  idp       Cognito-shaped OIDC server (standins/oidc/cognito-oidc.mjs) signing with a key this stack made;
             with `Stack(..., profile="generic")` its Entra-like generic OpenID Connect profile, and the worker
             configured with OIDC_ISSUER (discovery, `aud`/`azp`, groups in `roles`, scopes in `scp`); with
             `profile="okta"` its Okta-like one (ID tokens as the bearer, `groups`, sign-out with `id_token_hint`)
   worker    the edge worker in workerd via `wrangler dev`, local D1 with migrations applied
 and, with `Stack(..., demo=True)`:
-  relay     scripts/relay.py: stands in for "EventBridge rule → API destination". An EventBridge rule on the
+  relay     standins/relay.py: stands in for "EventBridge rule → API destination". An EventBridge rule on the
             default bus sends ringi.approval.requested events to an SQS queue (moto), the relay POSTs each
             event envelope to the worker's POST /api/v1/approvals with the API key
-  mailbox   scripts/mailbox.py: a read-only page of the mails SES (moto) accepted
-  chat      scripts/chatbox.py: the chat channels' stand-in (Slack, Teams, signed webhook) the worker's
+  mailbox   standins/mailbox.py: a read-only page of the mails SES (moto) accepted
+  chat      standins/chatbox.py: the chat channels' stand-in (Slack, Teams, signed webhook) the worker's
             CHAT_CHANNELS point at, listing what it received
   the demo state machine: docs/workflow/approval.jsonpath.asl.json with the demo users as approvers
 
@@ -39,10 +39,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-ADMIN_KEY = "ringi-admin"  # scripts/moto_server.py lets this key through IAM auth, for setup only
+ROOT = Path(__file__).resolve().parents[2]
+ADMIN_KEY = "ringi-admin"  # standins/moto_server.py lets this key through IAM auth, for setup only
 REGION = "us-east-1"
-# scripts/moto_server.py's list of the mail SES accepted (moto's data.json serialises all of its state).
+# standins/moto_server.py's list of the mail SES accepted (moto's data.json serialises all of its state).
 SES_MESSAGES = "/moto-api/ringi/ses-messages.json"
 POOL_ID = "local_RingiPool1"
 CLIENT_ID = "ringi-local-client"
@@ -64,7 +64,7 @@ DEMO_ROLE_ARN = "arn:aws:iam::123456789012:role/ringi-demo-workflow"
 HOME_ACCOUNT = "123456789012"
 MEMBER_ACCOUNT, MEMBER_REGION = "210987654321", "eu-west-1"
 MEMBER_QUEUE = "ringi-member-events"
-# The demo users of scripts/oidc/users.json: alice by verified email (the mail goes to her) and the group
+# The demo users of standins/oidc/users.json: alice by verified email (the mail goes to her) and the group
 # `finance` (alice, carol, dave; the Hosted UI stand-in's access tokens carry groups, not email). bob is none.
 # STORAGE=dynamodb: the seed design's token table (hash key approvalId), its approver index and the audit
 # trail's two indexes (an approval's timeline, the export by month).
@@ -429,7 +429,7 @@ class Stack:
     # ------------------------------------------------------------------ moto
     def _start_moto(self) -> None:
         # A stray AWS_*/MOTO_PORT in the caller's environment would redirect moto's own interpreter calls.
-        p = self._spawn("moto", [sys.executable, str(ROOT / "scripts/moto_server.py"), "-H", "127.0.0.1",
+        p = self._spawn("moto", [sys.executable, str(ROOT / "standins/moto_server.py"), "-H", "127.0.0.1",
                                  "-p", str(self.ports.moto)], env={"MOTO_ADMIN_ACCESS_KEY": ADMIN_KEY},
                         drop=("AWS_", "MOTO_"))
         self._wait(p, lambda: http_ok(self.moto_url + SES_MESSAGES), 60)
@@ -594,7 +594,7 @@ class Stack:
                "REDIRECT_URIS": ",".join(f"{o}/auth/callback" for o in origins),
                "POST_LOGOUT_REDIRECT_URIS": ",".join(f"{o}/" for o in origins),
                "KEYS_FILE": str(self.state / "idp-keys.json"), "PROFILE": IDP_PROFILES[self.profile]}
-        p = self._spawn("idp", ["node", str(ROOT / "scripts/oidc/cognito-oidc.mjs")], env=env)
+        p = self._spawn("idp", ["node", str(ROOT / "standins/oidc/cognito-oidc.mjs")], env=env)
         self._wait(p, lambda: http_ok(f"{self.issuer}/.well-known/openid-configuration"), 30)
 
     def claims(self, sub: str = "user-1", *, groups=(), email=None, ttl: int = 3600, **overrides) -> dict:
@@ -753,10 +753,10 @@ class Stack:
         relay = self._spawn_relay("relay", REGION, self.relay_queue_url)
         # The member account's events, through a relay of their own (its EventBridge, stood in for: member_definition).
         member_relay = self._spawn_relay("relay-member", MEMBER_REGION, self.member_queue_url) if self.federated else None
-        mailbox = self._spawn("mailbox", [sys.executable, str(ROOT / "scripts/mailbox.py"), "--port",
+        mailbox = self._spawn("mailbox", [sys.executable, str(ROOT / "standins/mailbox.py"), "--port",
                                           str(self.ports.mailbox), "--moto", self.moto_url])
         # The channels (URLs, the webhook's secret) go in the environment, never on the command line.
-        chat = self._spawn("chatbox", [sys.executable, str(ROOT / "scripts/chatbox.py"), "--port", str(self.ports.chat)],
+        chat = self._spawn("chatbox", [sys.executable, str(ROOT / "standins/chatbox.py"), "--port", str(self.ports.chat)],
                            env={"RINGI_CHATBOX_CHANNELS": json.dumps(self.chat_channels), "PYTHONUNBUFFERED": "1"})
         self.setup_demo()
         for r in filter(None, (relay, member_relay)):
@@ -767,10 +767,10 @@ class Stack:
         self._wait(chat, lambda: http_ok(f"{self.chat_url}/healthz"), 30)
 
     def _spawn_relay(self, name: str, region: str, queue_url: str) -> Proc:
-        """A relay (scripts/relay.py) of one queue; `seen`: its log's length before (a restart appends)."""
+        """A relay (standins/relay.py) of one queue; `seen`: its log's length before (a restart appends)."""
         log = self.state / f"{name}.log"
         seen = log.stat().st_size if log.exists() else 0
-        proc = self._spawn(name, [sys.executable, str(ROOT / "scripts/relay.py"), "--endpoint", self.moto_url,
+        proc = self._spawn(name, [sys.executable, str(ROOT / "standins/relay.py"), "--endpoint", self.moto_url,
                                   "--region", region, "--queue-url", queue_url,
                                   "--target", f"{self.base_url}/api/v1/approvals"],
                            env={"RINGI_RELAY_API_KEY": self.api_key, "AWS_ACCESS_KEY_ID": self.relay_key[0],

@@ -5,8 +5,8 @@
 // (`data-no-minify` on boot.js; it handles neither top-level await nor the glue as well): esbuild is a pinned
 // devDependency already.
 //
-// Called by scripts/precompress.mjs (the Trunk post-build hook) before it compresses, or by hand:
-//   node scripts/minify.mjs [dist]
+// Called by scripts/build/precompress.mjs (the Trunk post-build hook) before it compresses, or by hand:
+//   node scripts/build/minify.mjs [dist]
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

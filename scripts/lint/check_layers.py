@@ -10,14 +10,14 @@
 
 A `pub use` that re-exports a module's own descendants is a facade, not a dependency; a path through a
 re-export counts as a use of the module that defines the item. Prints the figures (modules, cycles, largest
-files and functions). Standard library only: `python3 scripts/check_layers.py [--quiet]`.
+files and functions). Standard library only: `python3 scripts/lint/check_layers.py [--quiet]`.
 """
 
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MAX_FILE_LINES = 600
 MAX_FN_LINES = 120
 
@@ -372,7 +372,7 @@ def main():
     for key, tos in edges.items():
         lk = layer_of(key)
         if lk == -1:
-            problems.append(f"{modules[key].file.relative_to(ROOT)}: not in a layer folder (scripts/check_layers.py LAYERS)")
+            problems.append(f"{modules[key].file.relative_to(ROOT)}: not in a layer folder (scripts/lint/check_layers.py LAYERS)")
         for to in tos:
             lt = layer_of(to)
             if lk is not None and lt is not None and lk >= 0 and lt > lk:

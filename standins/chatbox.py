@@ -3,7 +3,7 @@
 incoming webhooks, generic signed webhooks) and lists it, next to the mailbox.
 
     RINGI_CHATBOX_CHANNELS='{"deploys": {"kind": "slack", "url": "http://127.0.0.1:8026/hooks/deploys/…"}}' \\
-        python scripts/chatbox.py --port 8026
+        python standins/chatbox.py --port 8026
 
 The channels are the worker's CHAT_CHANNELS (a secret: it comes in the environment, never on the command line).
 POST to a configured channel's URL path: the JSON body is kept with the channel's name and kind; a webhook
@@ -29,7 +29,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from mailbox import STYLE as MAILBOX_STYLE, esc, serve  # scripts/: the page style, escaping and serving it shares
+from mailbox import STYLE as MAILBOX_STYLE, esc, serve  # beside it: the page style, escaping and serving it shares
 
 MAX_BODY = 256 * 1024
 KEEP = 500

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The SPA into dist/, as two bundles of the same app (docs/design.md §11 "Two bundles"): Trunk builds it
-# twice with the same release profile and std (scripts/wasm-env.sh --spa):
+# twice with the same release profile and std (scripts/build/wasm-env.sh --spa):
 #   dist/index.html  — what an emailed link loads: sign-in callback, inbox, approval page with its forms;
 #   dist/admin.html  — the same plus the pages few people open (`admin` feature: /audit, /settings).
 # The worker answers each app path with the HTML of the bundle that has it (ringi-core
 # `assets::in_full_bundle`). Both share the stylesheet and boot.js (same content, same hashed name); each
-# build minifies and precompresses its own files (Trunk's post_build hook, scripts/precompress.mjs).
+# build minifies and precompresses its own files (Trunk's post_build hook, scripts/build/precompress.mjs).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 full=target/spa-full-dist
 # The scripts that run before the wasm, with the app's texts, limits and storage keys written in front of them
 # (app/src/early.rs; a native build, outside the wasm environment). index.html loads them from target/early/.
@@ -17,8 +17,8 @@ for script in boot boot-form; do
   cat "app/$script.js" >> "target/early/$script.js.new"
   mv "target/early/$script.js.new" "target/early/$script.js"
 done
-scripts/wasm-env.sh --spa trunk build --release
-scripts/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
+scripts/build/wasm-env.sh --spa trunk build --release
+scripts/build/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
 cp "$full/index.html" dist/admin.html
 for file in "$full"/*; do
   name=$(basename "$file")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ringi's local "mailbox": a read-only page listing every email the local SES (moto) accepted, newest first.
 
-    python scripts/mailbox.py --port 8025 --moto http://127.0.0.1:5000
+    python standins/mailbox.py --port 8025 --moto http://127.0.0.1:5000
 
 GET / reads {moto}/moto-api/ringi/ses-messages.json ({source, destinations, subject, body (HTML)}) on every
 request and renders each mail: headers as escaped text, the HTML body inside a fully sandboxed iframe (no
@@ -92,7 +92,7 @@ def render(messages: list, moto_url: str) -> str:
 
 
 def fetch_messages(moto_url: str) -> list:
-    # scripts/moto_server.py's list of the mail SES accepted (moto's data.json would serialise all its state).
+    # standins/moto_server.py's list of the mail SES accepted (moto's data.json would serialise all its state).
     with urllib.request.urlopen(f"{moto_url}/moto-api/ringi/ses-messages.json", timeout=10) as r:
         msgs = json.load(r).get("messages") or []
     return msgs if isinstance(msgs, list) else []

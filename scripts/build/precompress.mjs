@@ -4,8 +4,8 @@
 // zlib). Nothing to install.
 //
 // Run by Trunk after every build (Trunk.toml [[hooks]] post_build, on its staging directory), or by hand:
-//   node scripts/precompress.mjs [dist]
-// First it minifies the hashed JavaScript (scripts/minify.mjs; one hook, since Trunk runs the hooks of a stage side
+//   node scripts/build/precompress.mjs [dist]
+// First it minifies the hashed JavaScript (scripts/build/minify.mjs; one hook, since Trunk runs the hooks of a stage side
 // by side), so that what is compressed is what is served.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, unlinkSync } from "node:fs";

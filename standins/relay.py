@@ -6,7 +6,7 @@ queue and POSTs each event, unmodified, to ringi like an API destination with an
     POST {target}  Authorization: Bearer <api key>  Content-Type: application/json  body = the event envelope
 
     RINGI_RELAY_API_KEY=… AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… \
-      python scripts/relay.py --endpoint http://127.0.0.1:5000 --queue-url … --target http://127.0.0.1:8787/api/v1/approvals
+      python standins/relay.py --endpoint http://127.0.0.1:5000 --queue-url … --target http://127.0.0.1:8787/api/v1/approvals
 
 Delivery is modelled on an API destination's (docs/workflow/README.md): 2xx → delivered, message deleted;
 401, 407, 408, 429, 5xx, connection errors and timeouts → retried with exponential backoff (the message

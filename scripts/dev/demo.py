@@ -6,11 +6,9 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dev import read_env  # noqa: E402
-from ringi_stack import ROOT, demo_input  # noqa: E402
+from dev import read_env
+from ringi_stack import ROOT, demo_input
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ringi's local AWS stand-in: moto server 5.2.5 patched so Step Functions callbacks behave like AWS.
 
-    python scripts/moto_server.py -H 127.0.0.1 -p 5100
+    python standins/moto_server.py -H 127.0.0.1 -p 5100
 
 Runs in the foreground; SIGTERM/SIGINT stop it (exit 0). What it changes, and why, is in
 shared/notes/local-aws.md §1.3, §1.5 and §6:
@@ -35,7 +35,7 @@ import moto
 
 PINNED = "5.2.5"
 if moto.__version__ != PINNED:
-    sys.exit(f"scripts/moto_server.py patches moto internals and needs moto=={PINNED}, "
+    sys.exit(f"standins/moto_server.py patches moto internals and needs moto=={PINNED}, "
              f"found {moto.__version__}: pip install -r tests/requirements.txt")
 
 from moto import settings  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Cognito-shaped OIDC stand-in for local runs and browser tests of ringi (panva oidc-provider 9.13.3).
 //
-// Run (Node 22): node scripts/oidc/cognito-oidc.mjs
+// Run (Node 22): node standins/oidc/cognito-oidc.mjs
 // Prints exactly one line "ready <issuer>" on stdout once listening; oidc-provider notices go to stderr.
 // SIGTERM / SIGINT: closes the listener and exits 0. All state (sessions, codes, refresh tokens) is in memory.
 //
@@ -35,7 +35,7 @@
 //                             ?client_id=..&redirect_uri=..&response_type=code&...: ends the session, 302 to authorize
 //   /interaction/<uid>        the login form (username, password, signInSubmitButton); no script
 //
-// Demo users (scripts/oidc/users.json), all with password "Passw0rd!":
+// Demo users (standins/oidc/users.json), all with password "Passw0rd!":
 //   alice  groups [finance]          email alice@example.com  verified
 //   bob    no groups                 email bob@example.com    verified
 //   carol  groups [finance]          email carol@example.com  verified

@@ -41,7 +41,7 @@ else
 fi
 echo "   wasm32 std: $(cat "$RINGI_HOME/wasm-std")"
 if [ "$(cat "$RINGI_HOME/wasm-std")" = rustup ] && [ ! -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library" ]; then
-  # The SPA rebuilds std for size (scripts/wasm-env.sh --spa); without the sources it is only larger.
+  # The SPA rebuilds std for size (scripts/build/wasm-env.sh --spa); without the sources it is only larger.
   timeout 600 rustup component add rust-src || echo "   rust-src unavailable: the SPA will be built with the prebuilt std"
 fi
 done_in $t
