@@ -10,7 +10,7 @@ import requests
 from support.api import wait_execution_done
 from test_demo import alice, registered
 
-from ringi_stack import (HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION, Ports, Stack,  # noqa: E402
+from ringi_stack import (HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION, Ports, Stack,
                          free_port, fresh_state)
 
 
