@@ -43,11 +43,12 @@ SIGNING_SECRET = "FEDERATION_SIGNING_KEY"  # CALLBACK_CREDENTIALS=federation: ma
 MEMBER_TEMPLATE = "deploy/aws/member.yaml"
 CALLBACK_ROLE = "ringi-callback"  # member.yaml's RoleName default: the same name in every account
 CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
-OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "WorkerUserName",
-           "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom",
+OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterScope", "EventBusName", "ConnectionArn", "ApiDestinationArn", "DeadLetterQueueUrl", "AwsRegion", "MailFrom",
            "FederationIssuerHost", "FederationAudience")
 # Absent when their resource is not created: "".
-OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn")
+# WorkerRoleArn (federation) or WorkerUserName (access-key): the worker's AWS identity.
+OPTIONAL_OUTPUTS = ("RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn",
+                    "WorkerRoleArn", "WorkerUserName")
 STABLE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}  # outputs readable, updates allowed
 NO_CHANGES = ("didn't contain changes", "No updates are to be performed")
 
@@ -452,7 +453,7 @@ def stack_parameters(d: Deploy) -> dict[str, str]:
             "ApiDestinationRateLimit": s["API_DESTINATION_RATE_LIMIT"],
             "EnableClientCredentials": s["ENABLE_CLIENT_CREDENTIALS"],
             "CreateExampleStateMachine": s["CREATE_EXAMPLE_STATE_MACHINE"], "ApprovalsStorage": s["STORAGE"],
-            "DeadLetterQueueReaders": s["DEAD_LETTER_QUEUE_READERS"]}
+            "DeadLetterQueueReaders": s["DEAD_LETTER_QUEUE_READERS"], "WorkerCredentials": s["CALLBACK_CREDENTIALS"]}
 
 
 def stack_differences(d: Deploy) -> list[str]:
@@ -545,9 +546,31 @@ def step_stack(d: Deploy) -> str | None:
     # Nothing differs → no change set at all (a second run creates nothing).
     if not (differences := stack_differences(d)):
         return f"{status}; template and parameters as deployed, nothing to do"
+    retire_access_key(d)
     if d.plan(f"update the stack by change set ({', '.join(differences)} changed; registration API key kept)"):
         return "updated" if change_stack(d, None) else "CloudFormation found no changes"
     return None
+
+
+def retire_access_key(d: Deploy) -> None:
+    """Switching an access-key deployment to federation: the update removes the IAM user, which CloudFormation
+    cannot delete while it has access keys. So first the worker forgets the key, then IAM deletes it; the worker
+    mails again once it holds AWS_ROLE_ARN and its signing key (steps config to deploy)."""
+    user = next((o.get("OutputValue") for o in d.stack.get("Outputs", []) if o["OutputKey"] == "WorkerUserName"), None)
+    if not d.federation or not user:
+        return
+    stored = sorted(set(AWS_KEY_SECRETS) & worker_secret_names(d, by_name=True))
+    keys = access_keys(d, user)
+    if not stored and not keys:
+        return
+    what = ([f"remove {', '.join(stored)} from worker {d.s['WORKER_NAME']}"] if stored else []) + \
+        ([f"delete the {len(keys)} access key(s) of IAM user {user}"] if keys else [])
+    if not d.plan(f"switch to federation: {' and '.join(what)}, before the stack update removes the user"):
+        return
+    for name in stored:
+        d.run(["wrangler", "secret", "delete", name, "--name", d.s["WORKER_NAME"]], stdin="y\n")
+    for key in keys:
+        delete_access_key(d, user, key["AccessKeyId"])
 
 
 # 4 ─ outputs
@@ -563,8 +586,9 @@ def step_outputs(d: Deploy) -> str | None:
     if missing := [k for k in OUTPUTS if k not in d.outputs]:
         raise StepError(f"stack {d.stack_name} lacks the outputs {', '.join(missing)}: deploy/aws/ringi.yaml and "
                         "deploy/deploy.py disagree")
-    return f"issuer {d.outputs['CognitoIssuer']}, SPA client {d.outputs['SpaClientId']}, worker user " \
-           f"{d.outputs['WorkerUserName']}"
+    identity = f"worker role {d.outputs['WorkerRoleArn']}" if d.outputs["WorkerRoleArn"] else \
+        f"worker user {d.outputs['WorkerUserName']}"
+    return f"issuer {d.outputs['CognitoIssuer']}, SPA client {d.outputs['SpaClientId']}, {identity}"
 
 
 # 5 ─ member accounts
@@ -692,10 +716,16 @@ def worker_vars(d: Deploy) -> dict[str, str]:
             "MAIL_ALLOWED_DOMAINS": d.s["MAIL_ALLOWED_DOMAINS"], "ADMIN_GROUP": d.s["ADMIN_GROUP"],
             "ON_EXPIRY_LEAD_SECONDS": d.s["ON_EXPIRY_LEAD_SECONDS"],
             "AUDIT_RETENTION_DAYS": d.s["AUDIT_RETENTION_DAYS"],
-            **({"AWS_TARGETS": json.dumps(d.targets, separators=(",", ":"), sort_keys=True)} if d.federation else {}),
+            **({"AWS_TARGETS": json.dumps(d.targets, separators=(",", ":"), sort_keys=True),
+                "AWS_ROLE_ARN": worker_role_arn(d)} if d.federation else {}),
             # STORAGE=dynamodb: the stack's table (the worker's policy names it and its index only).
             **({"STORAGE": "dynamodb", "DYNAMODB_TABLE": o["ApprovalsTableName"], "DYNAMODB_INDEX": "byApprover"}
                if d.s.get("STORAGE") == "dynamodb" else {})}
+
+
+def worker_role_arn(d: Deploy) -> str:
+    """The stack's WorkerRole (federation); before the update that creates it, in a dry run, the name it gets."""
+    return d.outputs.get("WorkerRoleArn") or f"arn:aws:iam::{d.account}:role/{d.s['RINGI_NAME']}-worker"
 
 
 def render_wrangler_config(d: Deploy) -> dict:
@@ -742,10 +772,10 @@ def step_migrations(d: Deploy) -> str | None:
 # 9 ─ secrets
 
 
-def worker_secret_names(d: Deploy) -> set[str]:
+def worker_secret_names(d: Deploy, by_name: bool = False) -> set[str]:
     """Names only: wrangler never shows values. A worker that does not exist yet has none."""
     try:
-        if d.dry_run:  # no rendered config in a dry run; --name alone addresses the same worker
+        if d.dry_run or by_name:  # no rendered config in a dry run; --name alone addresses the same worker
             out = d.run(["wrangler", "secret", "list", "--format", "json", "--name", d.s["WORKER_NAME"]])
         else:
             out = d.wrangler("secret", "list", "--format", "json")
@@ -869,7 +899,8 @@ def step_secrets(d: Deploy) -> str | None:
     have = worker_secret_names(d)
     user = d.outputs.get("WorkerUserName")
     keys = access_keys(d, user) if user else []
-    new_aws_key = d.rotate or not set(AWS_KEY_SECRETS) <= have or len(keys) != 1
+    # federation: no access key exists at all (the worker assumes the stack's WorkerRole).
+    new_aws_key = not d.federation and (d.rotate or not set(AWS_KEY_SECRETS) <= have or len(keys) != 1)
     switch_key = not d.creating and (d.rotate or "REGISTER_API_KEYS" not in have)
     if not d.federation and SIGNING_SECRET in have:
         raise StepError(f"CALLBACK_CREDENTIALS=access-key, but the worker holds {SIGNING_SECRET}, which switches it "
@@ -898,8 +929,8 @@ def step_secrets(d: Deploy) -> str | None:
     if switch_key:
         actions.append("rotate the registration API key (the worker accepts new and old → stack update → new only)")
     if not actions:
-        return f"the worker has {', '.join(SECRET_NAMES + ((SIGNING_SECRET,) if d.federation else ()))}; " \
-               "nothing to rotate"
+        held = ("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation else SECRET_NAMES
+        return f"the worker has {', '.join(held)}; nothing to rotate"
     if not d.plan("; ".join(actions)):
         return None
     first = {"REGISTER_API_KEYS": sha256(d.api_key)} if d.api_key else {}
@@ -978,14 +1009,16 @@ def step_check(d: Deploy) -> str | None:
 STEPS = (
     ("preflight", lambda d: "aws and wrangler on PATH and signed in", step_preflight),
     ("build", lambda d: "make build: the SPA into dist/, the worker into edge/build/", step_build),
+    # Members first: the home account's member stack makes the OIDC provider the stack's WorkerRole trusts.
+    ("members", lambda d: f"member stacks ({MEMBER_TEMPLATE}) and AWS_TARGETS", step_members),
     ("stack", lambda d: f"CloudFormation stack {d.stack_name} in {d.s['AWS_REGION']} (deploy/aws/ringi.yaml)",
      step_stack),
     ("outputs", lambda d: f"read the outputs of stack {d.stack_name}", step_outputs),
-    ("members", lambda d: f"member stacks ({MEMBER_TEMPLATE}) and AWS_TARGETS", step_members),
     ("d1", lambda d: f"D1 database {d.s['D1_DATABASE_NAME']}", step_d1),
     ("config", lambda d: f"render {WRANGLER_CONFIG} from edge/wrangler.toml [env.production]", step_config),
     ("migrations", lambda d: f"apply edge/migrations to D1 {d.s['D1_DATABASE_NAME']} (remote)", step_migrations),
-    ("secrets", lambda d: f"worker secrets {', '.join(SECRET_NAMES)}", step_secrets),
+    ("secrets", lambda d: "worker secrets " + ", ".join(("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation
+                                                         else SECRET_NAMES), step_secrets),
     ("deploy", lambda d: f"wrangler deploy: worker {d.s['WORKER_NAME']} on {d.base_url}", step_deploy),
     ("check", lambda d: "GET /healthz and /config.json", step_check),
 )

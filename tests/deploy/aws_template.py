@@ -20,11 +20,12 @@ ASL = ROOT / "docs/workflow/approval.jsonpath.asl.json"
 PARAMETERS = ("AppName", "PublicBaseUrl", "CognitoDomainPrefix", "MailFromAddress", "MailIdentity", "ApproverGroups",
               "IdentityProviders", "StateMachineNamePrefix", "EventBusName", "ApiDestinationRateLimit",
               "EnableClientCredentials", "CreateExampleStateMachine", "ApprovalsStorage", "DeadLetterQueueReaders",
+              "WorkerCredentials",
            "RegistrationApiKey")
 OUTPUTS = ("UserPoolId", "CognitoIssuer", "CognitoDomain", "SpaClientId", "RegisterClientIds", "RegisterScope",
            "WorkerUserName", "StateMachineArn", "EventBusName", "ConnectionArn", "ApiDestinationArn",
            "DeadLetterQueueUrl", "AwsRegion", "MailFrom", "ApprovalsTableName", "DynamoDbStateMachineArn",
-           "FederationIssuerHost", "FederationAudience")
+           "FederationIssuerHost", "FederationAudience", "WorkerRoleArn")
 # What the worker calls, nothing more (it never sends a task heartbeat, nor deletes an item).
 WORKER_ACTIONS = {"states:SendTaskSuccess", "states:SendTaskFailure", "ses:SendEmail"}
 # With ApprovalsStorage=dynamodb, on the approvals table and its indexes only (no table management).

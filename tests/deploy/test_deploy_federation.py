@@ -91,7 +91,7 @@ def test_a_profile_of_another_account_stops_the_deploy(deployer):
     deployer.settings.update(MEMBER_ACCOUNTS="111122223333:eu-west-1@wrong")
     proc = deployer.run()
     assert proc.returncode == 1
-    assert "step 5/11 (members) failed: member account 111122223333: the credentials of profile wrong belong to " \
+    assert "step 3/11 (members) failed: member account 111122223333: the credentials of profile wrong belong to " \
            "account 999999999999" in proc.stderr
     assert "111122223333/eu-west-1/ringi-member" not in deployer.state()["aws"].get("member_stacks", {})
 

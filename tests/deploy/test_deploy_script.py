@@ -21,6 +21,7 @@ CREATES = ("cloudformation create-change-set", "iam create-access-key", "d1 crea
 STEP_LINE = re.compile(r"^==> \[(\d+)/11\] (\w+): ", re.M)
 
 
+
 def command(call: dict) -> str:
     return " ".join(call["argv"][:3])
 
@@ -51,19 +52,30 @@ def assert_converged(d) -> None:
     assert stack["Tags"]["ringi:api-key-sha256"] == sha256(api_key)
     worker = s["cloudflare"]["workers"]["ringi"]
     assert worker["secrets"]["REGISTER_API_KEYS"] == sha256(sha256(api_key)), "worker accepts exactly the stack's key"
-    [key] = s["aws"]["keys"]["ringi-worker"]  # one IAM key, the worker's
-    assert worker["secrets"]["AWS_ACCESS_KEY_ID"] == sha256(key["AccessKeyId"])
-    assert worker["secrets"]["AWS_SECRET_ACCESS_KEY"] == sha256(key["SecretAccessKey"])
+    federation = d.settings.get("CALLBACK_CREDENTIALS", "federation") == "federation"
+    if federation:  # no IAM user, no access key anywhere: the worker assumes the stack's role
+        assert "ringi-worker" not in s["aws"]["keys"] and "WorkerUserName" not in stack["Outputs"]
+        assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(worker["secrets"])
+    else:
+        [key] = s["aws"]["keys"]["ringi-worker"]  # one IAM key, the worker's
+        assert worker["secrets"]["AWS_ACCESS_KEY_ID"] == sha256(key["AccessKeyId"])
+        assert worker["secrets"]["AWS_SECRET_ACCESS_KEY"] == sha256(key["SecretAccessKey"])
     [db] = s["cloudflare"]["databases"]
     assert db["name"] == "ringi" and s["cloudflare"]["applied"][db["uuid"]] == migrations()
     deployed = worker["deployed"]
     assert deployed["d1_databases"][0]["database_id"] == db["uuid"]
     assert deployed["vars"]["COGNITO_CLIENT_ID"] == stack["Outputs"]["SpaClientId"]
     assert deployed["routes"] == [{"pattern": "approvals.example.com", "custom_domain": True}]
-    # Federation by default: the stack's own account is a member, its callback role the worker's target.
+    if not federation:
+        assert "FEDERATION_SIGNING_KEY" not in worker["secrets"] and "AWS_ROLE_ARN" not in deployed["vars"]
+        return
+    # Federation by default: the stack's own account is a member, its callback role the worker's target, and the
+    # stack's worker role its identity for mail and DynamoDB.
     assert "FEDERATION_SIGNING_KEY" in worker["secrets"]
     assert json.loads(deployed["vars"]["AWS_TARGETS"]) == {
         "123456789012": {"roleArn": "arn:aws:iam::123456789012:role/ringi-callback", "regions": ["eu-central-1"]}}
+    assert deployed["vars"]["AWS_ROLE_ARN"] == stack["Outputs"]["WorkerRoleArn"] == \
+        "arn:aws:iam::123456789012:role/ringi-worker"
 
 
 def assert_no_orphan_key(d) -> None:
@@ -83,14 +95,14 @@ def test_first_deploy_creates_everything_in_order(deployer):
     assert proc.returncode == 0, proc.stderr
     assert [int(n) for n, _ in STEP_LINE.findall(proc.stdout)] == list(range(1, 12))
     assert [name for _, name in STEP_LINE.findall(proc.stdout)] == [
-        "preflight", "build", "stack", "outputs", "members", "d1", "config", "migrations", "secrets", "deploy", "check"]
+        "preflight", "build", "members", "stack", "outputs", "d1", "config", "migrations", "secrets", "deploy", "check"]
     order = [f"{c['program']} {command(c)}" for c in deployer.calls()]
-    milestones = ["aws sts get-caller-identity", "wrangler whoami --json", "aws cloudformation create-change-set",
-                  "aws cloudformation execute-change-set", "aws cloudformation deploy", "wrangler d1 create",
-                  "wrangler d1 migrations",
-                  "aws iam create-access-key", "wrangler secret bulk", "wrangler deploy --config"]
+    milestones = ["aws sts get-caller-identity", "wrangler whoami --json", "aws cloudformation deploy",
+                  "aws cloudformation create-change-set", "aws cloudformation execute-change-set", "wrangler d1 create",
+                  "wrangler d1 migrations", "wrangler secret bulk", "wrangler deploy --config"]
     positions = [next(i for i, c in enumerate(order) if c.startswith(m)) for m in milestones]
     assert positions == sorted(positions), order
+    assert not [c for c in order if c.startswith("aws iam")], "federation makes no IAM user key"
     assert "https://approvals.example.com" in proc.stdout and "ringi is live" in proc.stdout
     assert_converged(deployer)
     config = json.loads((deployer.root / "edge" / "wrangler.production.json").read_text())
@@ -213,8 +225,9 @@ def test_identity_providers_reach_the_stack_once_the_pool_exists(deployer):
     setting is a stack parameter like any other and a deploy keeps the providers."""
     deployer.settings["IDENTITY_PROVIDERS"] = "COGNITO,Corp"
     proc = deployer.run()
-    assert proc.returncode == 1 and "step 3/11 (stack) failed: IDENTITY_PROVIDERS names Corp" in proc.stderr
-    assert [c for c in deployer.calls() if not is_read_only(c)] == []
+    assert proc.returncode == 1 and "step 4/11 (stack) failed: IDENTITY_PROVIDERS names Corp" in proc.stderr
+    # Only the (idempotent) member stack of step 3 came first: nothing of the central stack.
+    assert [command(c) for c in deployer.calls() if not is_read_only(c)] == ["cloudformation deploy --stack-name"]
     deployer.settings.pop("IDENTITY_PROVIDERS")
     assert deployer.run().returncode == 0
     [first] = change_set_parameters(deployer)
@@ -248,6 +261,7 @@ def test_optional_outputs_may_be_absent(deployer, client_credentials, example):
 
 
 def test_rotate_switches_both_keys_without_a_gap(deployer):
+    deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     assert deployer.run().returncode == 0
     first = deployer.state()
     old_key = first["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
@@ -283,6 +297,7 @@ def test_rotate_switches_both_keys_without_a_gap(deployer):
 
 
 def test_secrets_never_on_argv_in_output_or_in_files(deployer):
+    deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     assert deployer.run().returncode == 0
     assert deployer.run("--rotate").returncode == 0
     assert deployer.run("--rotate", fail="wrangler secret bulk").returncode == 1  # an error path too
@@ -310,16 +325,18 @@ def test_dry_run_first_deploy_prints_the_plan_and_changes_nothing(deployer):
     assert proc.returncode == 0, proc.stderr
     assert [c for c in deployer.calls() if not is_read_only(c)] == []
     for text in ("would create the stack", "would create D1 database ringi",
-                 "would write edge/wrangler.production.json", "would create an access key",
+                 "would write edge/wrangler.production.json",
                  "would deploy worker ringi", f"would check {deployer.worker.url}/healthz",
                  "nothing was created, changed or deleted"):
         assert text in proc.stdout
+    assert "access key" not in proc.stdout
     assert not (deployer.root / "edge" / "wrangler.production.json").exists()
     assert not (deployer.root / ".ringi").exists()
     assert deployer.state()["aws"]["stacks"] == {} and deployer.state()["cloudflare"]["databases"] == []
 
 
 def test_dry_run_after_a_deploy_shows_what_would_change(deployer):
+    deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     assert deployer.run().returncode == 0
     (deployer.root / "deploy" / "aws" / "ringi.yaml").write_text("Description: changed\nResources: {}\n")
     before = len(deployer.calls())
@@ -333,14 +350,16 @@ def test_dry_run_after_a_deploy_shows_what_would_change(deployer):
 
 
 FIRST_DEPLOY_FAILURES = [
-    ("aws cloudformation create-change-set", 3), ("aws cloudformation wait change-set-create-complete", 3),
-    ("aws cloudformation execute-change-set", 3), ("aws cloudformation wait stack-create-complete", 3),
-    ("aws cloudformation deploy", 5), ("wrangler d1 create", 6), ("wrangler d1 migrations apply", 8),
-    ("aws iam create-access-key", 9), ("wrangler secret bulk", 9), ("wrangler deploy", 10)]
+    ("aws cloudformation create-change-set", 4), ("aws cloudformation wait change-set-create-complete", 4),
+    ("aws cloudformation execute-change-set", 4), ("aws cloudformation wait stack-create-complete", 4),
+    ("aws cloudformation deploy", 3), ("wrangler d1 create", 6), ("wrangler d1 migrations apply", 8),
+    ("wrangler secret bulk", 9), ("wrangler deploy", 10), ("aws iam create-access-key", 9)]
 
 
 @pytest.mark.parametrize("fail,step", FIRST_DEPLOY_FAILURES, ids=[f for f, _ in FIRST_DEPLOY_FAILURES])
 def test_first_deploy_failure_then_rerun_completes(deployer, fail, step):
+    if fail.startswith("aws iam"):  # only the access-key fallback makes a key
+        deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     proc = deployer.run(fail=fail)
     assert proc.returncode == 1
     assert f"step {step}/11 (" in proc.stderr and f"`{fail} " in proc.stderr
@@ -358,6 +377,7 @@ ROTATION_FAILURES = ["aws iam create-access-key", "wrangler secret bulk", "aws i
 
 @pytest.mark.parametrize("fail", ROTATION_FAILURES)
 def test_rotation_failure_then_rerun_completes(deployer, fail):
+    deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     assert deployer.run().returncode == 0
     old = deployer.state()["aws"]["stacks"]["ringi"]["Parameters"]["RegistrationApiKey"]
     proc = deployer.run("--rotate", fail=fail)
@@ -378,6 +398,7 @@ def test_rotation_failure_then_rerun_completes(deployer, fail):
 
 def test_two_leftover_access_keys_end_as_one(deployer):
     """A run killed between creating and storing a key leaves two; the next run deletes the oldest first."""
+    deployer.settings["CALLBACK_CREDENTIALS"] = "access-key"
     assert deployer.run().returncode == 0
     s = deployer.state()
     s["aws"]["keys"]["ringi-worker"].append({"UserName": "ringi-worker", "AccessKeyId": "AKIAORPHAN0000000000",
@@ -408,7 +429,7 @@ def test_a_rolled_back_first_create_is_deleted_and_created_again(deployer):
     assert deployer.run(fail="aws cloudformation wait stack-create-complete").returncode == 1
     assert deployer.state()["aws"]["stacks"]["ringi"]["StackStatus"] == "ROLLBACK_COMPLETE"
     proc = deployer.run(fail="aws cloudformation delete-stack")
-    assert proc.returncode == 1 and "step 3/11 (stack) failed: `aws cloudformation delete-stack" in proc.stderr
+    assert proc.returncode == 1 and "step 4/11 (stack) failed: `aws cloudformation delete-stack" in proc.stderr
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
     assert "delete the failed stack ringi (ROLLBACK_COMPLETE)" in proc.stdout

@@ -12,7 +12,7 @@ from fnmatch import fnmatchcase
 
 import pytest
 
-from aws_template import (MOTO_SKIPPED_TYPES, OUTPUTS, PARAMETERS, README, RENDER, TEMPLATE, WORKER_ACTIONS,
+from aws_template import (MOTO_SKIPPED_TYPES, OUTPUTS, ROOT, PARAMETERS, README, RENDER, TEMPLATE, WORKER_ACTIONS,
                           EVENT_INDEXES, TABLE_INDEXES, WORKER_TABLE_ACTIONS, asl,
                           condition, decode, evaluate, lint, load_renderer, parameter_values, put_events_entries,
                           references, rendered, rendered_text)
@@ -196,7 +196,7 @@ def test_outputs_with_example_values():
         "CognitoDomain": "https://ringi-example.auth.ap-northeast-1.amazoncognito.com",
         "SpaClientId": {"Ref": "SpaClient"},
         "RegisterScope": "ringi/approvals.write",
-        "WorkerUserName": {"Ref": "WorkerUser"},
+        "WorkerRoleArn": {"Fn::GetAtt": ["WorkerRole", "Arn"]},
         "StateMachineArn": {"Ref": "ExampleStateMachine"},
         "EventBusName": "default",
         "ConnectionArn": {"Fn::GetAtt": ["RegistrationConnection", "Arn"]},
@@ -223,7 +223,8 @@ def test_outputs_of_optional_resources_carry_their_condition():
         assert conditions == ({output["Condition"]} if "Condition" in output else set()), name
         assert "Fn::If" not in json.dumps(output["Value"]), name
     conditional = {k for k, v in outputs.items() if "Condition" in v}
-    assert conditional == {"RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn"}
+    assert conditional == {"RegisterClientIds", "StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn",
+                           "WorkerUserName", "WorkerRoleArn"}
 
 
 def test_no_output_exposes_a_secret():
@@ -243,33 +244,102 @@ def test_no_output_exposes_a_secret():
 
 # ---------------------------------------------------------------------------------------------------- IAM
 def policies_attached_to_user(template, user: str, params: dict | None = None) -> list[dict]:
-    """Every policy document the template attaches to the user, however it is attached (with `params`: only
-    those whose resource's Condition holds)."""
+    """Every policy document the template attaches to the user or role, however it is attached (with `params`:
+    only those whose resource's Condition holds, and the Users / Roles lists as these values make them)."""
     spec = template["Resources"][user]
-    assert spec["Type"] == "AWS::IAM::User"
+    assert spec["Type"] in ("AWS::IAM::User", "AWS::IAM::Role")
     props = spec.get("Properties", {})
     found = [p["PolicyDocument"] for p in props.get("Policies", [])]
     assert not props.get("ManagedPolicyArns") and not props.get("Groups") and not props.get("PermissionsBoundary")
+    attach = "Users" if spec["Type"] == "AWS::IAM::User" else "Roles"
     for spec in template["Resources"].values():
         if params is not None and "Condition" in spec and not condition(spec["Condition"], template, params):
             continue
         p = spec.get("Properties", {})
-        if spec["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and {"Ref": user} in p.get("Users", []):
+        names = evaluate(p.get(attach, []), template, params) if params is not None else json.dumps(p.get(attach))
+        if spec["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") and {"Ref": user} in names \
+                or params is None and json.dumps({"Ref": user}) in names:
             found.append(p["PolicyDocument"])
-        if spec["Type"] == "AWS::IAM::UserPolicy" and p.get("UserName") == {"Ref": user}:
+        if spec["Type"] in ("AWS::IAM::UserPolicy", "AWS::IAM::RolePolicy") and \
+                {"Ref": user} in (p.get("UserName"), p.get("RoleName")):
             found.append(p["PolicyDocument"])
     return found
 
 
+def worker_identity(template, params) -> str:
+    return "WorkerRole" if params["WorkerCredentials"] == "federation" else "WorkerUser"
+
+
 def worker_policy(template, params) -> dict:
     """The worker's permissions for these parameter values: its policies' statements together."""
-    documents = [evaluate(d, template, params) for d in policies_attached_to_user(template, "WorkerUser", params)]
+    documents = [evaluate(d, template, params)
+                 for d in policies_attached_to_user(template, worker_identity(template, params), params)]
     return {"Version": "2012-10-17", "Statement": [s for d in documents for s in statements(d)]}
+
+
+def test_federation_is_the_default_and_makes_no_user_and_no_key():
+    template = rendered()
+    p = template["Parameters"]["WorkerCredentials"]
+    assert p["Default"] == "federation" and p["AllowedValues"] == ["federation", "access-key"]
+    params = parameter_values(template)
+    made = {k: v["Type"] for k, v in template["Resources"].items()
+            if "Condition" not in v or condition(v["Condition"], template, params)}
+    assert "AWS::IAM::User" not in made.values() and "AWS::IAM::AccessKey" not in made.values()
+    assert made["WorkerRole"] == "AWS::IAM::Role"
+    assert "AWS::IAM::AccessKey" not in {v["Type"] for v in template["Resources"].values()}, "never a key in the stack"
+    out = stack_outputs(template, params)
+    assert "WorkerUserName" not in out and out["WorkerRoleArn"] == {"Fn::GetAtt": ["WorkerRole", "Arn"]}
+    # access-key: the user, and no role.
+    fallback = parameter_values(template, WorkerCredentials="access-key")
+    assert condition("WithAccessKey", template, fallback) and not condition("WithFederation", template, fallback)
+    assert template["Resources"]["WorkerUser"]["Condition"] == "WithAccessKey"
+    assert template["Resources"]["WorkerRole"]["Condition"] == "WithFederation"
+    out = stack_outputs(template, fallback)
+    assert "WorkerRoleArn" not in out and out["WorkerUserName"] == {"Ref": "WorkerUser"}
+
+
+def test_worker_role_trusts_only_worker_tokens_of_this_account():
+    template = rendered()
+    params = parameter_values(template)
+    props = template["Resources"]["WorkerRole"]["Properties"]
+    trust = json.loads(evaluate(props["AssumeRolePolicyDocument"], template, params))
+    [statement] = trust["Statement"]
+    assert statement == {
+        "Effect": "Allow",
+        "Principal": {"Federated": "arn:aws:iam::123456789012:oidc-provider/approvals.example.com"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {"StringEquals": {"approvals.example.com:aud": "sts.amazonaws.com",
+                                       "approvals.example.com:sub": "ringi-worker:123456789012"}}}
+    # The audience member.yaml's callback roles check too (the stack's FederationAudience output).
+    assert template["Outputs"]["FederationAudience"]["Value"] == "sts.amazonaws.com"
+    assert evaluate(props["RoleName"], template, params) == "ringi-worker"
+    assert props["MaxSessionDuration"] == 3600 and not props.get("Policies")
+
+
+def test_a_callback_token_is_not_a_worker_token():
+    """member.yaml's callback role wants sub ringi-callback:ACCOUNT, the worker role ringi-worker:ACCOUNT."""
+    member = (ROOT / "deploy/aws/member.yaml").read_text(encoding="utf-8")
+    assert '"${IssuerHost}:sub": "ringi-callback:${AWS::AccountId}"' in member
+    role = json.dumps(rendered()["Resources"]["WorkerRole"]["Properties"]["AssumeRolePolicyDocument"])
+    assert "ringi-worker:${AWS::AccountId}" in role and "ringi-callback" not in role
+
+
+def test_worker_role_may_only_mail_and_use_the_table():
+    """Exactly the user's mail and table permissions; approval tasks go through the callback roles."""
+    template = rendered()
+    for storage in ("d1", "dynamodb"):
+        role = worker_policy(template, parameter_values(template, ApprovalsStorage=storage))
+        user = worker_policy(template, parameter_values(template, ApprovalsStorage=storage,
+                                                        WorkerCredentials="access-key"))
+        assert statements(role) == [s for s in statements(user) if s.get("Sid") != "AnswerApprovalTasks"]
+        actions = {a for s in statements(role) for a in as_set(s["Action"])}
+        assert actions == {"ses:SendEmail"} | ((WORKER_TABLE_ACTIONS | {"dynamodb:DeleteItem"})
+                                               if storage == "dynamodb" else set())
 
 
 def test_worker_user_may_only_answer_tasks_and_mail():
     template = rendered()
-    params = parameter_values(template)
+    params = parameter_values(template, WorkerCredentials="access-key")
     policy = worker_policy(template, params)
     assert {a for s in statements(policy) for a in as_set(s["Action"])} == WORKER_ACTIONS
     by_service = {}
@@ -284,7 +354,8 @@ def test_worker_user_may_only_answer_tasks_and_mail():
     assert as_set(ses["Resource"]) == {"arn:aws:ses:ap-northeast-1:123456789012:identity/example.com"}
     assert ses["Condition"] == {"StringEquals": {"ses:FromAddress": "ringi@example.com"}}
     # The prefix, not a hard-coded name: another prefix moves the scope with it.
-    other = worker_policy(template, parameter_values(template, StateMachineNamePrefix="ops-"))
+    other = worker_policy(template, parameter_values(template, StateMachineNamePrefix="ops-",
+                                                     WorkerCredentials="access-key"))
     assert any(as_set(s["Resource"]) == {"arn:aws:states:ap-northeast-1:123456789012:stateMachine:ops-*"}
                for s in statements(other))
 
@@ -315,9 +386,9 @@ def test_the_approvals_table_exists_only_with_dynamodb_storage():
 
 def test_with_dynamodb_the_worker_gets_the_tables_item_actions_only():
     template = rendered()
-    assert {a for s in statements(worker_policy(template, parameter_values(template))) for a in as_set(s["Action"])} \
+    assert {a for s in statements(worker_policy(template, parameter_values(template, WorkerCredentials="access-key"))) for a in as_set(s["Action"])} \
         == WORKER_ACTIONS, "D1: no table, no table actions"
-    policy = worker_policy(template, parameter_values(template, ApprovalsStorage="dynamodb"))
+    policy = worker_policy(template, parameter_values(template, ApprovalsStorage="dynamodb", WorkerCredentials="access-key"))
     [table] = [s for s in statements(policy) if s.get("Sid") == "ApprovalsTableItems"]
     assert as_set(table["Action"]) == WORKER_TABLE_ACTIONS
     assert all(not a.endswith("*") and "Table" not in a.split(":")[1] for a in WORKER_TABLE_ACTIONS), \
@@ -357,7 +428,7 @@ def test_the_dynamodb_state_machine_writes_the_seed_item_itself():
 
 def test_example_state_machine_falls_under_the_worker_scope():
     template = rendered()
-    params = parameter_values(template)
+    params = parameter_values(template, WorkerCredentials="access-key")
     name = evaluate(template["Resources"]["ExampleStateMachine"]["Properties"]["StateMachineName"], template, params)
     assert name == "ringi-example-approval"
     arn = f"arn:aws:states:ap-northeast-1:123456789012:stateMachine:{name}"

@@ -117,20 +117,23 @@ def test_stack_reaches_create_complete(stack):
     assert stack["stack"]["StackStatus"] == "CREATE_COMPLETE"
     assert set(skipped.values()) == MOTO_SKIPPED_TYPES, "moto changed: update MOTO_SKIPPED_TYPES and the README"
     wanted = {k for k, v in rendered()["Resources"].items()
-              if v.get("Condition") not in ("WithClientCredentials", "WithDynamoDb", "WithDynamoDbStateMachine")}
+              if v.get("Condition") not in ("WithClientCredentials", "WithDynamoDb", "WithDynamoDbStateMachine",
+                                            "WithAccessKey")}
+    assert "WorkerRole" in wanted and "WorkerUser" not in stack["resources"], "federation: a role, no user"
     assert set(stack["resources"]) == wanted - set(skipped)
 
 
 def test_outputs(stack):
     out = stack["outputs"]
     # Their Conditions (client credentials, STORAGE=dynamodb) are false.
-    assert set(out) == set(OUTPUTS) - {"RegisterClientIds", "ApprovalsTableName", "DynamoDbStateMachineArn"}
+    assert set(out) == set(OUTPUTS) - {"RegisterClientIds", "ApprovalsTableName", "DynamoDbStateMachineArn",
+                                       "WorkerUserName"}
     assert out["StateMachineArn"] == f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:ringi-example-approval"
     assert out["RegisterScope"] == "ringi/approvals.write"
     assert out["EventBusName"] == "default" and out["AwsRegion"] == REGION and out["MailFrom"] == "ringi@example.com"
     assert out["CognitoDomain"] == f"https://ringi-moto.auth.{REGION}.amazoncognito.com"
     assert out["DeadLetterQueueUrl"] == stack["resources"]["RegistrationDeadLetterQueue"]["PhysicalResourceId"]
-    assert out["WorkerUserName"] == stack["resources"]["WorkerUser"]["PhysicalResourceId"]
+    assert out["WorkerRoleArn"] == f"arn:aws:iam::{ACCOUNT}:role/ringi-worker"
 
 
 def test_api_key_is_not_readable_from_the_stack(aws, stack):
@@ -145,14 +148,46 @@ def test_api_key_is_not_readable_from_the_stack(aws, stack):
     assert API_KEY not in cf.get_template(StackName="ringi")["TemplateBody"]
 
 
-def test_worker_user_has_exactly_the_template_policy(aws, stack):
-    iam, user = aws("iam"), stack["outputs"]["WorkerUserName"]
+def role_statements(iam, role: str) -> list[dict]:
+    found = []
+    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        found += (json.loads(document) if isinstance(document, str) else document)["Statement"]
+    return found
+
+
+def test_worker_role_trusts_worker_tokens_and_may_only_mail(aws, stack):
+    iam = aws("iam")
+    role = iam.get_role(RoleName="ringi-worker")["Role"]
+    assert role["Arn"] == stack["outputs"]["WorkerRoleArn"]
+    trust = role["AssumeRolePolicyDocument"]
+    trust = json.loads(trust) if isinstance(trust, str) else trust
+    [statement] = trust["Statement"]
+    assert statement["Principal"] == {"Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/approvals.example.com"}
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Condition"] == {"StringEquals": {"approvals.example.com:aud": "sts.amazonaws.com",
+                                                       "approvals.example.com:sub": f"ringi-worker:{ACCOUNT}"}}
+    assert iam.list_attached_role_policies(RoleName="ringi-worker")["AttachedPolicies"] == []
+    statements = role_statements(iam, "ringi-worker")
+    assert {s["Sid"]: s["Resource"] for s in statements} == {
+        "MailApprovers": f"arn:aws:ses:{REGION}:{ACCOUNT}:identity/example.com"}
+    assert [s["Action"] for s in statements] == ["ses:SendEmail"]
+    assert [u for u in iam.list_users()["Users"] if u["Path"] == "/ringi/"] == [], "no user, so no access key"
+
+
+def test_worker_user_has_exactly_the_template_policy(aws):
+    keyed = create_stack(aws, "ringi-keyed", AppName="ringikeyed", WorkerCredentials="access-key")
+    assert keyed["stack"]["StackStatus"] == "CREATE_COMPLETE"
+    assert "WorkerRoleArn" not in keyed["outputs"] and "WorkerRole" not in keyed["resources"]
+    iam, user = aws("iam"), keyed["outputs"]["WorkerUserName"]
+    assert user == keyed["resources"]["WorkerUser"]["PhysicalResourceId"]
     assert iam.list_attached_user_policies(UserName=user)["AttachedPolicies"] == []
     assert iam.list_groups_for_user(UserName=user)["Groups"] == []
     assert iam.list_access_keys(UserName=user)["AccessKeyMetadata"] == []  # created by the deploy script
-    [name] = iam.list_user_policies(UserName=user)["PolicyNames"]
-    document = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
-    document = json.loads(document) if isinstance(document, str) else document
+    document = {"Statement": []}
+    for name in iam.list_user_policies(UserName=user)["PolicyNames"]:
+        part = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
+        document["Statement"] += (json.loads(part) if isinstance(part, str) else part)["Statement"]
     actions = {a for s in document["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str)
                                                             else s["Action"])}
     assert actions == WORKER_ACTIONS
@@ -251,15 +286,17 @@ def test_example_workflow_waits_for_the_approval_then_resumes(aws, stack, probe_
 
 def test_optional_parts_follow_their_parameters(aws):
     other = create_stack(aws, "ringi-options", EnableClientCredentials="true", CreateExampleStateMachine="false",
-                         EventBusName="default", StateMachineNamePrefix="ops-")
+                         EventBusName="default", StateMachineNamePrefix="ops-", AppName="ringiopts",
+                         WorkerCredentials="access-key")
     assert other["stack"]["StackStatus"] == "CREATE_COMPLETE"
-    assert set(other["outputs"]) == set(OUTPUTS) - {"StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn"}
+    assert set(other["outputs"]) == set(OUTPUTS) - {"StateMachineArn", "ApprovalsTableName", "DynamoDbStateMachineArn",
+                                                    "WorkerRoleArn"}
     assert other["outputs"]["RegisterClientIds"] == "RegisterClient-placeholder-id"  # Cognito is skipped
     assert "ExampleStateMachine" not in other["resources"] and "ExampleStateMachineRole" not in other["resources"]
     iam, user = aws("iam"), other["outputs"]["WorkerUserName"]
-    [name] = iam.list_user_policies(UserName=user)["PolicyNames"]
-    document = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
-    assert "stateMachine:ops-*" in json.dumps(document)
+    documents = [iam.get_user_policy(UserName=user, PolicyName=n)["PolicyDocument"]
+                 for n in iam.list_user_policies(UserName=user)["PolicyNames"]]
+    assert "stateMachine:ops-*" in json.dumps(documents)
     assert {"RegisterClient", "RegisterResourceServer"} <= set(other["skipped"])
 
 
@@ -284,16 +321,13 @@ def test_dynamodb_storage_creates_the_table_the_policy_and_a_workflow_that_write
                                               {"AttributeName": "eventSort", "KeyType": "RANGE"}]
         assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
 
-    iam, user = aws("iam"), out["WorkerUserName"]
-    statements = []
-    for name in iam.list_user_policies(UserName=user)["PolicyNames"]:
-        document = iam.get_user_policy(UserName=user, PolicyName=name)["PolicyDocument"]
-        statements += (json.loads(document) if isinstance(document, str) else document)["Statement"]
+    iam, role = aws("iam"), out["WorkerRoleArn"].rsplit("/", 1)[1]
+    statements = role_statements(iam, role)
     [items] = [s for s in statements if s.get("Sid") == "ApprovalsTableItems"]
     assert set(items["Action"]) == WORKER_TABLE_ACTIONS
     assert items["Resource"] == [described["TableArn"]] + [f"{described['TableArn']}/index/{i}" for i in TABLE_INDEXES]
     actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert actions == WORKER_ACTIONS | WORKER_TABLE_ACTIONS | {"dynamodb:DeleteItem"}
+    assert actions == {"ses:SendEmail"} | WORKER_TABLE_ACTIONS | {"dynamodb:DeleteItem"}
     [clear] = [s for s in statements if s.get("Sid") == "ClearOutOfOffice"]
     assert clear["Resource"] == described["TableArn"], "deleting: out-of-office items of the table only"
     assert clear["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ooo#*"]}}
