@@ -7,21 +7,15 @@ use ringi_core::{ApiError, ApprovalId};
 
 use serde::Deserialize;
 
-use super::event_stmt;
+use super::events::event_stmt;
 use super::events::event_stmt_if;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
-use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
 use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
+use crate::store::port::records::Retries;
+use crate::store::port::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
 use serde_json::{Map, Value};
-
-/// What the cron retries: request mails, and chat notifications (their channels still due).
-#[derive(Default)]
-pub struct Retries {
-    pub mail: Vec<MailJob>,
-    pub chat: Vec<MailJob>,
-}
 
 #[derive(Deserialize)]
 struct VotedRow {

@@ -5,8 +5,8 @@ use ringi_core::domain::inbox::{inbox_sql, Cursor, InboxFilter};
 use ringi_core::ApiError;
 use wasm_bindgen::JsValue;
 
-use super::rows::{InboxEntry, InboxRow};
 use super::{n, s, D1Store, Stmt};
+use crate::store::port::rows::{InboxEntry, InboxRow};
 
 impl D1Store {
     /// One page of the caller's inbox, after `cursor` (the last item already shown). `limit` rows at most.

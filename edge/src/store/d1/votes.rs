@@ -1,20 +1,19 @@
 //! Votes, the claim, and the writes that close a decision (design.md §6 "Attempts").
 
-use ringi_core::base::principal::Principal;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
-use ringi_core::domain::rules::Guard;
 use ringi_core::domain::vote::RecordedVote;
 use ringi_core::sql::guards_sql;
 use ringi_core::{ApiError, ApprovalId};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
-use super::delegation::arg;
+use super::arg;
 use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
-use super::rows::{self, Attempt, AttemptRow, DecisionRow, Loaded};
 use super::{changed, n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
+use crate::store::port::decision::{voter, CallbackFailure, ClaimRequest, Guess, Opened, Vote};
+use crate::store::port::rows::{self, Attempt, AttemptRow, DecisionRow};
 use ringi_core::domain::audit::{Actor, EventKind};
 use serde_json::json;
 
@@ -27,37 +26,6 @@ pub(super) const ON_EXPIRY_ATTEMPT: &str =
     "decided_on_expiry = CASE WHEN attempt_id IS NOT NULL AND attempt_sub IS NULL THEN 1 ELSE 0 END";
 /// The stored status of the recorded attempt's verdict.
 pub(super) const ATTEMPT_STATUS: &str = "(CASE attempt_verdict WHEN 'reject' THEN 'rejected' ELSE 'approved' END)";
-
-/// One approver's decision as stored in `decisions`.
-pub struct Vote<'a> {
-    pub sub: &'a str,
-    /// The listed principal it satisfies (an approval) or names (a rejection).
-    pub principal: Principal,
-    pub email: Option<&'a str>,
-    pub username: Option<&'a str>,
-    pub verdict: Verdict,
-    pub comment: Option<&'a str>,
-    pub feedback: Option<&'a Map<String, Value>>,
-    pub at: i64,
-}
-
-/// Who takes a claim: the claim id, the lease and the attempt it records.
-#[derive(Clone)]
-pub struct ClaimRequest<'a> {
-    pub claim_id: &'a str,
-    pub now: i64,
-    pub until: i64,
-    pub verdict: Verdict,
-    pub sub: &'a str,
-    /// Shown as "attempted by" if the attempt ends unconfirmed.
-    pub by: &'a str,
-    /// The caller's principal keys as a JSON array, in the order the quorum rules try them.
-    pub keys: String,
-    /// What the claim of an approval that completes the quorum commits under
-    /// (`ringi_core::domain::rules::completion_guards`; empty for any other claim): both backends' claims commit
-    /// only while they hold (D1 also makes them in the SQL of a guessed first round trip).
-    pub guards: Vec<Guard>,
-}
 
 /// The claim (see [`D1Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
 /// id, ?4 now, ?5 verdict, ?6 sub, ?7 attempted by, then `extra_args` from ?8 on (D1 refuses a binding the
@@ -91,17 +59,6 @@ fn claim_stmt_until(
         ),
         args,
     )
-}
-
-/// What a decision request most likely comes to, written in its first round trip (see
-/// [`D1Store::open_decision`]). Only for requests without feedback, on approvals without a form: the form is
-/// the one check the SQL cannot make.
-pub struct Guess<'a> {
-    pub claim: &'a ClaimRequest<'a>,
-    pub email: Option<&'a str>,
-    pub username: Option<&'a str>,
-    pub comment: Option<&'a str>,
-    pub at: i64,
 }
 
 /// The caller (principal keys ?8, verified email `email`) is not a requester of the row `approvals`, or
@@ -188,18 +145,6 @@ impl Guess<'_> {
             ],
         )
     }
-}
-
-/// What the first round trip of a decision found and did.
-pub struct Opened {
-    /// The approval before this request's writes; `None`: no such approval.
-    pub loaded: Option<Loaded>,
-    /// The claim, if the guess took it: the attempt on record.
-    pub claimed: Option<Attempt>,
-    /// The caller's approval was recorded (a vote that does not complete the quorum).
-    pub voted: bool,
-    /// The votes after this request's writes (`None` without a guess).
-    pub votes_after: Option<Vec<RecordedVote>>,
 }
 
 /// The claim of ringi itself (the outcome on expiry, `onExpiry` = `verdict`): the same conditional claim a
@@ -434,17 +379,6 @@ impl D1Store {
     }
 }
 
-/// A callback that did not go through, as the event log records it.
-pub struct CallbackFailure {
-    pub actor: Actor,
-    pub verdict: Verdict,
-    /// `unavailable` (retryable), `refused` or `invalid`.
-    pub class: &'static str,
-    /// Step Functions' error type (`ThrottlingException`, `HTTP 500`, `network` …), never a message body.
-    pub code: String,
-    pub at: i64,
-}
-
 /// The statement of [`D1Store::release`].
 fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
     let clear = |col: &str| format!("{col} = CASE WHEN ?3 = 1 AND attempt_id = ?2 THEN NULL ELSE {col} END");
@@ -454,17 +388,6 @@ fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
         ["attempt_verdict", "attempt_sub", "attempt_by", "attempt_at", "attempt_id"].map(clear).join(", ")
     );
     Stmt::new(sql, vec![s(id.as_str()), s(claim_id), n(i64::from(not_sent))])
-}
-
-impl Vote<'_> {
-    /// The voter, as the event log names them.
-    pub fn actor(&self) -> Actor {
-        voter(self.sub, self.email, self.username)
-    }
-}
-
-fn voter(sub: &str, email: Option<&str>, username: Option<&str>) -> Actor {
-    Actor::User { sub: sub.to_owned(), display: email.or(username).unwrap_or(sub).to_owned() }
 }
 
 /// The `voted` event of `sub`'s approval, once per voter, if this very request's vote is on record (its

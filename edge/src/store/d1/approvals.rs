@@ -9,37 +9,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
-use super::rows::{
+use super::events::{event_once_stmt, Once};
+use super::{changed, n, opt, s, D1Store, Stmt};
+use crate::error::OrInternal;
+use crate::store::port::decision::{Inserted, Registered, Registrant};
+use crate::store::port::rows::{
     self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS, PRINCIPAL_COLUMNS,
 };
-use super::{changed, n, opt, s, D1Store, Once, Stmt};
-use crate::error::OrInternal;
-
-/// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
-pub struct Registrant<'a> {
-    pub label: &'a str,
-    pub rate_per_minute: u32,
-}
-
-/// What [`D1Store::insert`] did.
-pub enum Inserted {
-    /// `routed`: the slots out-of-office routing handed on, as (absent approver, stand-in).
-    Created { routed: Vec<(Principal, Principal)> },
-    /// The ID or the task token is taken: nothing was written (also when an earlier try of this very insert
-    /// went through but its answer was lost: the caller then finds the same request, as for a redelivery).
-    Exists,
-    /// The credential is over its rate: nothing was written.
-    RateLimited { retry_after: u32 },
-}
-
-/// An existing registration, as far as a new one is compared with it.
-#[derive(Debug, Deserialize)]
-pub struct Registered {
-    pub id: String,
-    pub token_sha256: String,
-    pub request_sha256: Option<String>,
-    pub expires_at: f64,
-}
 
 #[derive(Deserialize)]
 struct Count {
@@ -165,7 +141,7 @@ impl InsertBatch<'_> {
         if !a.channels.is_empty() {
             detail["channels"] = a.channels.len().into();
         }
-        super::event_once_stmt(
+        event_once_stmt(
             self.id,
             now,
             EventKind::Registered,

@@ -9,10 +9,11 @@ use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 
-use super::event_stmt;
-use super::rows::{self, Attempt, AttemptRow};
+use super::events::event_stmt;
 use super::votes::{close_stmt, finish_stmt, system_claim_stmt, unconfirmed_stmt};
-use super::{n, D1Store, Stmt};
+use super::{n, s, D1Store, Stmt};
+use crate::store::port::records::DueOutcome;
+use crate::store::port::rows::{self, Attempt, AttemptRow};
 
 /// Approvals one cron run answers at most (each is a Step Functions call); the rest wait for the next run,
 /// which the lead leaves room for.
@@ -26,16 +27,6 @@ struct DueRow {
     expires_at: f64,
     aws_account: Option<String>,
     aws_region: Option<String>,
-}
-
-/// An approval whose chosen outcome is due. Holds the task token: never log it.
-pub struct DueOutcome {
-    pub id: ApprovalId,
-    pub token: TaskToken,
-    pub verdict: Verdict,
-    pub expires_at: i64,
-    /// Where the callback goes (`None`: this ringi's one account).
-    pub target: Option<AwsTarget>,
 }
 
 impl DueRow {
@@ -95,7 +86,7 @@ impl D1Store {
     ) -> Result<(), ApiError> {
         let mark = Stmt::new(
             "UPDATE approvals SET decided_on_expiry = 1 WHERE id = ?1 AND claim_id = ?2",
-            vec![super::s(id.as_str()), super::s(claim_id)],
+            vec![s(id.as_str()), s(claim_id)],
         );
         let stmts = [
             mark,

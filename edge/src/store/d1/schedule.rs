@@ -14,33 +14,18 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::events::event_stmt_if;
-use super::rows::{mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::{n, s, D1Store, Stmt};
+use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use crate::platform::log;
+use crate::store::port::records::DueEntry;
+use crate::store::port::rows::{mail_jobs, MailRow, MAIL_COLUMNS};
 
 /// Entries one cron run takes at most (each may mean a mail).
 const SCHEDULE_BATCH: i64 = 50;
 /// Closed approvals' due entries one run marks skipped at most.
 const SKIP_BATCH: i64 = 500;
-/// How long a run holds the entries it took: longer than a run mailing a full batch takes.
-pub const SCHEDULE_LEASE_MS: i64 = 10 * 60_000;
-
 /// The open approvals an entry may act on (`a` is the approval).
 const OPEN: &str = "a.status IN ('pending', 'claimed') AND a.expires_at > ?";
-
-/// One due entry the cron took, with what it needs to act.
-pub struct DueEntry {
-    pub job: MailJob,
-    pub seqs: Vec<i64>,
-    pub kind: EntryKind,
-    /// The approval's escalation (its `to` and `note`), if it has one.
-    pub escalation: Option<Escalation>,
-    /// The escalation principals were added already.
-    pub escalated: bool,
-    /// Verified emails of everyone who voted (reminders skip them).
-    pub voted: Vec<String>,
-}
 
 #[derive(Deserialize)]
 struct DueRow {
@@ -231,7 +216,7 @@ impl D1Store {
             vec![s(id.as_str()), n(now), s(&Value::from(principals).to_string())],
         );
         let results = self.batch(&[mark, event, add], "escalate").await?;
-        Ok(super::changed(results.first()) == 1)
+        Ok(changed(results.first()) == 1)
     }
 }
 
