@@ -4,13 +4,14 @@ use ringi_core::adapters::mail::MailState;
 use ringi_core::api::register::NewApproval;
 use ringi_core::base::principal::Principal;
 use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::sql::registration;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
 use super::events::{event_once_stmt, Once};
-use super::{changed, n, opt, s, D1Store, Stmt};
+use super::{arg, changed, n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use crate::store::port::decision::{Inserted, Registered, Registrant};
 use crate::store::port::rows::{
@@ -33,22 +34,14 @@ struct InsertBatch<'a> {
 
 impl InsertBatch<'_> {
     fn within_rate(&self, sql: &str, mut args: Vec<JsValue>) -> Stmt {
-        let i = args.len() + 1;
-        args.extend([s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))]);
-        let rate = format!(
-            "(SELECT count FROM registration_rate WHERE credential = ?{i} AND window_start = ?{}) <= ?{}",
-            i + 1,
-            i + 2
-        );
-        Stmt::new(sql.replace("{rate}", &rate), args)
+        let (label, per_minute) = (self.registrant.label, self.registrant.rate_per_minute);
+        let rate = registration::within_rate(args.len() + 1, label, self.window_start, per_minute);
+        args.extend(rate.args.iter().map(arg));
+        Stmt::new(sql.replace("{rate}", &rate.sql), args)
     }
 
     fn count(&self) -> Stmt {
-        Stmt::new(
-            "INSERT INTO registration_rate (credential, window_start, count) VALUES (?1, ?2, 1)
-             ON CONFLICT (credential, window_start) DO UPDATE SET count = count + 1 RETURNING count",
-            vec![s(self.registrant.label), n(self.window_start)],
-        )
+        registration::count(self.registrant.label, self.window_start).into()
     }
 
     /// The approval, unless its ID or task token is taken (then no row changes).
@@ -98,11 +91,8 @@ impl InsertBatch<'_> {
     /// A registration that wrote nothing does not count against the rate (as if it had not been made).
     /// Runs right after [`Self::approval`], whose changed rows `changes()` reports.
     fn uncount_if_nothing_written(&self) -> Stmt {
-        Stmt::new(
-            "UPDATE registration_rate SET count = count - 1
-             WHERE credential = ?1 AND window_start = ?2 AND changes() = 0 AND count <= ?3",
-            vec![s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))],
-        )
+        let (label, per_minute) = (self.registrant.label, self.registrant.rate_per_minute);
+        registration::uncount_if_nothing_written(label, self.window_start, per_minute).into()
     }
 
     /// The approver rows, only for the approval of this very request (a taken ID keeps its own approvers).

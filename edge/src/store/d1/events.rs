@@ -14,9 +14,6 @@ use wasm_bindgen::JsValue;
 use super::{n, opt, s, D1Store, Stmt};
 use crate::store::port::records::{events, random_key, EventPage, EventRow, EVENT_COLUMNS, TIMELINE_MAX};
 
-/// Old events one cron run deletes at most.
-const RETENTION_BATCH: i64 = 500;
-
 /// Every event insert: `dedupe_key` is unique, so a statement run again (a retried batch) records nothing twice.
 pub(super) use ringi_core::sql::EVENT_INSERT as INSERT;
 
@@ -112,11 +109,7 @@ impl D1Store {
     /// The audit retention: deletes events that happened before `before`, a bounded batch per run (a backlog
     /// drains over runs). Independent of the approvals' purge: events outlive their approval.
     pub async fn purge_events(&self, before: i64) -> Result<usize, ApiError> {
-        let stmt = Stmt::new(
-            "DELETE FROM approval_events WHERE seq IN
-               (SELECT seq FROM approval_events WHERE at < ?1 ORDER BY at, seq LIMIT ?2)",
-            vec![n(before), n(RETENTION_BATCH)],
-        );
+        let stmt = ringi_core::sql::upkeep::purge_events(before).into();
         self.changes(stmt, "purge_events").await
     }
 }

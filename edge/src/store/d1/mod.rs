@@ -27,7 +27,7 @@ use futures_util::future::{select, Either};
 use ringi_core::adapters::d1::{classify_d1_error, D1ErrorKind, D1_RETRY, D1_TRY_TIMEOUT_MS};
 use ringi_core::dev::faults::{injected_message, Injection};
 use ringi_core::dev::latency::Remote;
-use ringi_core::sql::SqlArg;
+use ringi_core::sql::{SqlArg, SqlCond};
 use ringi_core::ApiError;
 use serde::Deserialize;
 use serde_json::json;
@@ -86,6 +86,13 @@ impl Stmt {
     }
 }
 
+/// A statement core built (`ringi_core::sql`), its values bound as D1 takes them.
+impl From<SqlCond> for Stmt {
+    fn from(c: SqlCond) -> Self {
+        Self { args: c.args.iter().map(arg).collect(), sql: c.sql }
+    }
+}
+
 pub struct D1Store {
     db: D1Database,
     probe: Rc<Probe>,
@@ -109,6 +116,7 @@ pub(crate) fn arg(a: &SqlArg) -> JsValue {
     match a {
         SqlArg::Text(t) => s(t),
         SqlArg::Int(i) => n(*i),
+        SqlArg::Null => JsValue::NULL,
     }
 }
 

@@ -2,229 +2,91 @@
 
 use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::domain::vote::RecordedVote;
-use ringi_core::sql::guards_sql;
+use ringi_core::sql::decision::{self, Claim, Deadline};
+use ringi_core::sql::votes::{self, GuessedVote, Seat, VoteRow};
+use ringi_core::sql::{guards_sql, SqlArg};
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::Value;
-use wasm_bindgen::JsValue;
 
 use super::approvals::{decisions_stmt, load_stmts, read_loaded};
-use super::arg;
 use super::events::{attempt_decided_stmt, event_once_stmt, event_stmt, Once};
-use super::{changed, n, opt, s, D1Store, Stmt};
+use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use crate::store::port::decision::{voter, CallbackFailure, ClaimRequest, Guess, Opened, Vote};
 use crate::store::port::rows::{self, Attempt, AttemptRow, DecisionRow};
 use ringi_core::domain::audit::{Actor, EventKind};
 use serde_json::json;
 
-/// SET clause that forgets the attempt record.
-const CLEAR_ATTEMPT: &str =
-    "attempt_id = NULL, attempt_verdict = NULL, attempt_sub = NULL, attempt_by = NULL, attempt_at = NULL";
-/// SET clause of a write that turns the recorded attempt into the outcome: ringi's own attempt (attempt_sub
-/// NULL) was the outcome on expiry.
-pub(super) const ON_EXPIRY_ATTEMPT: &str =
-    "decided_on_expiry = CASE WHEN attempt_id IS NOT NULL AND attempt_sub IS NULL THEN 1 ELSE 0 END";
-/// The stored status of the recorded attempt's verdict.
-pub(super) const ATTEMPT_STATUS: &str = "(CASE attempt_verdict WHEN 'reject' THEN 'rejected' ELSE 'approved' END)";
-
-/// The claim (see [`D1Store::claim`]), with `extra` conditions: parameters ?1 claim id, ?2 lease end, ?3 approval
-/// id, ?4 now, ?5 verdict, ?6 sub, ?7 attempted by, then `extra_args` from ?8 on (D1 refuses a binding the
-/// statement does not use: they come only with the conditions that use them).
-fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Vec<JsValue>) -> Stmt {
-    claim_stmt_until(id, c, "expires_at", extra, extra_args)
+/// The claim (`ringi_core::sql::decision::claim`) of a person's decision, with `extra` conditions whose values
+/// follow from ?8 on.
+fn claim_stmt(id: &ApprovalId, c: &ClaimRequest<'_>, extra: &str, extra_args: Vec<SqlArg>) -> Stmt {
+    let claim =
+        Claim { claim_id: c.claim_id, now: c.now, until: c.until, verdict: c.verdict, sub: Some(c.sub), by: c.by };
+    decision::claim(id.as_str(), &claim, Deadline::Approvers, extra, extra_args).into()
 }
 
-/// [`claim_stmt`] open until the column `deadline`: a person's claim until the approvers' deadline
-/// (`expires_at`), ringi's own outcome on expiry until the task's.
-fn claim_stmt_until(
-    id: &ApprovalId,
-    c: &ClaimRequest<'_>,
-    deadline: &str,
-    extra: &str,
-    extra_args: Vec<JsValue>,
-) -> Stmt {
-    let mut args = vec![s(c.claim_id), n(c.until), s(id.as_str()), n(c.now), s(c.verdict.as_str()), s(c.sub), s(c.by)];
-    args.extend(extra_args);
-    Stmt::new(
-        format!(
-            "UPDATE approvals SET status = 'claimed', claim_id = ?1, claimed_until = ?2,
-               attempt_id = COALESCE(attempt_id, ?1),
-               attempt_verdict = CASE WHEN attempt_id IS NULL THEN ?5 ELSE attempt_verdict END,
-               attempt_sub = CASE WHEN attempt_id IS NULL THEN ?6 ELSE attempt_sub END,
-               attempt_by = CASE WHEN attempt_id IS NULL THEN ?7 ELSE attempt_by END,
-               attempt_at = CASE WHEN attempt_id IS NULL THEN ?4 ELSE attempt_at END
-             WHERE id = ?3 AND {deadline} > ?4 AND task_token IS NOT NULL
-               AND (status = 'pending' OR (status = 'claimed' AND (claimed_until <= ?4 OR claim_id = ?1))) {extra}
-             RETURNING attempt_id, attempt_verdict, attempt_sub"
-        ),
-        args,
-    )
-}
-
-/// The caller (principal keys ?8, verified email `email`) is not a requester of the row `approvals`, or
-/// requesters may decide: `ringi_core::domain::rules::Guard::NotRequester` in the SQL of the first round trip (a
-/// requester neither takes the claim nor votes; a caller without a verified email counts as any requester
-/// named by email).
-fn not_requester_sql(email: &str) -> String {
-    format!(
-        "(approvals.allow_self_approval = 1 OR (NOT EXISTS (SELECT 1 FROM json_each(approvals.requested_by_json) r
-           WHERE r.value IN (SELECT value FROM json_each(?8)))
-         AND ({email} IS NOT NULL OR NOT EXISTS (SELECT 1 FROM json_each(approvals.requested_by_json) r
-           WHERE r.value LIKE 'email:%'))))"
-    )
-}
-/// The listed principal a vote through the seat `p` satisfies (a delegate's seat stands in for its slot).
-const SLOT_SQL: &str = "COALESCE(p.slot, p.pkey)";
-
-/// The approvals the quorum of the row `approvals` needs (`Quorum::required`).
-const REQUIRED_SQL: &str =
-    "(CASE approvals.quorum WHEN 'any' THEN 1 WHEN 'all' THEN MAX(approvals.approver_count, 1) ELSE CAST(approvals.quorum AS INTEGER) END)";
-
-impl Guess<'_> {
-    /// The caller (keys ?8) holds a slot of approval ?3 (a listed principal's seat, or a delegate's, that was
-    /// not handed on: `ringi_core::domain::delegation`), is not one of its requesters, and the approval has no form.
-    fn approver_sql(&self) -> String {
-        format!(
-            "form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
-               WHERE p.approval_id = ?3 AND p.delegated_to IS NULL AND p.pkey IN (SELECT value FROM json_each(?8)))
-               AND {}",
-            not_requester_sql("?9")
-        )
-    }
-
-    /// The verdict ?5 of caller ?6 (keys ?8, verified email ?9) decides: a rejection, or an approval that
-    /// satisfies a listed principal nobody else satisfied, from a person who did not approve under another
-    /// account, and completes the quorum. Never when the caller voted the other way.
-    fn decides_sql(&self) -> String {
-        let others = "FROM decisions d WHERE d.approval_id = ?3 AND d.decision = 'approve' AND d.sub != ?6";
-        format!(
-            "NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?3 AND d.sub = ?6 AND d.decision != ?5)
-             AND (?5 = 'reject' OR (
-               EXISTS (SELECT 1 FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
-                 WHERE p.approval_id = ?3 AND p.delegated_to IS NULL
-                   AND NOT EXISTS (SELECT 1 {others} AND d.principal = {SLOT_SQL}))
-               AND NOT EXISTS (SELECT 1 {others} AND ?9 IS NOT NULL AND lower(d.email) = lower(?9))
-               AND (SELECT COUNT(DISTINCT d.principal) {others}) + 1 >= {REQUIRED_SQL}))"
-        )
-    }
-
-    /// The caller's approval that does not complete the quorum, as `ringi_core::domain::quorum::next_step` places it: on
-    /// the first of the caller's keys (their order: sub, email, groups) that is listed and not satisfied yet,
-    /// unless the caller voted already or their verified email approved under another account.
-    fn vote_stmt(&self, id: &ApprovalId) -> Stmt {
-        let c = self.claim;
-        Stmt::new(
-            format!(
-                "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
-                   feedback_json, at)
-                 SELECT ?1, ?2, {SLOT_SQL}, ?3, ?4, 'approve', ?5, NULL, ?6
-                 FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
-                   JOIN approvals ON approvals.id = p.approval_id
-                 WHERE p.approval_id = ?1 AND p.delegated_to IS NULL AND ?9 = 'approve' AND approvals.form_json = '[]'
-                   AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
-                   AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
-                   AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)
-                   AND {not_requester}
-                   AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.decision = 'approve'
-                     AND (d.principal = {SLOT_SQL} OR (?3 IS NOT NULL AND lower(d.email) = lower(?3))))
-                   AND (SELECT COUNT(DISTINCT d.principal) FROM decisions d
-                     WHERE d.approval_id = ?1 AND d.decision = 'approve') + 1 < {REQUIRED_SQL}
-                 ORDER BY k.key LIMIT 1",
-                not_requester = not_requester_sql("?3")
-            ),
-            vec![
-                s(id.as_str()),
-                s(c.sub),
-                opt(self.email),
-                opt(self.username),
-                opt(self.comment),
-                n(self.at),
-                n(c.now),
-                s(&c.keys),
-                s(c.verdict.as_str()),
-            ],
-        )
-    }
-}
-
-/// The claim of ringi itself (the outcome on expiry, `onExpiry` = `verdict`): the same conditional claim a
-/// person's decision takes, recording an attempt whose `attempt_sub` is NULL (ringi's, see
-/// `Attempt::is_systems`).
+/// The claim of ringi itself (the outcome on expiry): an attempt without a sub (`Attempt::is_systems`).
 pub(super) fn system_claim_stmt(id: &ApprovalId, claim_id: &str, now: i64, until: i64, verdict: Verdict) -> Stmt {
-    let c =
-        ClaimRequest { claim_id, now, until, verdict, sub: "", by: "ringi", keys: String::new(), guards: Vec::new() };
-    let mut stmt = claim_stmt_until(id, &c, "task_expires_at", "AND on_expiry = ?8", vec![s(verdict.as_str())]);
-    stmt.args[5] = JsValue::NULL; // ?6, the attempt's sub
-    stmt
+    decision::system_claim(id.as_str(), claim_id, now, until, verdict).into()
 }
 
-/// The final write once Step Functions took verdict `verdict` under claim `claim_id` (200).
 pub(super) fn finish_stmt(id: &ApprovalId, claim_id: &str, verdict: Verdict, at: i64) -> Stmt {
-    Stmt::new(
-        format!(
-            "UPDATE approvals SET status = ?1, decision = ?1, confirmed = 1, decided_at = ?2, task_token = NULL,
-               claim_id = NULL, claimed_until = NULL, {CLEAR_ATTEMPT} WHERE id = ?3 AND claim_id = ?4"
-        ),
-        vec![s(verdict.final_status().as_str()), n(at), s(id.as_str()), s(claim_id)],
-    )
+    decision::finish(id.as_str(), claim_id, verdict, at).into()
 }
 
-/// The recorded attempt's verdict, unconfirmed (see [`D1Store::unconfirmed`]); ringi's own attempt marks the
-/// approval decided on expiry.
 pub(super) fn unconfirmed_stmt(id: &ApprovalId, claim_id: &str, now: i64) -> Stmt {
-    Stmt::new(
-        format!(
-            "UPDATE approvals SET status = {ATTEMPT_STATUS}, decision = {ATTEMPT_STATUS}, confirmed = 0,
-               decided_at = ?1, task_token = NULL, claim_id = NULL, claimed_until = NULL, {ON_EXPIRY_ATTEMPT}
-             WHERE id = ?2 AND claim_id = ?3 AND attempt_verdict IS NOT NULL"
-        ),
-        vec![n(now), s(id.as_str()), s(claim_id)],
-    )
+    decision::unconfirmed(id.as_str(), claim_id, now).into()
 }
 
-/// Moves the approval from its approvers' pending inboxes to their decided ones.
 pub(super) fn close_stmt(id: &ApprovalId, at: i64) -> Stmt {
-    Stmt::new(
-        "UPDATE approval_principals SET open = 0, sort_at = ?1 WHERE approval_id = ?2",
-        vec![n(at), s(id.as_str())],
-    )
+    decision::close_inbox(id.as_str(), at).into()
+}
+
+fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
+    decision::release(id.as_str(), claim_id, not_sent).into()
+}
+
+/// A vote's insert (`ringi_core::sql::votes::vote`) under the seat rule `seat`.
+fn vote_stmt_at(id: &ApprovalId, v: &Vote<'_>, seat: Seat) -> Stmt {
+    let principal = v.principal.key();
+    let feedback = v.feedback.map(|f| Value::Object(f.clone()).to_string());
+    let row = VoteRow {
+        sub: v.sub,
+        principal: &principal,
+        email: v.email,
+        username: v.username,
+        verdict: v.verdict,
+        comment: v.comment,
+        feedback_json: feedback.as_deref(),
+        at: v.at,
+    };
+    votes::vote(id.as_str(), &row, seat).into()
 }
 
 /// The vote as delivered: recorded whatever happened to its seat since (the decision went out under it).
 fn vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
-    vote_stmt_where(id, v, "")
+    vote_stmt_at(id, v, Seat::Any)
 }
 
-/// A vote that does not decide: recorded only while a seat still holds the slot it goes through (a
-/// reassignment may have removed it since the load; the vote then lands nowhere and the caller decides again).
+/// A vote that does not decide: recorded only while a seat still holds its slot.
 fn held_vote_stmt(id: &ApprovalId, v: &Vote<'_>) -> Stmt {
-    vote_stmt_where(
-        id,
-        v,
-        "WHERE EXISTS (SELECT 1 FROM approval_principals p WHERE p.approval_id = ?1
-           AND COALESCE(p.slot, p.pkey) = ?3 AND p.delegated_to IS NULL)",
-    )
+    vote_stmt_at(id, v, Seat::Held)
 }
 
-fn vote_stmt_where(id: &ApprovalId, v: &Vote<'_>, condition: &str) -> Stmt {
-    Stmt::new(
-        format!(
-            "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
-               feedback_json, at)
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 {condition}"
-        ),
-        vec![
-            s(id.as_str()),
-            s(v.sub),
-            s(&v.principal.key()),
-            opt(v.email),
-            opt(v.username),
-            s(v.verdict.as_str()),
-            opt(v.comment),
-            v.feedback.map(|f| s(&Value::Object(f.clone()).to_string())).unwrap_or(JsValue::NULL),
-            n(v.at),
-        ],
-    )
+/// The guessed approval that does not complete the quorum (`ringi_core::sql::votes::guessed_vote`).
+fn guessed_vote_stmt(id: &ApprovalId, g: &Guess<'_>) -> Stmt {
+    let c = g.claim;
+    let vote = GuessedVote {
+        sub: c.sub,
+        email: g.email,
+        username: g.username,
+        comment: g.comment,
+        at: g.at,
+        now: c.now,
+        keys_json: &c.keys,
+        verdict: c.verdict,
+    };
+    votes::guessed_vote(id.as_str(), &vote).into()
 }
 
 impl D1Store {
@@ -244,9 +106,9 @@ impl D1Store {
             return Ok(Opened { loaded: self.load(id).await?, claimed: None, voted: false, votes_after: None });
         };
         let mut stmts = load_stmts(id);
-        let cond = format!("AND {} AND {}", g.approver_sql(), g.decides_sql());
-        stmts.push(claim_stmt(id, g.claim, &cond, vec![s(&g.claim.keys), opt(g.email)]));
-        stmts.push(g.vote_stmt(id));
+        let cond = votes::guessed_claim_condition(&g.claim.keys, g.email);
+        stmts.push(claim_stmt(id, g.claim, &cond.sql, cond.args));
+        stmts.push(guessed_vote_stmt(id, g));
         stmts.push(decisions_stmt(id));
         stmts.push(voted_event(id, g.claim.sub, &voter(g.claim.sub, g.email, g.username), Verdict::Approve, g.at));
         let results = self.batch(&stmts, "open_decision").await?;
@@ -274,7 +136,7 @@ impl D1Store {
         let guard = guards_sql(id.as_str(), &c.guards, 8);
         let stmt = match c.guards.is_empty() {
             true => claim_stmt(id, c, "", Vec::new()),
-            false => claim_stmt(id, c, &format!("AND {}", guard.sql), guard.args.iter().map(arg).collect()),
+            false => claim_stmt(id, c, &format!("AND {}", guard.sql), guard.args),
         };
         let rows: Vec<AttemptRow> = self.rows(stmt, "claim").await?;
         rows.into_iter().next().map(Attempt::try_from).transpose().map_err(rows::corrupt(id.as_str()))
@@ -326,14 +188,7 @@ impl D1Store {
 
     /// Step Functions says the task is closed and no attempt of ours may have closed it: expired.
     pub async fn expire(&self, id: &ApprovalId, claim_id: &str, now: i64) -> Result<(), ApiError> {
-        let update = Stmt::new(
-            format!(
-                "UPDATE approvals SET status = '{}', task_token = NULL, claim_id = NULL, claimed_until = NULL,
-                   decided_at = ?1, {CLEAR_ATTEMPT} WHERE id = ?2 AND claim_id = ?3",
-                ApprovalStatus::Expired.as_str()
-            ),
-            vec![n(now), s(id.as_str()), s(claim_id)],
-        );
+        let update: Stmt = decision::expire(id.as_str(), claim_id, now).into();
         let event = event_once_stmt(
             id,
             now,
@@ -377,17 +232,6 @@ impl D1Store {
         );
         self.batch(&[release_stmt(id, claim_id, not_sent), event], "release").await.map(drop).map_err(Into::into)
     }
-}
-
-/// The statement of [`D1Store::release`].
-fn release_stmt(id: &ApprovalId, claim_id: &str, not_sent: bool) -> Stmt {
-    let clear = |col: &str| format!("{col} = CASE WHEN ?3 = 1 AND attempt_id = ?2 THEN NULL ELSE {col} END");
-    let sql = format!(
-        "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL, {}
-         WHERE id = ?1 AND claim_id = ?2 AND status = 'claimed'",
-        ["attempt_verdict", "attempt_sub", "attempt_by", "attempt_at", "attempt_id"].map(clear).join(", ")
-    );
-    Stmt::new(sql, vec![s(id.as_str()), s(claim_id), n(i64::from(not_sent))])
 }
 
 /// The `voted` event of `sub`'s approval, once per voter, if this very request's vote is on record (its

@@ -10,7 +10,7 @@ use ringi_core::base::principal::{Identity, Principal};
 use ringi_core::base::status::ApprovalStatus;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::delegation::principal_value;
-use ringi_core::domain::inbox::{Cursor, InboxFilter};
+use ringi_core::domain::inbox::{self, Cursor, InboxFilter};
 use ringi_core::domain::rate::RateWindow;
 use ringi_core::domain::rules::{self, Guard, Routing};
 use ringi_core::domain::self_approval::Requesters;
@@ -141,17 +141,9 @@ impl ApprovalStore for DynamoStore {
                 rows.push((entry, id));
             }
         }
-        // D1's order: pending by expiry, soonest first; decided newest first; the cursor is the last shown.
-        rows.sort_by(|(a, ia), (b, ib)| (a.sort_at, ia).cmp(&(b.sort_at, ib)));
-        if !pending {
-            rows.reverse();
-        }
-        let after = |e: &InboxEntry, id: &str| match &cursor {
-            None => true,
-            Some(c) if pending => (e.sort_at, id) > (c.sort_at, c.id.as_str()),
-            Some(c) => (e.sort_at, id) < (c.sort_at, c.id.as_str()),
-        };
-        Ok(rows.into_iter().filter(|(e, id)| after(e, id)).map(|(e, _)| e).take(limit).collect())
+        // The inbox's one order and cursor (D1's SQL keeps the same).
+        let rows = rows.into_iter().map(|(e, id)| (e.sort_at, id, e)).collect();
+        Ok(inbox::page(filter, rows, cursor.as_ref(), limit))
     }
 
     async fn votes(&self, id: &ApprovalId) -> Result<Vec<RecordedVote>, ApiError> {
