@@ -112,7 +112,7 @@ mod tests {
     fn pages_neither_skip_nor_repeat_in_either_order() {
         let items = |n: i64| (0..n).map(|i| (i / 3, format!("id{i:02}"), i)).collect::<Vec<_>>();
         for filter in [InboxFilter::Pending, InboxFilter::Decided] {
-            let (mut seen, mut cursor) = (Vec::new(), None);
+            let (mut seen, mut cursor): (Vec<i64>, _) = (Vec::new(), None);
             loop {
                 let got = page(filter, items(10), cursor.as_ref(), 4);
                 let Some(&last) = got.last() else { break };
