@@ -4,7 +4,7 @@
 mod common;
 use common::migrated;
 
-use ringi_core::domain::inbox::inbox_sql;
+use ringi_core::sql::inbox::query as inbox_sql;
 use rusqlite::{params_from_iter, Connection};
 
 fn db() -> Connection {

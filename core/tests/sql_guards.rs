@@ -41,6 +41,7 @@ fn holds(db: &Connection, id: &str, guards: &[Guard]) -> bool {
         .map(|a| match a {
             SqlArg::Text(t) => t.into(),
             SqlArg::Int(i) => i.into(),
+            SqlArg::Null => rusqlite::types::Value::Null,
         })
         .collect();
     db.query_row(&format!("SELECT CASE WHEN {} THEN 1 ELSE 0 END", cond.sql), params_from_iter(args), |r| {

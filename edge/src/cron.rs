@@ -1,6 +1,6 @@
 //! The scheduled handler (`[triggers] crons`; locally `wrangler dev --test-scheduled`, GET /__scheduled):
 //! stale claims, expiry, retention purge, mail and chat retries, the default reminder before expiry, the audit
-//! retention, the registrations' own schedules (reminders at their times, escalation: `store::schedule`) and
+//! retention, the registrations' own schedules (reminders at their times, escalation: `ScheduleStore`) and
 //! the chosen outcome of approvals nobody decided (`onExpiry`).
 //!
 //! Every step runs whatever the others did: a D1 failure in one step is logged and the next step runs
@@ -25,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::{ApprovalStore, DueEntry, ScheduleStore, Store, SCHEDULE_LEASE_MS};
+use crate::store::{DueEntry, ScheduleStore, Store, UpkeepStore, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one

@@ -17,7 +17,7 @@ use worker::Env;
 use crate::aws::{signed_post, AwsPost, AwsService, MAIL_TIMEOUT};
 use crate::platform::log;
 use crate::probe::Probe;
-use crate::store::{ApprovalStore, MailJob, Store};
+use crate::store::{MailJob, ScheduleStore, Store};
 
 /// Sends one message per recipient of `to` (those of the approval's `notify` who have not voted yet, the
 /// escalation's addresses …), with an escalation's note. `row.notify` stays what the registration was allowed:

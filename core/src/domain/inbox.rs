@@ -56,43 +56,42 @@ impl Cursor {
     }
 }
 
-/// The inbox SQL: `?1..?k` are the caller's principal keys, then bound, cursor (`sort_at`, id) and limit.
-///
-/// One ordered index range per principal, each stopped after `limit` rows, merged with UNION (an approval
-/// reached through two principals has the same `sort_at` on both rows, so UNION removes the duplicate).
-/// The work is O(principals × limit), however many approvals the caller has pending.
-pub fn inbox_sql(principals: usize, pending: bool) -> String {
-    let (open, cmp, order) = if pending { (1, ">", "ASC") } else { (0, "<", "DESC") };
-    let k = principals;
-    let (bound, c_at, c_id, limit) = (k + 1, k + 2, k + 3, k + 4);
-    let bound_cmp = if pending { ">" } else { "<=" };
-    let ranges = (1..=k)
-        .map(|i| {
-            format!(
-                "SELECT * FROM (SELECT approval_id, sort_at FROM approval_principals
-                   WHERE pkey = ?{i} AND open = {open} AND sort_at {bound_cmp} ?{bound}
-                     AND (sort_at {cmp} ?{c_at} OR (sort_at = ?{c_at} AND approval_id {cmp} ?{c_id}))
-                   ORDER BY sort_at {order}, approval_id {order} LIMIT ?{limit})"
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n UNION ");
-    let approvals = crate::domain::vote::APPROVALS_SO_FAR_SQL;
-    // '' while one of the caller's seats holds a slot, else where the caller's slot went (delegation.rs).
-    let keys = (1..=k).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
-    let delegated = format!(
-        "(SELECT MIN(COALESCE(p.delegated_to, '')) FROM approval_principals p
-           WHERE p.approval_id = a.id AND p.pkey IN ({keys}))"
-    );
-    format!(
-        "WITH mine AS ({ranges})
-         SELECT a.id, a.status, a.confirmed, a.title, a.summary, a.quorum, a.approver_count, a.context_json,
-                a.created_at, a.expires_at, a.decided_at, mine.sort_at, a.escalated_at,
-                a.requested_by_json, a.allow_self_approval, a.decided_on_expiry,
-                {approvals} AS approvals, {delegated} AS delegated_to
-         FROM mine JOIN approvals a ON a.id = mine.approval_id
-         ORDER BY mine.sort_at {order}, a.id {order} LIMIT ?{limit}"
-    )
+impl Cursor {
+    /// Where a first page starts: before every item in the filter's order.
+    pub fn start(filter: InboxFilter) -> Self {
+        match filter {
+            InboxFilter::Pending => Self { sort_at: i64::MIN / 2, id: String::new() },
+            InboxFilter::Decided => Self { sort_at: i64::MAX / 2, id: "~".into() },
+        }
+    }
+}
+
+/// The inbox's one order, on every backend: pending by `sort_at` (expiry) soonest first, decided newest first,
+/// IDs breaking ties the same way. `true` if the item (`sort_at`, `id`) comes strictly after `cursor` (the
+/// last item shown), so that pages neither skip nor repeat an item.
+pub fn comes_after(filter: InboxFilter, sort_at: i64, id: &str, cursor: &Cursor) -> bool {
+    let (item, last) = ((sort_at, id), (cursor.sort_at, cursor.id.as_str()));
+    match filter {
+        InboxFilter::Pending => item > last,
+        InboxFilter::Decided => item < last,
+    }
+}
+
+/// One page of `items` (each with its `sort_at` and ID) in the inbox order after `cursor`, `limit` at most: how
+/// a backend that reads the caller's items whole pages them (D1's SQL keeps the same order and cursor).
+pub fn page<T>(filter: InboxFilter, mut items: Vec<(i64, String, T)>, cursor: Option<&Cursor>, limit: usize) -> Vec<T> {
+    items.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    if filter == InboxFilter::Decided {
+        items.reverse();
+    }
+    let start = Cursor::start(filter);
+    let cursor = cursor.unwrap_or(&start);
+    items
+        .into_iter()
+        .filter(|(at, id, _)| comes_after(filter, *at, id, cursor))
+        .map(|(_, _, t)| t)
+        .take(limit)
+        .collect()
 }
 
 #[cfg(test)]
@@ -106,6 +105,25 @@ mod tests {
         for bad in ["", "!!", "MTIz", &URL_SAFE_NO_PAD.encode("x:abcdefghijklmnop"), &URL_SAFE_NO_PAD.encode("1:short")]
         {
             assert!(Cursor::decode(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pages_neither_skip_nor_repeat_in_either_order() {
+        let items = |n: i64| (0..n).map(|i| (i / 3, format!("id{i:02}"), i)).collect::<Vec<_>>();
+        for filter in [InboxFilter::Pending, InboxFilter::Decided] {
+            let (mut seen, mut cursor): (Vec<i64>, _) = (Vec::new(), None);
+            loop {
+                let got = page(filter, items(10), cursor.as_ref(), 4);
+                let Some(&last) = got.last() else { break };
+                seen.extend(&got);
+                cursor = Some(Cursor { sort_at: last / 3, id: format!("id{last:02}") });
+            }
+            let mut want: Vec<i64> = (0..10).collect();
+            if filter == InboxFilter::Decided {
+                want.reverse();
+            }
+            assert_eq!(seen, want, "{filter:?}");
         }
     }
 

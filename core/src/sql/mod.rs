@@ -1,10 +1,20 @@
-//! ringi's D1 (SQLite) statements that carry a rule, built by platform-free code so that native tests run them
-//! against SQLite with the worker's real migrations (`core/tests/sql_*.rs`): the guards a change commits under
-//! ([`guards`]) and out-of-office routing at registration ([`routing`]). The worker binds the values and runs
-//! them in its batches.
+//! ringi's D1 (SQLite) statements — their SQL text and the order of their bound values — built by
+//! platform-free code so that native tests run them against SQLite with the worker's real migrations
+//! (`core/tests/sql_*.rs`), one module per concern: the claim and the writes that close or reopen a decision
+//! ([`decision`]), votes and the quorum ([`votes`]), the guards a change commits under ([`guards`]),
+//! out-of-office routing at registration ([`routing`]), the rate window ([`registration`]), the inbox page
+//! ([`inbox`]), the schedule's take, lease and done ([`schedule`]), the outcome on expiry ([`on_expiry`]) and
+//! the cron's sweeps ([`upkeep`]). The worker only binds the values and runs them in its batches.
 
+pub mod decision;
 pub mod guards;
+pub mod inbox;
+pub mod on_expiry;
+pub mod registration;
 pub mod routing;
+pub mod schedule;
+pub mod upkeep;
+pub mod votes;
 
 pub use guards::guards_sql;
 
@@ -13,6 +23,20 @@ pub use guards::guards_sql;
 pub enum SqlArg {
     Text(String),
     Int(i64),
+    Null,
+}
+
+impl SqlArg {
+    /// Text, or NULL.
+    pub fn opt(v: Option<&str>) -> Self {
+        v.map_or(Self::Null, Self::from)
+    }
+}
+
+impl From<&str> for SqlArg {
+    fn from(v: &str) -> Self {
+        Self::Text(v.to_owned())
+    }
 }
 
 /// A SQL condition or statement and the values of its parameters.

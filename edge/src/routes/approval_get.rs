@@ -11,7 +11,7 @@ use ringi_core::{ApiError, ApprovalId};
 use worker::Response;
 
 use crate::platform::now_ms;
-use crate::store::{ApprovalStore, Loaded, Store};
+use crate::store::{ApprovalStore, AuditStore, Loaded, Store};
 
 /// The caller's first view is recorded in the same round trip (the one write a GET makes: an audit event,
 /// only for a listed approver, once per approver), and the approval's timeline and schedule are read with it.

@@ -11,7 +11,7 @@ use worker::{Request, Response};
 use super::http::Ctx;
 use crate::error::OrInternal;
 use crate::platform::{log, now_ms};
-use crate::store::{ApprovalStore, Store};
+use crate::store::{AuditStore, Store};
 
 pub async fn get(req: &Request, ctx: &Ctx, store: &Store, who: &Identity) -> Result<Response, ApiError> {
     if !ctx.cfg.is_admin(who) {

@@ -1,7 +1,7 @@
 //! `GET/PUT/DELETE /api/v1/me/out-of-office`: the signed-in user's "send my approvals to X from … until …",
 //! keyed by their verified `sub` (and routed by their verified email too). While it is in effect, approvals
-//! registered naming them go to X (`store::delegation::routing_stmts`); approvals they already have are not
-//! moved (the approval page offers to delegate them).
+//! registered naming them go to X (the store's insert routes them, `ringi_core::sql::routing`); approvals they
+//! already have are not moved (the approval page offers to delegate them).
 
 use ringi_core::base::principal::{Identity, Principal};
 use ringi_core::config::Config;

@@ -1,207 +1,53 @@
-//! D1 storage adapter, split by concern: [`rows`] (stored rows and their typed reading), [`approvals`]
-//! (registration and loading), [`votes`] (votes, the claim and the final writes), [`inbox`] and
-//! [`maintenance`] (cron and mail bookkeeping). The claim is the single source of exactly-once: one
-//! conditional UPDATE that also records the callback attempt, and whose returned row says who won.
-//!
-//! Every D1 call goes through [`D1Store::call`]: counted per request (a batch is one round trip), retried with bounded jittered backoff
-//! when D1 reports a transient failure (reads and idempotent writes only: every write here is conditional
-//! or keyed so that running it twice is running it once), bounded in time, and — in dev/bench only — made
-//! to fail on purpose by the `D1_FAULTS` switch, through the same error path.
+//! Storage: the port ([`port`]: the traits by concern and the values they carry) and its two backends,
+//! siblings that implement every trait — `d1` (D1, the default) and `dynamo` (`STORAGE=dynamodb`, the seed
+//! design's token table). This file only picks the one the configuration chose; nothing outside this folder
+//! names a backend.
 
-mod approvals;
-mod backend;
-mod delegation;
+mod d1;
 mod dynamo;
-mod events;
-mod inbox;
-mod maintenance;
-mod on_expiry;
-mod rows;
-mod schedule;
-mod votes;
+mod port;
 
-use std::future::Future;
 use std::rc::Rc;
-use std::time::Duration;
 
-use futures_util::future::{select, Either};
-use ringi_core::adapters::d1::{classify_d1_error, D1ErrorKind, D1_RETRY, D1_TRY_TIMEOUT_MS};
-use ringi_core::dev::faults::{injected_message, Injection};
-use ringi_core::dev::latency::Remote;
+use ringi_core::config::Storage;
 use ringi_core::ApiError;
-use serde::Deserialize;
-use serde_json::json;
-use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement, Delay, Env};
+use worker::Env;
 
-pub use approvals::{Inserted, Registrant};
-pub use backend::{ApprovalStore, GovernanceStore, OnExpiryStore, ScheduleStore, Store};
-// Not called here yet: the audit trail's writers put events into their batches through it.
-#[allow(unused_imports)]
-pub(crate) use events::event_stmt;
-pub(crate) use events::{event_once_stmt, Once};
-pub use on_expiry::DueOutcome;
-pub use rows::{Approval, Attempt, Loaded, MailJob};
-pub use schedule::{DueEntry, SCHEDULE_LEASE_MS};
-pub use votes::{CallbackFailure, ClaimRequest, Guess, Opened, Vote};
+pub use port::decision::{CallbackFailure, ClaimRequest, Guess, Inserted, Opened, Registrant, Vote};
+pub use port::records::{DueEntry, DueOutcome, SCHEDULE_LEASE_MS};
+pub use port::rows::{Approval, Attempt, Loaded, MailJob};
+pub use port::{ApprovalStore, AuditStore, GovernanceStore, OnExpiryStore, ScheduleStore, UpkeepStore};
 
-use crate::error::OrInternal;
-use crate::platform::{log, random_unit};
 use crate::probe::Probe;
 
-/// A D1 call that failed for good (after retries when it was worth retrying).
-#[derive(Debug)]
-pub struct D1Failure {
-    pub kind: D1ErrorKind,
-    pub message: String,
-    pub what: &'static str,
-    pub call: u32,
-    pub tries: u32,
+/// The backend `STORAGE` chose.
+pub enum Store {
+    D1(d1::D1Store),
+    DynamoDb(dynamo::DynamoStore),
 }
 
-impl From<D1Failure> for ApiError {
-    /// Logged with context (no secrets: D1 messages carry no bound values). A deterministic error is a
-    /// bug (500); anything else means storage is unavailable right now (503, `Retry-After`).
-    fn from(f: D1Failure) -> Self {
-        let permanent = f.kind == D1ErrorKind::Permanent;
-        log(
-            if permanent { "error" } else { "warn" },
-            "d1_failed",
-            json!({"what": f.what, "call": f.call, "tries": f.tries, "kind": format!("{:?}", f.kind), "error": f.message}),
-        );
-        if permanent {
-            ApiError::Internal
-        } else {
-            ApiError::StorageUnavailable
-        }
-    }
-}
+port::impl_approval_store!(pick Store { D1, DynamoDb });
+port::impl_audit_store!(pick Store { D1, DynamoDb });
+port::impl_upkeep_store!(pick Store { D1, DynamoDb });
+port::impl_governance_store!(pick Store { D1, DynamoDb });
+port::impl_schedule_store!(pick Store { D1, DynamoDb });
+port::impl_on_expiry_store!(pick Store { D1, DynamoDb });
 
-/// One SQL statement with its bound values (a batch is a list of these).
-pub(crate) struct Stmt {
-    sql: String,
-    args: Vec<JsValue>,
-}
-
-impl Stmt {
-    pub(crate) fn new(sql: impl Into<String>, args: Vec<JsValue>) -> Self {
-        Self { sql: sql.into(), args }
-    }
-}
-
-pub struct D1Store {
-    db: D1Database,
-    probe: Rc<Probe>,
-}
-
-pub(crate) fn s(v: &str) -> JsValue {
-    JsValue::from_str(v)
-}
-
-pub(crate) fn n(v: i64) -> JsValue {
-    // D1 binds JS numbers; i64 would become a BigInt. Milliseconds fit exactly in an f64.
-    JsValue::from_f64(v as f64)
-}
-
-pub(crate) fn opt(v: Option<&str>) -> JsValue {
-    v.map(JsValue::from_str).unwrap_or(JsValue::NULL)
-}
-
-impl D1Store {
+impl Store {
     pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {
-        Ok(Self { db: env.d1("DB").internal("D1 binding DB")?, probe })
-    }
-
-    /// This request's round trips (AWS calls count there too).
-    pub fn probe(&self) -> &Probe {
-        &self.probe
-    }
-
-    fn prepare(&self, stmt: &Stmt) -> worker::Result<D1PreparedStatement> {
-        self.db.prepare(&stmt.sql).bind(&stmt.args)
-    }
-
-    /// One try of a call: bounded in time, failed on purpose when the fault switch says so.
-    async fn try_once<T, Fut>(&self, call: u32, what: &str, injection: Injection, f: Fut) -> Result<T, String>
-    where
-        Fut: Future<Output = worker::Result<T>>,
-    {
-        if injection == Injection::Before {
-            return Err(injected_message(call, what));
-        }
-        let timeout = Delay::from(Duration::from_millis(D1_TRY_TIMEOUT_MS));
-        let outcome = match select(Box::pin(f), Box::pin(timeout)).await {
-            Either::Left((r, _)) => r.map_err(|e| e.to_string()),
-            Either::Right(_) => Err(format!("D1_ERROR: D1 call timed out ({D1_TRY_TIMEOUT_MS} ms)")),
-        };
-        match (outcome, injection) {
-            (Ok(_), Injection::After) => Err(injected_message(call, what)),
-            (o, _) => o,
-        }
-    }
-
-    /// Runs one D1 call: numbered, bounded in time, retried while D1 says the failure is transient (every
-    /// statement passed here is a read or an idempotent write), and failed on purpose when `D1_FAULTS`
-    /// says so — before the statement runs, or after it ran (a write whose answer was lost).
-    async fn call<T, F, Fut>(&self, what: &'static str, f: F) -> Result<T, D1Failure>
-    where
-        F: Fn() -> Fut,
-        Fut: Future<Output = worker::Result<T>>,
-    {
-        let call = self.probe.start_d1_call();
-        let rand01 = self.probe.draw();
-        let mut attempt = 1;
-        loop {
-            // Each try is a round trip to D1's primary: a modeled placement pays its RTT every time.
-            self.probe.before_round_trip(Remote::D1).await;
-            let injection = self.probe.inject(call, what, attempt, rand01);
-            let message = match self.try_once(call, what, injection, f()).await {
-                Ok(v) => return Ok(v),
-                Err(m) => m,
-            };
-            let kind = classify_d1_error(&message);
-            if kind != D1ErrorKind::Transient || attempt >= D1_RETRY.max_attempts {
-                return Err(D1Failure { kind, message, what, call, tries: attempt });
-            }
-            log("info", "d1_retry", json!({"what": what, "call": call, "attempt": attempt, "error": message}));
-            Delay::from(Duration::from_millis(D1_RETRY.backoff_ms(attempt, random_unit()))).await;
-            attempt += 1;
-        }
-    }
-
-    /// All rows of a query, deserialized; `what` names the call in logs and fault specs.
-    async fn rows<T: for<'de> Deserialize<'de>>(&self, stmt: Stmt, what: &'static str) -> Result<Vec<T>, ApiError> {
-        let stmt = &stmt;
-        Ok(self.call(what, || async move { self.prepare(stmt)?.all().await?.results::<T>() }).await?)
-    }
-
-    async fn first<T: for<'de> Deserialize<'de>>(&self, stmt: Stmt, what: &'static str) -> Result<Option<T>, ApiError> {
-        let stmt = &stmt;
-        Ok(self.call(what, || async move { self.prepare(stmt)?.first::<T>(None).await }).await?)
-    }
-
-    /// Runs a write; how many rows it changed.
-    async fn changes(&self, stmt: Stmt, what: &'static str) -> Result<usize, ApiError> {
-        let stmt = &stmt;
-        Ok(self
-            .call(what, || async move {
-                let r = self.prepare(stmt)?.run().await?;
-                Ok(r.meta()?.and_then(|m| m.changes).unwrap_or(0))
-            })
-            .await?)
-    }
-
-    /// Several statements in one D1 transaction.
-    async fn batch(&self, stmts: &[Stmt], what: &'static str) -> Result<Vec<worker::D1Result>, D1Failure> {
-        self.call(what, || async move {
-            let prepared = stmts.iter().map(|st| self.prepare(st)).collect::<worker::Result<Vec<_>>>()?;
-            self.db.batch(prepared).await
+        // The isolate's one parsed configuration (loaded before any request reaches a store).
+        let cfg = crate::config::load(env).map_err(|_| ApiError::Internal)?;
+        Ok(match &cfg.storage {
+            Storage::D1 => Self::D1(d1::D1Store::open(env, probe)?),
+            Storage::DynamoDb(ddb) => Self::DynamoDb(dynamo::DynamoStore::new(cfg.clone(), ddb.clone(), probe)),
         })
-        .await
     }
-}
 
-/// Rows a statement of a batch changed.
-fn changed(result: Option<&worker::D1Result>) -> usize {
-    result.and_then(|r| r.meta().ok().flatten()).and_then(|m| m.changes).unwrap_or(0)
+    /// This request's round trips.
+    pub fn probe(&self) -> &Probe {
+        match self {
+            Self::D1(s) => s.probe(),
+            Self::DynamoDb(s) => s.probe(),
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! schedule lives on the approval's own item, so a take, a done mark and an escalation are each one conditional
 //! write of that item (with its event and index entries in the same transaction).
 
-use futures_util::future::join_all;
+use futures_util::future::{join, join_all};
 use ringi_core::adapters::chat::ChannelName;
 use ringi_core::adapters::dynamo::{self as item, decision_columns};
 use ringi_core::adapters::mail::MailState;
@@ -13,9 +13,11 @@ use ringi_core::domain::schedule::{Outcome, ScheduleView};
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{json, Map, Value};
 
-use super::{corrupt, key, obj, values, DynamoStore, Item, MAIL_RETRY_LIMIT};
-use crate::store::backend::ScheduleStore;
-use crate::store::{DueEntry, MailJob};
+use super::items::{corrupt, key, obj, values, Item};
+use super::{DynamoStore, MAIL_RETRY_LIMIT};
+use crate::store::port::records::{DueEntry, Retries};
+use crate::store::port::rows::MailJob;
+use crate::store::port::ScheduleStore;
 
 /// Items one run takes entries of at most (D1's batch).
 const SCHEDULE_BATCH: usize = 50;
@@ -45,6 +47,43 @@ fn voted(i: &Item) -> Vec<String> {
 }
 
 impl ScheduleStore for DynamoStore {
+    async fn mail_job(&self, id: &ApprovalId) -> Result<Option<MailJob>, ApiError> {
+        self.approval_item(id).await?.as_ref().map(Self::mail_job_of).transpose()
+    }
+
+    async fn set_mail_state(
+        &self,
+        id: &ApprovalId,
+        state: MailState,
+        mailed: Option<(&Map<String, Value>, i64)>,
+    ) -> Result<(), ApiError> {
+        let body = json!({"Key": key(id.as_str()), "UpdateExpression": "SET mailState = :s ADD mailAttempts :one",
+            "ConditionExpression": "attribute_exists(approvalId)",
+            "ExpressionAttributeValues": values(json!({":s": state.as_str(), ":one": 1}))});
+        let Some((detail, now)) = mailed else { return self.conditional("UpdateItem", body).await.map(drop) };
+        let event = self.event_put((id, now, EventKind::Mailed), &Actor::System, detail, None);
+        self.transact(vec![self.tx_update(body), event]).await.map(drop)
+    }
+
+    /// D1's rule on the item's `mailState` / `mailAttempts`: found by a bounded Scan (50 a run, as on D1), then
+    /// read in one BatchGetItem. With nothing due the step costs its Scan alone (one request per MB of table).
+    /// Seed items carry no `mailState` (nothing of ringi's to mail) and never match. The chat notifications by
+    /// the same rule on `chatState` / `chatAttempts`, their Scan alongside.
+    async fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Result<Retries, ApiError> {
+        let due = |state: &'static str, attempts: &'static str| async move {
+            let filter = format!(
+                "({state} = :failed OR ({state} = :unsent AND createdAt < :gone)) AND {attempts} < :max
+                 AND expiresAtMs > :now AND #st IN (:pending, :claimed)"
+            );
+            let vals = json!({":failed": MailState::Failed.as_str(), ":unsent": MailState::Pending.as_str(),
+                ":gone": sender_gone_before, ":max": max_attempts, ":now": now, ":pending": "pending", ":claimed": "claimed"});
+            let items = self.scan_approvals(&filter, vals, MAIL_RETRY_LIMIT).await?;
+            items.iter().map(Self::mail_job_of).collect::<Result<Vec<_>, _>>()
+        };
+        let (mail, chat) = join(due("mailState", "mailAttempts"), due("chatState", "chatAttempts")).await;
+        Ok(Retries { mail: mail?, chat: chat? })
+    }
+
     /// D1's rule: open, inside the window, not reminded (an approval with its own reminders, or registered inside
     /// the window, counts as reminded from the start). A bounded Scan, then the items read consistently.
     async fn reminders_due(&self, now: i64, window_ms: i64) -> Result<Vec<(MailJob, Vec<String>)>, ApiError> {
@@ -84,7 +123,8 @@ impl ScheduleStore for DynamoStore {
             if taken.due.is_empty() {
                 return Ok(Vec::new());
             }
-            let after = answer["Attributes"].as_object().map(|a| super::plain(id, a)).transpose()?.unwrap_or_default();
+            let after =
+                answer["Attributes"].as_object().map(|a| super::items::plain(id, a)).transpose()?.unwrap_or_default();
             let job = Self::mail_job_of(&after)?;
             let entries = schedule::stored(&after).map_err(corrupt(id))?;
             let escalation = entries.iter().find_map(|(e, _)| e.escalation());

@@ -9,14 +9,11 @@ use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 
-use super::event_stmt;
-use super::rows::{self, Attempt, AttemptRow};
+use super::events::event_stmt;
 use super::votes::{close_stmt, finish_stmt, system_claim_stmt, unconfirmed_stmt};
-use super::{n, D1Store, Stmt};
-
-/// Approvals one cron run answers at most (each is a Step Functions call); the rest wait for the next run,
-/// which the lead leaves room for.
-const ON_EXPIRY_BATCH: i64 = 25;
+use super::{s, D1Store, Stmt};
+use crate::store::port::records::DueOutcome;
+use crate::store::port::rows::{self, Attempt, AttemptRow};
 
 #[derive(Deserialize)]
 struct DueRow {
@@ -26,16 +23,6 @@ struct DueRow {
     expires_at: f64,
     aws_account: Option<String>,
     aws_region: Option<String>,
-}
-
-/// An approval whose chosen outcome is due. Holds the task token: never log it.
-pub struct DueOutcome {
-    pub id: ApprovalId,
-    pub token: TaskToken,
-    pub verdict: Verdict,
-    pub expires_at: i64,
-    /// Where the callback goes (`None`: this ringi's one account).
-    pub target: Option<AwsTarget>,
 }
 
 impl DueRow {
@@ -56,16 +43,7 @@ impl D1Store {
     /// (`ringi_core::domain::on_expiry::due`), soonest first: pending ones, and claimed ones whose claim holder died
     /// (lease over). A callback that failed released its claim, so the next run finds the approval again.
     pub async fn on_expiry_due(&self, now: i64) -> Result<Vec<DueOutcome>, ApiError> {
-        let stmt = Stmt::new(
-            format!(
-                "SELECT id, task_token, on_expiry, expires_at, aws_account, aws_region FROM approvals
-                 WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
-                   AND expires_at <= ?1 AND task_expires_at > ?1
-                   AND (status = 'pending' OR claimed_until <= ?1)
-                 ORDER BY expires_at LIMIT {ON_EXPIRY_BATCH}"
-            ),
-            vec![n(now)],
-        );
+        let stmt = ringi_core::sql::on_expiry::due(now).into();
         let rows: Vec<DueRow> = self.rows(stmt, "on_expiry_due").await?;
         // A row that does not read (corrupt) is skipped, as mail rows are: it does not stop the others.
         Ok(rows.into_iter().filter_map(DueRow::typed).collect())
@@ -95,7 +73,7 @@ impl D1Store {
     ) -> Result<(), ApiError> {
         let mark = Stmt::new(
             "UPDATE approvals SET decided_on_expiry = 1 WHERE id = ?1 AND claim_id = ?2",
-            vec![super::s(id.as_str()), super::s(claim_id)],
+            vec![s(id.as_str()), s(claim_id)],
         );
         let stmts = [
             mark,

@@ -4,42 +4,19 @@ use ringi_core::adapters::mail::MailState;
 use ringi_core::api::register::NewApproval;
 use ringi_core::base::principal::Principal;
 use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::sql::registration;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
 
-use super::rows::{
+use super::events::{event_once_stmt, Once};
+use super::{arg, changed, n, opt, s, D1Store, Stmt};
+use crate::error::OrInternal;
+use crate::store::port::decision::{Inserted, Registered, Registrant};
+use crate::store::port::rows::{
     self, ApprovalRow, DecisionRow, Loaded, PrincipalRow, APPROVAL_COLUMNS, DECISION_COLUMNS, PRINCIPAL_COLUMNS,
 };
-use super::{changed, n, opt, s, D1Store, Once, Stmt};
-use crate::error::OrInternal;
-
-/// The authenticated registrant: what approvers see as "Registered by", and its registration rate.
-pub struct Registrant<'a> {
-    pub label: &'a str,
-    pub rate_per_minute: u32,
-}
-
-/// What [`D1Store::insert`] did.
-pub enum Inserted {
-    /// `routed`: the slots out-of-office routing handed on, as (absent approver, stand-in).
-    Created { routed: Vec<(Principal, Principal)> },
-    /// The ID or the task token is taken: nothing was written (also when an earlier try of this very insert
-    /// went through but its answer was lost: the caller then finds the same request, as for a redelivery).
-    Exists,
-    /// The credential is over its rate: nothing was written.
-    RateLimited { retry_after: u32 },
-}
-
-/// An existing registration, as far as a new one is compared with it.
-#[derive(Debug, Deserialize)]
-pub struct Registered {
-    pub id: String,
-    pub token_sha256: String,
-    pub request_sha256: Option<String>,
-    pub expires_at: f64,
-}
 
 #[derive(Deserialize)]
 struct Count {
@@ -57,22 +34,14 @@ struct InsertBatch<'a> {
 
 impl InsertBatch<'_> {
     fn within_rate(&self, sql: &str, mut args: Vec<JsValue>) -> Stmt {
-        let i = args.len() + 1;
-        args.extend([s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))]);
-        let rate = format!(
-            "(SELECT count FROM registration_rate WHERE credential = ?{i} AND window_start = ?{}) <= ?{}",
-            i + 1,
-            i + 2
-        );
-        Stmt::new(sql.replace("{rate}", &rate), args)
+        let (label, per_minute) = (self.registrant.label, self.registrant.rate_per_minute);
+        let rate = registration::within_rate(args.len() + 1, label, self.window_start, per_minute);
+        args.extend(rate.args.iter().map(arg));
+        Stmt::new(sql.replace("{rate}", &rate.sql), args)
     }
 
     fn count(&self) -> Stmt {
-        Stmt::new(
-            "INSERT INTO registration_rate (credential, window_start, count) VALUES (?1, ?2, 1)
-             ON CONFLICT (credential, window_start) DO UPDATE SET count = count + 1 RETURNING count",
-            vec![s(self.registrant.label), n(self.window_start)],
-        )
+        registration::count(self.registrant.label, self.window_start).into()
     }
 
     /// The approval, unless its ID or task token is taken (then no row changes).
@@ -122,11 +91,8 @@ impl InsertBatch<'_> {
     /// A registration that wrote nothing does not count against the rate (as if it had not been made).
     /// Runs right after [`Self::approval`], whose changed rows `changes()` reports.
     fn uncount_if_nothing_written(&self) -> Stmt {
-        Stmt::new(
-            "UPDATE registration_rate SET count = count - 1
-             WHERE credential = ?1 AND window_start = ?2 AND changes() = 0 AND count <= ?3",
-            vec![s(self.registrant.label), n(self.window_start), n(i64::from(self.registrant.rate_per_minute))],
-        )
+        let (label, per_minute) = (self.registrant.label, self.registrant.rate_per_minute);
+        registration::uncount_if_nothing_written(label, self.window_start, per_minute).into()
     }
 
     /// The approver rows, only for the approval of this very request (a taken ID keeps its own approvers).
@@ -165,7 +131,7 @@ impl InsertBatch<'_> {
         if !a.channels.is_empty() {
             detail["channels"] = a.channels.len().into();
         }
-        super::event_once_stmt(
+        event_once_stmt(
             self.id,
             now,
             EventKind::Registered,

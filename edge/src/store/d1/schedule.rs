@@ -9,38 +9,17 @@
 use ringi_core::base::principal::Principal;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::schedule::{EntryKind, Escalation, Outcome, ScheduleView, StoredEntry};
+use ringi_core::sql::schedule;
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::events::event_stmt_if;
-use super::rows::{mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::{n, s, D1Store, Stmt};
+use super::{changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
 use crate::platform::log;
-
-/// Entries one cron run takes at most (each may mean a mail).
-const SCHEDULE_BATCH: i64 = 50;
-/// Closed approvals' due entries one run marks skipped at most.
-const SKIP_BATCH: i64 = 500;
-/// How long a run holds the entries it took: longer than a run mailing a full batch takes.
-pub const SCHEDULE_LEASE_MS: i64 = 10 * 60_000;
-
-/// The open approvals an entry may act on (`a` is the approval).
-const OPEN: &str = "a.status IN ('pending', 'claimed') AND a.expires_at > ?";
-
-/// One due entry the cron took, with what it needs to act.
-pub struct DueEntry {
-    pub job: MailJob,
-    pub seqs: Vec<i64>,
-    pub kind: EntryKind,
-    /// The approval's escalation (its `to` and `note`), if it has one.
-    pub escalation: Option<Escalation>,
-    /// The escalation principals were added already.
-    pub escalated: bool,
-    /// Verified emails of everyone who voted (reminders skip them).
-    pub voted: Vec<String>,
-}
+use crate::store::port::records::DueEntry;
+use crate::store::port::rows::{mail_jobs, MailRow, MAIL_COLUMNS};
 
 #[derive(Deserialize)]
 struct DueRow {
@@ -107,40 +86,15 @@ pub(super) fn insert_stmts(
 }
 
 impl D1Store {
-    /// Takes the due entries of open approvals (at most [`SCHEDULE_BATCH`]) for `lease_ms` under `lease_id`,
+    /// Takes the due entries of open approvals (at most `ringi_core::sql::schedule::SCHEDULE_BATCH`) for `lease_ms` under `lease_id`,
     /// and marks the due entries of closed approvals skipped — one batch. Entries of the same approval and
     /// kind come as one (a late run sends one reminder, not two).
     pub async fn schedule_due(&self, now: i64, lease_id: &str, lease_ms: i64) -> Result<Vec<DueEntry>, ApiError> {
-        let open = OPEN.replace('?', "?1");
-        let skip = Stmt::new(
-            format!(
-                "UPDATE approval_schedule SET done_at = ?1, outcome = 'skipped'
-                 WHERE rowid IN (SELECT s.rowid FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
-                   WHERE s.done_at IS NULL AND s.due_at <= ?1 AND NOT ({open}) LIMIT ?2)"
-            ),
-            vec![n(now), n(SKIP_BATCH)],
-        );
-        let take = Stmt::new(
-            format!(
-                "UPDATE approval_schedule SET lease_id = ?2, lease_until = ?3
-                 WHERE rowid IN (SELECT s.rowid FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
-                   WHERE s.done_at IS NULL AND s.due_at <= ?1 AND (s.lease_until IS NULL OR s.lease_until <= ?1)
-                     AND {open} ORDER BY s.due_at LIMIT ?4)"
-            ),
-            vec![n(now), s(lease_id), n(now + lease_ms), n(SCHEDULE_BATCH)],
-        );
-        let mine = "SELECT approval_id FROM approval_schedule WHERE lease_id = ?1 AND done_at IS NULL";
+        let skip = schedule::skip_closed(now).into();
+        let take = schedule::take(now, lease_id, lease_ms).into();
+        let mine = schedule::TAKEN_APPROVALS;
         let mail = Stmt::new(format!("SELECT {MAIL_COLUMNS} FROM approvals WHERE id IN ({mine})"), vec![s(lease_id)]);
-        let entries = Stmt::new(
-            "SELECT s.approval_id AS id, s.seq, s.kind, a.escalated_at,
-               (SELECT e.detail_json FROM approval_schedule e WHERE e.approval_id = s.approval_id
-                  AND e.kind = 'escalation') AS escalation_json,
-               (SELECT json_group_array(lower(d.email)) FROM decisions d WHERE d.approval_id = s.approval_id
-                  AND d.email IS NOT NULL) AS voted_json
-             FROM approval_schedule s JOIN approvals a ON a.id = s.approval_id
-             WHERE s.lease_id = ?1 AND s.done_at IS NULL ORDER BY s.due_at, s.seq",
-            vec![s(lease_id)],
-        );
+        let entries = schedule::taken(lease_id).into();
         let results = self.batch(&[skip, take, mail, entries], "schedule_due").await?;
         let jobs = mail_jobs(results[2].results::<MailRow>().internal("D1 mail rows")?);
         let rows = results[3].results::<DueRow>().internal("D1 schedule rows")?;
@@ -177,12 +131,7 @@ impl D1Store {
         outcome: Outcome,
         event: Option<(EventKind, Map<String, Value>)>,
     ) -> Result<(), ApiError> {
-        let seqs = Value::from(e.seqs.clone()).to_string();
-        let mark = Stmt::new(
-            "UPDATE approval_schedule SET done_at = ?1, outcome = ?2, lease_id = NULL, lease_until = NULL
-             WHERE approval_id = ?3 AND seq IN (SELECT value FROM json_each(?4)) AND lease_id = ?5 AND done_at IS NULL",
-            vec![n(now), s(outcome.as_str()), s(e.job.id.as_str()), s(&seqs), s(lease_id)],
-        );
+        let mark = schedule::done(e.job.id.as_str(), &e.seqs, lease_id, now, outcome.as_str()).into();
         let mut stmts = vec![mark];
         if let Some((kind, detail)) = event {
             stmts.push(event_stmt_if(&e.job.id, now, kind, &Actor::System, &detail, "changes() > 0"));
@@ -192,11 +141,7 @@ impl D1Store {
 
     /// Gives the entry back (its mail failed): the next run takes it again, without waiting for the lease.
     pub async fn schedule_release(&self, e: &DueEntry, lease_id: &str) -> Result<(), ApiError> {
-        let stmt = Stmt::new(
-            "UPDATE approval_schedule SET lease_id = NULL, lease_until = NULL
-             WHERE approval_id = ?1 AND lease_id = ?2 AND done_at IS NULL",
-            vec![s(e.job.id.as_str()), s(lease_id)],
-        );
+        let stmt = schedule::release(e.job.id.as_str(), lease_id).into();
         self.changes(stmt, "schedule_release").await.map(drop)
     }
 
@@ -212,7 +157,7 @@ impl D1Store {
     ) -> Result<bool, ApiError> {
         let principals: Vec<Value> =
             to.iter().map(|p| json!({"kind": p.kind(), "value": p.value(), "key": p.key()})).collect();
-        let open = OPEN.replace('?', "?2");
+        let open = schedule::open("?2");
         let mark = Stmt::new(
             "UPDATE approvals SET escalated_at = ?2 WHERE id = ?1 AND escalated_at IS NULL
                AND status IN ('pending', 'claimed') AND expires_at > ?2",
@@ -231,7 +176,7 @@ impl D1Store {
             vec![s(id.as_str()), n(now), s(&Value::from(principals).to_string())],
         );
         let results = self.batch(&[mark, event, add], "escalate").await?;
-        Ok(super::changed(results.first()) == 1)
+        Ok(changed(results.first()) == 1)
     }
 }
 

@@ -1,47 +1,46 @@
-//! The storage port: the traits the routes, the mailer and the cron call, by concern ([`ApprovalStore`]: the
-//! decision path, mail and retention; [`GovernanceStore`]: delegation, reassignment, out-of-office;
-//! [`ScheduleStore`]: reminders, escalation, chat bookkeeping; [`OnExpiryStore`]: the outcome on expiry), each
-//! implemented by both backends — [`D1Store`] and [`DynamoStore`] (`STORAGE=dynamodb`, the seed design's token
-//! table) — and [`Store`], the one the configuration chose. Both keep the audit trail. Nothing outside this
-//! folder names a backend.
+//! The storage port: the traits the routes, the mailer and the cron call, by concern — [`ApprovalStore`]
+//! (registration, reads, votes and the claim), [`GovernanceStore`] (delegation, reassignment, out-of-office),
+//! [`ScheduleStore`] (reminders, escalation, the mail and chat outbox), [`AuditStore`] (the approval page's
+//! view and the event log's export), [`UpkeepStore`] (the cron's expiry, lease and retention sweeps) and
+//! [`OnExpiryStore`] (the outcome on expiry) — and the values they take and give ([`rows`], [`decision`],
+//! [`records`]). Both backends (`super::d1`, `super::dynamo`) implement every trait; neither is named here.
 
-use std::rc::Rc;
+pub mod decision;
+pub mod records;
+pub mod rows;
 
-use ringi_core::adapters::chat::ChannelName;
-use ringi_core::adapters::mail::MailState;
-use ringi_core::api::audit_export::AuditQuery;
-use ringi_core::api::register::NewApproval;
-use ringi_core::base::principal::{Identity, Principal};
-use ringi_core::base::status::Verdict;
-use ringi_core::config::Storage;
-use ringi_core::domain::audit::{Actor, EventKind};
-use ringi_core::domain::delegation::OutOfOfficeRequest;
-use ringi_core::domain::inbox::{Cursor, InboxFilter};
-use ringi_core::domain::rules::{Handover, Reassignment};
-use ringi_core::domain::schedule::Outcome;
-use ringi_core::domain::vote::RecordedVote;
-use ringi_core::{ApiError, ApprovalId};
-use serde_json::{Map, Value};
-use worker::Env;
+use signature::*;
 
-use super::approvals::Registered;
-use super::delegation::OutOfOfficeRow;
-use super::dynamo::DynamoStore;
-use super::events::{EventPage, Viewed};
-use super::maintenance::Retries;
-use super::on_expiry::DueOutcome;
-use super::rows::InboxEntry;
-use super::{
-    Approval, Attempt, CallbackFailure, ClaimRequest, D1Store, DueEntry, Guess, Inserted, Loaded, MailJob, Opened,
-    Registrant, Vote,
-};
-use crate::probe::Probe;
+/// Every type the traits' signatures name, in scope wherever a `impl_*!` macro implements a trait.
+pub(crate) mod signature {
+    pub(crate) use ringi_core::adapters::chat::ChannelName;
+    pub(crate) use ringi_core::adapters::mail::MailState;
+    pub(crate) use ringi_core::api::audit_export::AuditQuery;
+    pub(crate) use ringi_core::api::register::NewApproval;
+    pub(crate) use ringi_core::base::principal::{Identity, Principal};
+    pub(crate) use ringi_core::base::status::Verdict;
+    pub(crate) use ringi_core::domain::audit::{Actor, EventKind};
+    pub(crate) use ringi_core::domain::delegation::OutOfOfficeRequest;
+    pub(crate) use ringi_core::domain::inbox::{Cursor, InboxFilter};
+    pub(crate) use ringi_core::domain::rules::{Handover, Reassignment};
+    pub(crate) use ringi_core::domain::schedule::Outcome;
+    pub(crate) use ringi_core::domain::vote::RecordedVote;
+    pub(crate) use ringi_core::{ApiError, ApprovalId};
+    pub(crate) use serde_json::{Map, Value};
 
-/// Declares a storage trait once, implements it for [`D1Store`] by its own methods (the same statements, the
-/// same round trips) and for [`Store`] by handing each call to the chosen backend; [`DynamoStore`] implements
-/// each trait itself.
+    pub(crate) use crate::store::port::decision::{
+        CallbackFailure, ClaimRequest, Guess, Inserted, Opened, Registered, Registrant, Vote,
+    };
+    pub(crate) use crate::store::port::records::{DueEntry, DueOutcome, EventPage, OutOfOfficeRow, Retries, Viewed};
+    pub(crate) use crate::store::port::rows::{Approval, Attempt, InboxEntry, Loaded, MailJob};
+}
+
+/// Declares a storage trait once, and with it the macro `$forward` that implements it: `$forward!(inherent T)`
+/// by `T`'s inherent methods of the same names (a backend whose methods live in the files of their
+/// statements), `$forward!(pick E { A, B })` by handing each call to the backend the enum `E` holds. The
+/// first argument is a literal `$` (how a macro writes a macro's metavariables).
 macro_rules! store_trait {
-    ($(#[$tdoc:meta])* trait $trait:ident {
+    ($d:tt $forward:ident; $(#[$tdoc:meta])* trait $trait:ident {
         $( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*
     }) => {
         $(#[$tdoc])*
@@ -50,34 +49,45 @@ macro_rules! store_trait {
             $( $(#[$doc])* async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError>; )*
         }
 
-        impl $trait for D1Store {
-            $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
-                D1Store::$name(self $(, $arg)*).await
-            } )*
+        macro_rules! $forward {
+            (inherent $d t:ty) => {
+                const _: () = {
+                    #[allow(unused_imports)]
+                    use $crate::store::port::signature::*;
+                    impl $crate::store::port::$trait for $d t {
+                        $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
+                            <$d t>::$name(self $(, $arg)*).await
+                        } )*
+                    }
+                };
+            };
+            (pick $d e:ident { $d ($d v:ident),* }) => {
+                const _: () = {
+                    #[allow(unused_imports)]
+                    use $crate::store::port::signature::*;
+                    impl $crate::store::port::$trait for $d e {
+                        $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
+                            match self {
+                                $d ( $d e::$d v(s) => $crate::store::port::$trait::$name(s $(, $arg)*).await, )*
+                            }
+                        } )*
+                    }
+                };
+            };
         }
-
-        impl $trait for Store {
-            $( async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, ApiError> {
-                match self {
-                    Store::D1(s) => D1Store::$name(s $(, $arg)*).await,
-                    Store::DynamoDb(s) => $trait::$name(s $(, $arg)*).await,
-                }
-            } )*
-        }
+        pub(crate) use $forward;
     };
 }
 
 store_trait! {
-    /// What the decision path needs of storage; the semantics (lifecycle, quorum, the claim's exactly-once) are
-    /// design.md §5 and §6's, what each failure leaves faults.md's, on every backend.
+    $ impl_approval_store;
+    /// What registration and the decision path need of storage; the semantics (lifecycle, quorum, the claim's
+    /// exactly-once) are design.md §5 and §6's, what each failure leaves faults.md's, on every backend.
     trait ApprovalStore {
         /// The approval alone.
         fn get(&self, id: &ApprovalId) -> Option<Approval>;
         /// The approval with its principals and votes (one snapshot).
         fn load(&self, id: &ApprovalId) -> Option<Loaded>;
-        /// What the approval page shows (the approval with its schedule), with the caller's first view recorded
-        /// and the approval's timeline.
-        fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
         /// Registers an approval unless its ID or task token is taken or the credential is over its rate.
         fn insert(&self, id: &ApprovalId, a: &NewApproval, registrant: &Registrant<'_>, now: i64, remind_window_ms: i64) -> Inserted;
         /// The approvals an insert collided with: the same ID, or the same task token.
@@ -101,8 +111,27 @@ store_trait! {
         fn release(&self, id: &ApprovalId, claim_id: &str, not_sent: bool) -> ();
         /// [`ApprovalStore::release`] after a failed callback, with its `callback_failed` event.
         fn release_failed(&self, id: &ApprovalId, claim_id: &str, not_sent: bool, failure: &CallbackFailure) -> ();
-        fn mail_job(&self, id: &ApprovalId) -> Option<MailJob>;
-        fn set_mail_state(&self, id: &ApprovalId, state: MailState, mailed: Option<(&Map<String, Value>, i64)>) -> ();
+    }
+}
+
+store_trait! {
+    $ impl_audit_store;
+    /// The audit trail as people read it: the approval page (with the caller's first view recorded) and the
+    /// operators' export.
+    trait AuditStore {
+        /// What the approval page shows (the approval with its schedule), with the caller's first view recorded
+        /// and the approval's timeline.
+        fn view(&self, id: &ApprovalId, actor: &Actor, keys: &str, now: i64, window_ms: i64) -> Viewed;
+        /// One page of the operators' export of the event log.
+        fn audit_page(&self, q: &AuditQuery) -> EventPage;
+    }
+}
+
+store_trait! {
+    $ impl_upkeep_store;
+    /// The cron's sweeps: expiry, stale leases, retention. Each run does a bounded batch; a backlog drains
+    /// over runs.
+    trait UpkeepStore {
         /// The cron: open approvals past their expiry close.
         fn expire_due(&self, now: i64) -> usize;
         /// The cron: claims whose lease ran out go back to pending.
@@ -112,15 +141,11 @@ store_trait! {
         fn purge(&self, before: i64, rates_before: i64, now: i64) -> usize;
         /// The cron: audit events older than `before` go (DynamoDB: the TTL each event item carries).
         fn purge_events(&self, before: i64) -> usize;
-        /// One page of the operators' export of the event log.
-        fn audit_page(&self, q: &AuditQuery) -> EventPage;
-        /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
-        /// (at most `max_attempts` tries), and the chat notifications due by the same rule.
-        fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
     }
 }
 
 store_trait! {
+    $ impl_governance_store;
     /// What delegation, reassignment and out-of-office need of storage. Each write commits the change
     /// `ringi_core::domain::rules` decided, with its event, under the guards it came with — or nothing of it; a backend
     /// adds no rule of its own.
@@ -140,10 +165,16 @@ store_trait! {
 }
 
 store_trait! {
-    /// The cron's reminders and escalation (`ringi_core::domain::schedule`) and the chat notifications' bookkeeping. A run
+    $ impl_schedule_store;
+    /// The cron's reminders and escalation (`ringi_core::domain::schedule`) and the outbox: the request mail's and the chat notifications' state and retries. A run
     /// takes due entries under its lease, mails, then marks them done under that lease: a failed mark costs at
     /// most one more mail, never a lost one.
     trait ScheduleStore {
+        fn mail_job(&self, id: &ApprovalId) -> Option<MailJob>;
+        fn set_mail_state(&self, id: &ApprovalId, state: MailState, mailed: Option<(&Map<String, Value>, i64)>) -> ();
+        /// The cron: open approvals whose request mail failed, or whose sender died before `sender_gone_before`
+        /// (at most `max_attempts` tries), and the chat notifications due by the same rule.
+        fn mail_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Retries;
         /// Open approvals inside the default reminder's window not reminded yet, each with the verified emails of
         /// those who voted already (a reminder skips them).
         fn reminders_due(&self, now: i64, window_ms: i64) -> Vec<(MailJob, Vec<String>)>;
@@ -166,6 +197,7 @@ store_trait! {
 }
 
 store_trait! {
+    $ impl_on_expiry_store;
     /// The cron's outcome on expiry (`ringi_core::domain::on_expiry`): what is due, ringi's own claim, its final writes.
     trait OnExpiryStore {
         /// Open approvals with an outcome on expiry past their approvers' deadline and before their task's.
@@ -176,30 +208,5 @@ store_trait! {
         fn finish_on_expiry(&self, id: &ApprovalId, claim_id: &str, verdict: Verdict, at: i64) -> ();
         /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
         fn unconfirmed_on_expiry(&self, id: &ApprovalId, claim_id: &str, attempt: &Attempt, now: i64) -> ();
-    }
-}
-
-/// The backend `STORAGE` chose.
-pub enum Store {
-    D1(D1Store),
-    DynamoDb(DynamoStore),
-}
-
-impl Store {
-    pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {
-        // The isolate's one parsed configuration (loaded before any request reaches a store).
-        let cfg = crate::config::load(env).map_err(|_| ApiError::Internal)?;
-        Ok(match &cfg.storage {
-            Storage::D1 => Self::D1(D1Store::open(env, probe)?),
-            Storage::DynamoDb(ddb) => Self::DynamoDb(DynamoStore::new(cfg.clone(), ddb.clone(), probe)),
-        })
-    }
-
-    /// This request's round trips.
-    pub fn probe(&self) -> &Probe {
-        match self {
-            Self::D1(s) => s.probe(),
-            Self::DynamoDb(s) => s.probe(),
-        }
     }
 }

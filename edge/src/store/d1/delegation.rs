@@ -6,33 +6,17 @@ use ringi_core::base::principal::Principal;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::delegation::{principal_value, OutOfOfficeRequest};
 use ringi_core::domain::rules::{Handover, Reassignment};
+use ringi_core::sql::guards_sql;
 use ringi_core::sql::routing::{routing_sql, ROUTED_SQL};
-use ringi_core::sql::{guards_sql, SqlArg};
 use ringi_core::{ApiError, ApprovalId};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use wasm_bindgen::JsValue;
 
 use super::events::{event_stmt_if, guarded_event_stmt, recorded_sql};
-use super::{n, opt, s, D1Store, Loaded, Stmt};
+use super::{arg, n, opt, s, D1Store, Stmt};
 use crate::error::OrInternal;
-
-/// A guard's bound value as D1 takes it.
-pub(super) fn arg(a: &SqlArg) -> JsValue {
-    match a {
-        SqlArg::Text(t) => s(t),
-        SqlArg::Int(i) => n(*i),
-    }
-}
-
-/// The caller's out-of-office row.
-#[derive(Debug, Deserialize)]
-pub struct OutOfOfficeRow {
-    pub delegate: String,
-    pub starts_at: f64,
-    pub ends_at: f64,
-    pub note: Option<String>,
-}
+use crate::store::port::records::OutOfOfficeRow;
+use crate::store::port::rows::Loaded;
 
 #[derive(Deserialize)]
 struct Done {

@@ -7,21 +7,15 @@ use ringi_core::{ApiError, ApprovalId};
 
 use serde::Deserialize;
 
-use super::event_stmt;
+use super::events::event_stmt;
 use super::events::event_stmt_if;
 use super::events::{attempt_decided_stmt, deadline_expired_stmt, purged_stmt};
-use super::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
-use super::votes::{ATTEMPT_STATUS, ON_EXPIRY_ATTEMPT};
-use super::{changed, n, s, D1Store, Stmt};
+use super::{arg, changed, n, s, D1Store, Stmt};
 use crate::error::OrInternal;
+use crate::store::port::records::Retries;
+use crate::store::port::rows::{mail_job, mail_jobs, MailJob, MailRow, MAIL_COLUMNS};
+use ringi_core::sql::upkeep;
 use serde_json::{Map, Value};
-
-/// What the cron retries: request mails, and chat notifications (their channels still due).
-#[derive(Default)]
-pub struct Retries {
-    pub mail: Vec<MailJob>,
-    pub chat: Vec<MailJob>,
-}
 
 #[derive(Deserialize)]
 struct VotedRow {
@@ -29,13 +23,6 @@ struct VotedRow {
     voted_json: String,
 }
 
-/// Rows one cron step touches at most per run (every 5 minutes): a backlog drains over runs instead of
-/// one statement running into D1's limits.
-const CRON_BATCH: i64 = 500;
-/// The open approvals past their expiry that one `expire_due` run closes (?1 now, ?2 batch size).
-/// Past the task's deadline (with an outcome on expiry, ringi answers between the approvers' and the task's).
-const DUE: &str = "SELECT id FROM approvals WHERE COALESCE(task_expires_at, expires_at) <= ?1
-   AND (status = 'pending' OR (status = 'claimed' AND claimed_until <= ?1)) ORDER BY id LIMIT ?2";
 /// Mails one cron step sends at most per run.
 const MAIL_BATCH: i64 = 50;
 
@@ -67,71 +54,32 @@ impl D1Store {
     /// Open approvals past their expiry close (token dropped): `expired`, or — when a callback attempt
     /// may have been delivered — that attempt's verdict, unconfirmed. Returns how many.
     pub async fn expire_due(&self, now: i64) -> Result<usize, ApiError> {
-        let approvals = Stmt::new(
-            format!(
-                "UPDATE approvals SET
-                   status = CASE WHEN attempt_verdict IS NULL THEN 'expired' ELSE {ATTEMPT_STATUS} END,
-                   decision = CASE WHEN attempt_verdict IS NULL THEN decision ELSE {ATTEMPT_STATUS} END,
-                   confirmed = CASE WHEN attempt_verdict IS NULL THEN 1 ELSE 0 END, {ON_EXPIRY_ATTEMPT},
-                   task_token = NULL, claim_id = NULL, claimed_until = NULL, decided_at = expires_at
-                 WHERE id IN ({DUE})"
-            ),
-            vec![n(now), n(CRON_BATCH)],
-        );
+        let approvals: Stmt = upkeep::expire_due(now).into();
         // Their events first (they select the same approvals while they are still open), in the same batch.
-        let due = format!("id IN ({DUE})");
-        let stmts = [
-            deadline_expired_stmt(&due, vec![n(now), n(CRON_BATCH)]),
-            attempt_decided_stmt("expires_at", &due, vec![n(now), n(CRON_BATCH)]),
-            approvals,
-        ];
+        let due = format!("id IN ({})", upkeep::DUE);
+        let args = || upkeep::due_args(now).iter().map(arg).collect();
+        let stmts = [deadline_expired_stmt(&due, args()), attempt_decided_stmt("expires_at", &due, args()), approvals];
         let results = self.batch(&stmts, "expire_due").await?;
         let expired = changed(results.get(2));
-        // Open inbox rows are keyed by expiry, so the due ones are exactly those with sort_at <= now.
-        let inbox = Stmt::new(
-            "UPDATE approval_principals SET open = 0
-             WHERE rowid IN (SELECT rowid FROM approval_principals WHERE open = 1 AND sort_at <= ?1 LIMIT ?2)",
-            vec![n(now), n(CRON_BATCH * 4)],
-        );
+        let inbox: Stmt = upkeep::close_due_inboxes(now).into();
         self.changes(inbox, "close_due").await?;
         Ok(expired)
     }
 
     /// Claims whose holder died (lease over) go back to pending (their attempt record stays).
     pub async fn release_stale_claims(&self, now: i64) -> Result<usize, ApiError> {
-        let stmt = Stmt::new(
-            "UPDATE approvals SET status = 'pending', claim_id = NULL, claimed_until = NULL
-             WHERE id IN (SELECT id FROM approvals WHERE status = 'claimed' AND claimed_until <= ?1 LIMIT ?2)",
-            vec![n(now), n(CRON_BATCH)],
-        );
+        let stmt = upkeep::release_stale_claims(now).into();
         self.changes(stmt, "release_stale_claims").await
     }
 
     /// Deletes closed approvals decided before `before` (their retention is over), with their audit rows.
     /// Registration counters of minutes before `rates_before` go too.
     pub async fn purge(&self, before: i64, rates_before: i64, now: i64) -> Result<usize, ApiError> {
-        let old = format!(
-            "SELECT id FROM approvals WHERE status IN ('approved', 'rejected', 'expired') AND decided_at < ?1 \
-             ORDER BY id LIMIT {CRON_BATCH}"
-        );
-        let stmts = [
-            // Their `purged` events first: the event log outlives the rows.
-            purged_stmt(&format!("id IN ({old})"), vec![n(before)], now),
-            Stmt::new(format!("DELETE FROM approval_schedule WHERE approval_id IN ({old})"), vec![n(before)]),
-            Stmt::new(format!("DELETE FROM decisions WHERE approval_id IN ({old})"), vec![n(before)]),
-            Stmt::new(format!("DELETE FROM approval_principals WHERE approval_id IN ({old})"), vec![n(before)]),
-            Stmt::new(format!("DELETE FROM approvals WHERE id IN ({old})"), vec![n(before)]),
-            Stmt::new(
-                format!(
-                    "DELETE FROM registration_rate WHERE rowid IN
-                       (SELECT rowid FROM registration_rate WHERE window_start < ?1 LIMIT {})",
-                    CRON_BATCH * 4
-                ),
-                vec![n(rates_before)],
-            ),
-        ];
+        // Their `purged` events first: the event log outlives the rows.
+        let mut stmts = vec![purged_stmt(&format!("id IN ({})", upkeep::purgeable()), vec![n(before)], now)];
+        stmts.extend(upkeep::purge(before, rates_before).into_iter().map(Stmt::from));
         let results = self.batch(&stmts, "purge").await?;
-        Ok(changed(results.get(3)))
+        Ok(changed(results.get(1 + upkeep::PURGE_APPROVALS)))
     }
 
     /// Open approvals whose request mail failed (bounded attempts), or is still `pending` although it was

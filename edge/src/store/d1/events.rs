@@ -5,24 +5,14 @@
 //! same statements again, and `INSERT OR IGNORE` on that key records the event once. Events that happen once
 //! per approval (or per approver) use a deterministic key ([`event_once_stmt`]).
 
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::api::audit_export::AuditQuery;
-use ringi_core::base::corrupt::CorruptValue;
-use ringi_core::base::time::format_rfc3339;
-use ringi_core::domain::audit::{Actor, Event, EventKind};
-use ringi_core::domain::schedule::ScheduleView;
+use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::{ApiError, ApprovalId};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
 
 use super::{n, opt, s, D1Store, Stmt};
-use crate::platform::random_bytes;
-
-/// Events the approval page shows at most (the export has them all).
-pub(crate) const TIMELINE_MAX: i64 = 200;
-/// Old events one cron run deletes at most.
-const RETENTION_BATCH: i64 = 500;
+use crate::store::port::records::{events, random_key, EventPage, EventRow, EVENT_COLUMNS, TIMELINE_MAX};
 
 /// Every event insert: `dedupe_key` is unique, so a statement run again (a retried batch) records nothing twice.
 pub(super) use ringi_core::sql::EVENT_INSERT as INSERT;
@@ -44,11 +34,6 @@ pub(super) fn args(
         s(&Value::Object(detail.clone()).to_string()),
         s(key),
     ]
-}
-
-/// A key drawn once per statement (the same on each retry of it), for events that may happen more than once.
-pub(super) fn random_key(id: &ApprovalId) -> String {
-    format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()))
 }
 
 /// The INSERT of one event, to put into the batch of the change it records.
@@ -102,52 +87,6 @@ pub(crate) fn timeline_stmt(id: &ApprovalId) -> Stmt {
     )
 }
 
-const EVENT_COLUMNS: &str = "seq, approval_id, at, kind, actor, actor_display, detail_json";
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct EventRow {
-    pub(crate) seq: f64,
-    approval_id: String,
-    pub(crate) at: f64,
-    kind: String,
-    actor: String,
-    actor_display: Option<String>,
-    detail_json: String,
-}
-
-impl EventRow {
-    fn event(self) -> Result<Event, CorruptValue> {
-        let kind = EventKind::parse(&self.kind).ok_or_else(|| CorruptValue::new("approval_events.kind", &self.kind))?;
-        let detail: Map<String, Value> = serde_json::from_str(&self.detail_json).map_err(|_| {
-            CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>())
-        })?;
-        Ok(Event {
-            actor: Actor::from_stored(&self.actor, self.actor_display.as_deref())?,
-            approval_id: self.approval_id,
-            at: format_rfc3339(self.at as i64),
-            kind,
-            detail,
-        })
-    }
-}
-
-/// Typed events; a corrupt row is a 500 (logged), never silently dropped from an audit trail.
-pub(crate) fn events(rows: Vec<EventRow>) -> Result<Vec<Event>, ApiError> {
-    rows.into_iter()
-        .map(|r| {
-            let id = r.approval_id.clone();
-            r.event().map_err(super::rows::corrupt(&id))
-        })
-        .collect()
-}
-
-/// One export page: the events and the position of the last one.
-pub struct EventPage {
-    pub events: Vec<Event>,
-    /// `(at, seq)` of the last event, if the page is full (more may follow).
-    pub last: Option<(i64, i64)>,
-}
-
 impl D1Store {
     /// Events with `from <= at < to` after the cursor, in `(at, seq)` order (the `approval_events_at` index).
     pub async fn audit_page(&self, q: &AuditQuery) -> Result<EventPage, ApiError> {
@@ -170,61 +109,8 @@ impl D1Store {
     /// The audit retention: deletes events that happened before `before`, a bounded batch per run (a backlog
     /// drains over runs). Independent of the approvals' purge: events outlive their approval.
     pub async fn purge_events(&self, before: i64) -> Result<usize, ApiError> {
-        let stmt = Stmt::new(
-            "DELETE FROM approval_events WHERE seq IN
-               (SELECT seq FROM approval_events WHERE at < ?1 ORDER BY at, seq LIMIT ?2)",
-            vec![n(before), n(RETENTION_BATCH)],
-        );
+        let stmt = ringi_core::sql::upkeep::purge_events(before).into();
         self.changes(stmt, "purge_events").await
-    }
-}
-
-/// What the approval view's one round trip brings.
-pub struct Viewed {
-    /// The approval and its schedule as the page shows it.
-    pub loaded: Option<(super::Loaded, ScheduleView)>,
-    /// The approval's events, this view's first-view event included.
-    pub events: Vec<Event>,
-}
-
-impl D1Store {
-    /// [`D1Store::load`] plus, in the same batch, the caller's first-view event (only if the caller — `keys`,
-    /// their principal keys as a JSON array — is a listed approver, and only once per approver: the GET's one
-    /// documented write), the approval's timeline and its schedule (`window_ms`: the default reminder's distance
-    /// from expiry). One D1 round trip.
-    pub async fn view(
-        &self,
-        id: &ApprovalId,
-        actor: &Actor,
-        keys: &str,
-        now: i64,
-        window_ms: i64,
-    ) -> Result<Viewed, ApiError> {
-        let Actor::User { sub, .. } = actor else { return Err(ApiError::Internal) };
-        let mut stmts = super::approvals::load_stmts(id);
-        stmts.push(event_once_stmt(
-            id,
-            now,
-            EventKind::Viewed,
-            actor,
-            &Map::new(),
-            Once {
-                key: &format!("viewed:{sub}"),
-                when: "EXISTS (SELECT 1 FROM approval_principals p WHERE p.approval_id = ?1
-                   AND p.pkey IN (SELECT value FROM json_each(?8)))",
-                args: vec![s(keys)],
-            },
-        ));
-        let timeline = stmts.len();
-        stmts.push(timeline_stmt(id));
-        let schedule = stmts.len();
-        stmts.extend(super::schedule::view_stmts(id));
-        let results = self.batch(&stmts, "load").await?;
-        let loaded = super::approvals::read_loaded(id, &results)?;
-        let rows = results[timeline].results::<EventRow>();
-        let rows = crate::error::OrInternal::internal(rows, "D1 event rows")?;
-        let shown = super::schedule::read_view(id, &results[schedule..], window_ms)?;
-        Ok(Viewed { loaded: loaded.zip(shown), events: events(rows)? })
     }
 }
 
@@ -287,7 +173,7 @@ pub(crate) fn guarded_event_stmt(
     let key = random_key(id);
     let guard = ringi_core::sql::guards_sql(id.as_str(), guards, 8);
     let mut all = args(id, at, kind, actor, detail, &key);
-    all.extend(guard.args.iter().map(super::delegation::arg));
+    all.extend(guard.args.iter().map(super::arg));
     (Stmt::new(format!("{INSERT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE {}", guard.sql), all), key)
 }
 

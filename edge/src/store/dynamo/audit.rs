@@ -1,0 +1,120 @@
+//! The approval page and the event log's export on the token table (events are items of their own, read
+//! through two indexes).
+
+use futures_util::future::{join, join3};
+use ringi_core::adapters::dynamo::{self as item};
+use ringi_core::api::audit_export::AuditQuery;
+use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::{ApiError, ApprovalId};
+use serde_json::{json, Map, Value};
+
+use super::items::{columns, event_row, event_rows, plain};
+use super::DynamoStore;
+use crate::store::port::records::{events, EventPage, EventRow, Viewed, TIMELINE_MAX};
+use crate::store::port::AuditStore;
+
+impl AuditStore for DynamoStore {
+    /// The approval, its timeline and the caller's first-view event at once (GetItem, the timeline's Query
+    /// and a TransactWriteItems of a ConditionCheck — the caller is listed — with the event's Put once per
+    /// approver): three requests side by side, one round trip's time. The index behind the timeline is
+    /// read as it is (eventually consistent): the view's own event, when this request wrote it, is added.
+    /// The schedule is the item's own.
+    async fn view(
+        &self,
+        id: &ApprovalId,
+        actor: &Actor,
+        keys: &str,
+        now: i64,
+        window_ms: i64,
+    ) -> Result<Viewed, ApiError> {
+        let Actor::User { sub, .. } = actor else { return Err(ApiError::Internal) };
+        let keys: Vec<String> = serde_json::from_str(keys).map_err(|_| ApiError::Internal)?;
+        let event = self.event_put((id, now, EventKind::Viewed), actor, &Map::new(), Some(&format!("viewed:{sub}")));
+        let first_view = async {
+            if keys.is_empty() {
+                return Ok(false);
+            }
+            self.transact(vec![self.listed_check(id, &keys), event.clone()]).await
+        };
+        let (found, timeline, recorded) = join3(self.approval_item(id), self.timeline(id, 0), first_view).await;
+        let Some(found) = found? else { return Ok(Viewed { loaded: None, events: Vec::new() }) };
+        let (mut rows, mut recorded, mut event) = (timeline?, recorded?, event);
+        let registered_at = found.get("createdAt").and_then(Value::as_i64).unwrap_or(0);
+        let at = |r: &Value| r["at"].as_f64().unwrap_or(0.0) as i64;
+        if rows.iter().any(|r| at(r) < registered_at) {
+            // The ID was registered before and its events outlive its item: this registration's own timeline,
+            // and its first view under a key of its own (the earlier one's holds the plain one). Rare: a chosen
+            // ID used again; a second round trip then.
+            let again = if recorded || keys.is_empty() {
+                None
+            } else {
+                let once = format!("viewed:{registered_at}:{sub}");
+                event = self.event_put((id, now, EventKind::Viewed), actor, &Map::new(), Some(&once));
+                Some(vec![self.listed_check(id, &keys), event.clone()])
+            };
+            let write = async {
+                match again {
+                    Some(actions) => self.transact(actions).await,
+                    None => Ok(recorded),
+                }
+            };
+            let (own, written) = join(self.timeline(id, registered_at), write).await;
+            rows = own?;
+            recorded = written?;
+        }
+        if recorded {
+            let own = event_row(&plain(id.as_str(), event["Put"]["Item"].as_object().unwrap_or(&Map::new()))?)?;
+            if !rows.iter().any(|r| r["seq"] == own["seq"]) {
+                rows.push(own);
+            }
+        }
+        let position = |r: &Value| (r["at"].as_f64().unwrap_or(0.0) as i64, r["seq"].as_f64().unwrap_or(0.0) as i64);
+        rows.sort_by_key(position);
+        rows.truncate(TIMELINE_MAX as usize);
+        let rows: Vec<EventRow> =
+            rows.into_iter().map(|r| columns(id.as_str(), "event", r)).collect::<Result<_, _>>()?;
+        let schedule = Self::schedule_view(&found, window_ms)?;
+        Ok(Viewed { loaded: Some((Self::loaded(&found)?, schedule)), events: events(rows)? })
+    }
+
+    /// Events with `from <= at < to` after the cursor, in `(at, seq)` order: the months of the range, oldest
+    /// first, through [`item::EVENTS_BY_MONTH`] (a key condition on the sort key, pages of the index).
+    async fn audit_page(&self, q: &AuditQuery) -> Result<EventPage, ApiError> {
+        let start = item::event_sort(q.from, 0);
+        let lo = match q.cursor {
+            Some(c) => start.max(item::event_sort(c.at, c.seq + 1)),
+            None => start,
+        };
+        let hi = item::event_sort(q.to - 1, item::EVENT_SEQ_END);
+        let first = q.cursor.map_or(q.from, |c| c.at.max(q.from));
+        let mut rows = Vec::new();
+        'months: for month in item::event_months(first, q.to) {
+            let mut next: Option<Value> = None;
+            loop {
+                let mut body = json!({"IndexName": item::EVENTS_BY_MONTH,
+                    "KeyConditionExpression": "#m = :m AND #s BETWEEN :lo AND :hi",
+                    "ExpressionAttributeNames": {"#m": item::EVENT_MONTH, "#s": item::EVENT_SORT},
+                    "ExpressionAttributeValues": {":m": {"S": month}, ":lo": {"S": lo}, ":hi": {"S": hi}},
+                    "Limit": q.limit + 1 - rows.len()});
+                if let Some(k) = next.take() {
+                    body["ExclusiveStartKey"] = k;
+                }
+                let answer = self.ok("Query", body).await?;
+                rows.extend(event_rows(&answer)?);
+                if rows.len() > q.limit {
+                    break 'months;
+                }
+                match answer.get("LastEvaluatedKey") {
+                    Some(k) if !k.is_null() => next = Some(k.clone()),
+                    _ => break,
+                }
+            }
+        }
+        let mut rows: Vec<EventRow> =
+            rows.into_iter().map(|r| columns("audit", "event", r)).collect::<Result<_, _>>()?;
+        let more = rows.len() > q.limit;
+        rows.truncate(q.limit);
+        let last = rows.last().filter(|_| more).map(|r| (r.at as i64, r.seq as i64));
+        Ok(EventPage { events: events(rows)?, last })
+    }
+}
