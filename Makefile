@@ -36,18 +36,21 @@ lint:
 unit:
 	$(ENV) cargo test -p ringi-core -p ringi-app --features ringi-app/admin
 
-## the two wasm builds side by side: each ends in a long single-threaded link (LTO, codegen-units = 1)
+## the two wasm builds side by side: each ends in a long single-threaded link (LTO, codegen-units = 1); each is
+## skipped when its inputs are as at its last successful build (scripts/build/uptodate.py: a no-change `make dev`)
 build:
 	@$(MAKE) --no-print-directory -j2 spa worker
 
 ## SPA: Trunk (release profile, std rebuilt for size: scripts/build/wasm-env.sh) into dist/ (no inline script: see Trunk.toml),
 ## twice: index.html is the bundle an emailed link loads, admin.html adds the rare pages (scripts/build/spa.sh)
 spa:
-	$(ENV) scripts/build/spa.sh
+	$(ENV) if python scripts/build/uptodate.py spa; then echo "spa: unchanged since its last build (dist/)"; \
+	else scripts/build/spa.sh && python scripts/build/uptodate.py spa --done; fi
 
 ## worker: worker-build (same release profile, same target dir) into edge/build/
 worker:
-	$(ENV) cd edge && ../scripts/build/wasm-env.sh worker-build --release
+	$(ENV) if python scripts/build/uptodate.py worker; then echo "worker: unchanged since its last build (edge/build/)"; \
+	else (cd edge && ../scripts/build/wasm-env.sh worker-build --release) && python scripts/build/uptodate.py worker --done; fi
 
 ## the deploy kit, offline: template (cfn-lint, assertions, moto), production wrangler config (dry run), deploy.py
 deploy-check:

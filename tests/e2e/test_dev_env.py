@@ -33,3 +33,40 @@ def test_values_that_cannot_be_quoted_are_refused():
     for bad in ["it's", "two\nlines"]:
         with pytest.raises(ValueError):
             format_env({"RINGI_X": bad})
+
+
+def test_a_build_is_skipped_only_while_its_own_inputs_and_outputs_are_as_it_left_them(tmp_path):
+    """scripts/build/uptodate.py, on a repository of its own: no stamp → build; built → skip; an edit to the
+    worker's sources rebuilds the worker and not the SPA; a missing output rebuilds; a failed build leaves no
+    stamp, so it is tried again."""
+    from support import ROOT
+    for f in ("core/src/lib.rs", "edge/src/lib.rs", "app/src/lib.rs", "Cargo.lock"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("// v1\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    env = {"RINGI_ROOT": str(tmp_path), "PATH": __import__("os").environ["PATH"]}
+    script = str(ROOT / "scripts/build/uptodate.py")
+
+    def up(name: str, *flags: str) -> bool:
+        return subprocess.run(["python3", script, name, *flags], env=env).returncode == 0
+
+    def built(name: str, outputs: list[str]) -> None:
+        assert not up(name)
+        for o in outputs:
+            (tmp_path / o).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / o).write_text("built")
+        assert up(name, "--done")
+
+    spa, worker = ["dist/index.html", "dist/admin.html"], ["edge/build/worker/shim.mjs", "edge/build/index_bg.wasm"]
+    built("spa", spa)
+    built("worker", worker)
+    assert up("spa") and up("worker")
+    (tmp_path / "edge/src/lib.rs").write_text("// v2\n")
+    assert up("spa") and not up("worker"), "only the build whose inputs changed"
+    assert not up("worker"), "the check that saw the change left no stamp: a failed build is tried again"
+    built("worker", worker)
+    (tmp_path / "core/src/lib.rs").write_text("// v2\n")
+    assert not up("spa") and not up("worker"), "core goes into both"
+    built("spa", spa)
+    (tmp_path / "dist/admin.html").unlink()
+    assert not up("spa"), "an output gone"
