@@ -8,7 +8,7 @@ import sys
 import time
 
 from dev import read_env
-from ringi_stack import ROOT, demo_input
+from ringi_stack import ROOT, demo_input, moto_client
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
 
@@ -23,14 +23,9 @@ def main() -> int:
         print("ringi: no running `make dev` stack (.ringi/dev.env is missing): start `make dev` first", file=sys.stderr)
         return 1
     env = read_env(DEV_ENV.read_text())
-    import boto3
     member = args.account == "member"
-    sfn = boto3.client("stepfunctions", endpoint_url=env["RINGI_MOTO_URL"],
-                       region_name=env["RINGI_MEMBER_REGION" if member else "RINGI_AWS_REGION"],
-                       aws_access_key_id=env["RINGI_AWS_ADMIN_KEY"], aws_secret_access_key="admin")
-    if member:  # moto's admin key acts in the account this header names
-        sfn.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__(
-            "x-moto-account-id", env["RINGI_MEMBER_ACCOUNT"]))
+    sfn = moto_client(env["RINGI_MOTO_URL"], "stepfunctions", env["RINGI_MEMBER_REGION" if member else "RINGI_AWS_REGION"],
+                      account=env["RINGI_MEMBER_ACCOUNT"] if member else None, key=env["RINGI_AWS_ADMIN_KEY"])
     body = demo_input(args.version)
     machine = env["RINGI_MEMBER_STATE_MACHINE_ARN" if member else "RINGI_DEMO_STATE_MACHINE_ARN"]
     try:

@@ -219,6 +219,19 @@ def apply_migrations(db: Path) -> list[str]:
         con.close()
 
 
+def moto_client(url: str, service: str, region: str = REGION, *, account: str | None = None, key: str = ADMIN_KEY,
+                secret: str = "admin"):
+    """A boto3 client of the moto at `url`; with `account`, the admin key acting in that account (moto's
+    x-moto-account-id header: the admin key passes IAM, any account)."""
+    import boto3
+    c = boto3.client(service, endpoint_url=url, region_name=region, aws_access_key_id=key,
+                     aws_secret_access_key=secret)
+    if account:
+        c.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__(
+            "x-moto-account-id", account))
+    return c
+
+
 def free_port() -> int:
     """A port nothing listens on, for a server about to start. Drawn below the ephemeral range: a port the kernel
     hands out for bind(0) is also one it hands out for the next outgoing connection (a suite makes thousands), which
@@ -435,9 +448,7 @@ class Stack:
         self._wait(p, lambda: http_ok(self.moto_url + SES_MESSAGES), 60)
 
     def aws(self, service: str, key: str = ADMIN_KEY, secret: str = "admin"):
-        import boto3
-        return boto3.client(service, endpoint_url=self.moto_url, region_name=REGION,
-                            aws_access_key_id=key, aws_secret_access_key=secret)
+        return moto_client(self.moto_url, service, key=key, secret=secret)
 
     def _setup_aws(self) -> None:
         """The worker's own IAM user: only the callback and mail actions, like production (design.md §12)."""
@@ -458,15 +469,10 @@ class Stack:
             self._setup_events()
 
     def account_aws(self, service: str, account: str, region: str = REGION):
-        """An admin client of moto acting in `account` (moto's x-moto-account-id; the admin key passes IAM)."""
-        import boto3
-        c = boto3.client(service, endpoint_url=self.moto_url, region_name=region, aws_access_key_id=ADMIN_KEY,
-                         aws_secret_access_key="admin")
-        c.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__("x-moto-account-id",
-                                                                                                account))
-        return c
+        """An admin client of moto acting in `account`."""
+        return moto_client(self.moto_url, service, region, account=account)
 
-    def _federated_role(self, account: str, name: str, actions: list) -> str:
+    def federated_role(self, account: str, name: str, actions: list) -> str:
         """A role in `account` that ringi's tokens assume (moto's STS checks no token), allowed `actions` only."""
         iam = self.account_aws("iam", account)
         iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
@@ -484,12 +490,12 @@ class Stack:
         key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))),
                "kid": "ringi-local-" + secrets.token_hex(4)}
         callback = ["states:SendTaskSuccess", "states:SendTaskFailure"]
-        targets = {a: {"roleArn": self._federated_role(a, "ringi-callback", callback), "regions": [r]}
+        targets = {a: {"roleArn": self.federated_role(a, "ringi-callback", callback), "regions": [r]}
                    for a, r in ((HOME_ACCOUNT, REGION), (MEMBER_ACCOUNT, MEMBER_REGION))}
         own = ["ses:SendEmail"] + (DDB_ACTIONS + DDB_MOTO_ONLY_ACTIONS if self.storage == "dynamodb" else [])
         self.federation_vars = {
             "FEDERATION_SIGNING_KEY": json.dumps(key), "AWS_TARGETS": json.dumps(targets),
-            "AWS_ROLE_ARN": self._federated_role(HOME_ACCOUNT, "ringi-worker", own), "STS_ENDPOINT": self.moto_url,
+            "AWS_ROLE_ARN": self.federated_role(HOME_ACCOUNT, "ringi-worker", own), "STS_ENDPOINT": self.moto_url,
             "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
         }
 

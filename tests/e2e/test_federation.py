@@ -13,12 +13,11 @@ import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import boto3
 import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import ec
-from ringi_stack import ADMIN_KEY, DDB_ACTIONS, DDB_MOTO_ONLY_ACTIONS, DDB_TABLE, free_port
+from ringi_stack import DDB_ACTIONS, DDB_MOTO_ONLY_ACTIONS, DDB_TABLE, free_port
 
 from support.api import _definition, envelope, registration, start_paused, wait_execution_done
 from support.faultproxy import FaultProxy
@@ -31,26 +30,6 @@ WORKER_ROLE = f"arn:aws:iam::{HOME[0]}:role/ringi-worker"  # the worker's own (m
 
 def role_arn(account: str) -> str:
     return f"arn:aws:iam::{account}:role/{ROLE}"
-
-
-def worker_role(stack, name: str, actions: list[str]) -> str:
-    """The worker's own role in the home account, allowed `actions` and nothing else."""
-    iam = client(stack, "iam", *HOME)
-    iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity",
-         "Principal": {"Federated": f"arn:aws:iam::{HOME[0]}:oidc-provider/ringi"}}]}))
-    iam.put_role_policy(RoleName=name, PolicyName="worker", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*", "Action": actions}]}))
-    return f"arn:aws:iam::{HOME[0]}:role/{name}"
-
-
-def client(stack, service: str, account: str, region: str):
-    """An admin client of moto acting in `account` (moto's x-moto-account-id; the admin key passes IAM auth)."""
-    c = boto3.client(service, endpoint_url=stack.moto_url, region_name=region, aws_access_key_id=ADMIN_KEY,
-                     aws_secret_access_key="admin")
-    c.meta.events.register("before-send", lambda request, **_: request.headers.__setitem__("x-moto-account-id",
-                                                                                            account))
-    return c
 
 
 class StsRecorder:
@@ -90,16 +69,10 @@ class Account:
 
     def __init__(self, stack, account: str, region: str):
         self.account, self.region = account, region
-        iam = client(stack, "iam", account, region)
-        iam.create_role(RoleName=ROLE, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-            {"Effect": "Allow", "Action": "sts:AssumeRoleWithWebIdentity",
-             "Principal": {"Federated": f"arn:aws:iam::{account}:oidc-provider/ringi"}}]}))
-        iam.put_role_policy(RoleName=ROLE, PolicyName="callbacks", PolicyDocument=json.dumps({
-            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*",
-                                                    "Action": ["states:SendTaskSuccess", "states:SendTaskFailure"]}]}))
-        self.sfn = client(stack, "stepfunctions", account, region)
+        stack.federated_role(account, ROLE, ["states:SendTaskSuccess", "states:SendTaskFailure"])
+        self.sfn = stack.account_aws("stepfunctions", account, region)
         # The interpreter sends the task's message with moto's own key (the default account): its queue lives there.
-        self.sqs = client(stack, "sqs", HOME[0], region)
+        self.sqs = stack.account_aws("sqs", HOME[0], region)
         self.machine = self.sfn.create_state_machine(
             name=f"ringi-approval-{uuid.uuid4().hex[:6]}", definition=_definition(300),
             roleArn=f"arn:aws:iam::{account}:role/sfn")["stateMachineArn"]
@@ -127,7 +100,7 @@ def federated(stack):
     }
     url = stack.extra_worker("federated", {
         **federation,
-        "AWS_ROLE_ARN": worker_role(stack, "ringi-worker", ["ses:SendEmail"]),
+        "AWS_ROLE_ARN": stack.federated_role(HOME[0], "ringi-worker", ["ses:SendEmail"]),
         "SFN_ENDPOINT": f"http://127.0.0.1:{sfn.port}",
         # A delivery may now also fetch credentials: the lease outlasts that too.
         "CLAIM_LEASE_SECONDS": "30",
@@ -219,7 +192,7 @@ def test_credentials_that_expire_mid_flight_are_renewed_and_the_decision_lands_o
 
 def test_a_dynamodb_worker_without_any_access_key_keeps_its_table_with_its_own_role(stack, federated):
     _, accounts, sts, _, federation = federated
-    role = worker_role(stack, "ringi-worker-table", ["ses:SendEmail", *DDB_ACTIONS, *DDB_MOTO_ONLY_ACTIONS])
+    role = stack.federated_role(HOME[0], "ringi-worker-table", ["ses:SendEmail", *DDB_ACTIONS, *DDB_MOTO_ONLY_ACTIONS])
     table = {k: v for k, v in stack.dynamodb_vars(DDB_TABLE).items() if not k.startswith("AWS_")}
     url = stack.extra_worker("federated-ddb", {**federation, **table, "AWS_ROLE_ARN": role, "CLAIM_LEASE_SECONDS": "30"})
     home = accounts[HOME[0]]
@@ -233,7 +206,7 @@ def test_a_dynamodb_worker_without_any_access_key_keeps_its_table_with_its_own_r
     stack.wait_mail(lambda ms: any(approval_id in m["body"] for m in ms))
     assert decide(stack, url, approval_id, "approve").status_code == 200
     assert wait_execution_done(home.sfn, arn)["status"] == "SUCCEEDED"
-    item = client(stack, "dynamodb", *HOME).get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}})
+    item = stack.account_aws("dynamodb", *HOME).get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}})
     assert item["Item"]["status"]["S"] == "approved"
     assert any(c["RoleArn"] == role for c in sts.calls), "the table's worker assumed its own role"
     log = (stack.state / "worker-federated-ddb.log").read_text(errors="replace")
