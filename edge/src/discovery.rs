@@ -11,7 +11,7 @@ use ringi_core::adapters::jwt::JwtError;
 use ringi_core::config::Config;
 use serde_json::json;
 
-use crate::platform::{log, wall_ms};
+use crate::platform::{log, now_ms};
 
 const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -21,7 +21,7 @@ thread_local! {
 
 /// The issuer's discovery document: cached, else fetched now (a stale copy if the fetch fails).
 pub async fn document(cfg: &Config) -> Result<Discovery, String> {
-    let now = wall_ms();
+    let now = now_ms();
     match DISCOVERY.with(|c| c.borrow().lookup(now)) {
         DiscoveryLookup::Use(d) => Ok(d),
         DiscoveryLookup::Unavailable => Err("discovery document unavailable (retried at most every 10 s)".into()),
@@ -30,7 +30,7 @@ pub async fn document(cfg: &Config) -> Result<Discovery, String> {
             let url = Discovery::url(&cfg.issuer);
             match fetch(&url, &cfg.issuer).await {
                 Ok(d) => {
-                    DISCOVERY.with(|c| c.borrow_mut().store(d.clone(), wall_ms()));
+                    DISCOVERY.with(|c| c.borrow_mut().store(d.clone(), now_ms()));
                     Ok(d)
                 }
                 Err(e) => {

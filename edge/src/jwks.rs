@@ -1,6 +1,7 @@
 //! The issuer's JWKS, per isolate and keyed by its URL: fetched once for all concurrent requests, with the
 //! in-flight rules of `ringi_core::adapters::jwks::JwksCache` (a fetch counts as in flight for at most `JWKS_IN_FLIGHT_MS`).
-//! A redirect from the JWKS URL is a failed fetch, not followed (`crate::platform::get_text`).
+//! A redirect from the JWKS URL is a failed fetch, not followed (`crate::platform::get_text`). The refetch limit
+//! follows the worker's clock (the dev-only test clock skips it); the in-flight window is real waiting.
 //!
 //! A request that finds another request's fetch in flight waits for it without polling: it parks on a
 //! JS promise it created itself, which the fetching request resolves when its fetch ends. The promise
@@ -21,7 +22,7 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 use worker::Delay;
 
-use crate::platform::{log, wall_ms};
+use crate::platform::{log, now_ms, wall_ms};
 
 /// A JWKS fetch gets this long before it is abandoned (the verifying request then answers 401).
 const JWKS_FETCH_TIMEOUT: Duration = Duration::from_secs(3);
@@ -45,8 +46,8 @@ thread_local! {
 struct InFlight(i64);
 
 impl InFlight {
-    fn begin(url: &str, now: i64) -> Self {
-        Self(JWKS.with(|c| c.borrow_mut().begin_fetch(url, now)))
+    fn begin(url: &str) -> Self {
+        Self(JWKS.with(|c| c.borrow_mut().begin_fetch(url, now_ms(), wall_ms())))
     }
 }
 
@@ -92,7 +93,7 @@ pub async fn key_for(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
     loop {
         let now = wall_ms();
         let (lookup, in_flight) =
-            JWKS.with(|c| (c.borrow().lookup(jwks_url, kid, now), c.borrow().in_flight_mark(now)));
+            JWKS.with(|c| (c.borrow().lookup(jwks_url, kid, now_ms()), c.borrow().in_flight_mark(now)));
         match (lookup, in_flight) {
             (KeyLookup::Found(k), _) => return Ok(k),
             (_, Some(mark)) if now < deadline => {
@@ -102,17 +103,17 @@ pub async fn key_for(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
             }
             (_, Some(_)) => return Err(JwtError::JwksUnavailable("timed out waiting for a concurrent fetch".into())),
             (KeyLookup::NotFound, None) => return Err(JwtError::UnknownKid),
-            (KeyLookup::Fetch, None) => return fetch_and_find(kid, jwks_url, now).await,
+            (KeyLookup::Fetch, None) => return fetch_and_find(kid, jwks_url).await,
         }
     }
 }
 
-async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtError> {
-    let mark = InFlight::begin(jwks_url, now);
+async fn fetch_and_find(kid: &str, jwks_url: &str) -> Result<Jwk, JwtError> {
+    let mark = InFlight::begin(jwks_url);
     let fetched = fetch_jwks(jwks_url).await;
     let error = match fetched {
         Ok(jwks) => {
-            JWKS.with(|c| c.borrow_mut().store(jwks_url, jwks, wall_ms()));
+            JWKS.with(|c| c.borrow_mut().store(jwks_url, jwks, now_ms()));
             None
         }
         Err(e) => {
@@ -121,7 +122,7 @@ async fn fetch_and_find(kid: &str, jwks_url: &str, now: i64) -> Result<Jwk, JwtE
         }
     };
     drop(mark);
-    match JWKS.with(|c| c.borrow().lookup(jwks_url, kid, wall_ms())) {
+    match JWKS.with(|c| c.borrow().lookup(jwks_url, kid, now_ms())) {
         KeyLookup::Found(k) => Ok(k),
         _ => Err(error.map(JwtError::JwksUnavailable).unwrap_or(JwtError::UnknownKid)),
     }

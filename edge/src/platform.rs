@@ -15,13 +15,13 @@ thread_local! {
 }
 
 /// The approvals' "now": expiry, leases, reminders and schedules, purge, the outcome on expiry, the times
-/// recorded. The test clock moves it forward (see [`with_clock`]); in production it is the host's clock.
+/// recorded, and how often the issuer's keys and discovery document may be fetched again. The test clock moves it forward (see [`with_clock`]); in production it is the host's clock.
 pub fn now_ms() -> i64 {
     wall_ms() + CLOCK_OFFSET_MS.with(Cell::get)
 }
 
 /// The host's clock, never moved: what others' clocks judge too — a JWT's validity window, AWS request
-/// signatures, how old a cached key set or discovery document is.
+/// signatures — and real waiting, such as how long another request's key fetch counts as in flight.
 pub fn wall_ms() -> i64 {
     js_sys::Date::now() as i64
 }

@@ -1,7 +1,7 @@
 """JWKS liveness: an issuer whose JWKS endpoint stalls, or resets the connection, costs a verifying request a few
 seconds at most and is answered with the generic 401 (the reason goes to the worker's log only); a fetch whose
 request was cancelled mid-fetch does not block later ones; and once the real JWKS is back (after the 10 s
-refetch limit) tokens verify again. Runs its own worker whose JWKS_URL points at a small server here, for both
+refetch limit, skipped on the worker's test clock) tokens verify again. Runs its own worker whose JWKS_URL points at a small server here, for both
 provider profiles (the generic one served keys without `alg`, as Entra ID publishes them). For the generic profile
 the same holds for the issuer's discovery document, which is fetched once and then costs no round trip."""
 import json
@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from support.clock import Clock
 
 REFETCH_LIMIT_S = 10  # core/src/adapters/jwks.rs JWKS_MIN_REFETCH_MS
 BOUND_S = 9  # the longest a request may take while the JWKS is stalled: 5 s in-flight window + 3 s fetch + slack
@@ -82,11 +83,6 @@ class JwksServer:
         return json.dumps({"issuer": self.url, "jwks_uri": f"{self.url}/keys", "token_endpoint": f"{self.url}/token",
                            "authorization_endpoint": f"{self.url}/authorize"}).encode()
 
-    def wait_past_refetch_limit(self):
-        """Sleeps until the worker may fetch again (10 s after its last attempt)."""
-        last = max(t for t, _ in self.hits)
-        time.sleep(max(0.0, last + REFETCH_LIMIT_S + 1 - time.monotonic()))
-
     def close(self):
         self.stop.set()
         self.sock.close()
@@ -106,13 +102,29 @@ def public_jwks(stack) -> bytes:
     return json.dumps({"keys": [{k: v for k, v in key.items() if k not in drop} for key in keys]}).encode()
 
 
+def _installed(clock):
+    undo = clock.install()
+    yield clock
+    undo()
+
+
+@pytest.fixture
+def profile_clock(profile_stack):
+    yield from _installed(Clock(profile_stack))
+
+
+@pytest.fixture
+def generic_clock(generic_stack):
+    yield from _installed(Clock(generic_stack))
+
+
 def inbox(url, token, timeout=30):
     t0 = time.monotonic()
     r = requests.get(f"{url}/api/v1/approvals", headers={"authorization": f"Bearer {token}"}, timeout=timeout)
     return r, time.monotonic() - t0
 
 
-def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_stack, jwks_server):
+def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_stack, jwks_server, profile_clock):
     url = profile_stack.extra_worker("jwks", {"JWKS_URL": f"http://127.0.0.1:{jwks_server.port}/jwks.json"})
     token = profile_stack.mint("alice")
 
@@ -129,7 +141,9 @@ def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_st
 
     # 2. Connection reset: a quick 401.
     jwks_server.mode = "reset"
-    jwks_server.wait_past_refetch_limit()
+    r, _ = inbox(url, token)
+    assert r.status_code == 401 and jwks_server.hits[-1][1] == "stall", "within the refetch limit: no new fetch"
+    profile_clock.advance(REFETCH_LIMIT_S)
     r, took = inbox(url, token)
     assert r.status_code == 401 and took < BOUND_S, (r.status_code, took)
     assert jwks_server.hits[-1][1] == "reset"
@@ -137,7 +151,7 @@ def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_st
     # 3. The real JWKS again: the worker fetches it and valid tokens verify (and the stalled fetch of step 1
     # is not still considered in flight).
     jwks_server.mode = "ok"
-    jwks_server.wait_past_refetch_limit()
+    profile_clock.advance(REFETCH_LIMIT_S)
     r, took = inbox(url, token)
     assert r.status_code == 200, r.text
     assert took < BOUND_S
@@ -148,7 +162,7 @@ def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_st
     profile_stack.stop_component("worker-jwks")
 
 
-def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack):
+def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack, generic_clock):
     """An OIDC issuer (this server) whose discovery document stalls: the generic 401 within the bound. Once it
     answers, the worker takes the JWKS from its jwks_uri, and later requests (other users, the SPA's
     configuration) ask the issuer nothing more: discovery and keys are cached."""
@@ -160,7 +174,8 @@ def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack):
         assert r.status_code == 401 and took < BOUND_S, (r.status_code, took)
         assert server.paths == ["/.well-known/openid-configuration"], server.paths
         server.mode = "ok"
-        server.wait_past_refetch_limit()
+        assert inbox(url, token)[0].status_code == 401 and len(server.paths) == 1, "within the limit: not asked"
+        generic_clock.advance(REFETCH_LIMIT_S)
         r, took = inbox(url, token)
         assert r.status_code == 200, r.text
         assert server.paths[1:] == ["/.well-known/openid-configuration", "/keys"], server.paths

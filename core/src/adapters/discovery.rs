@@ -5,7 +5,9 @@
 
 use serde::Deserialize;
 
-use crate::adapters::jwks::{JWKS_MAX_AGE_MS, JWKS_MIN_REFETCH_MS};
+use crate::adapters::jwks::{recent, JWKS_MAX_AGE_MS};
+#[cfg(test)]
+use crate::adapters::jwks::JWKS_MIN_REFETCH_MS;
 
 /// The members ringi uses; the rest of the document is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -103,7 +105,7 @@ pub struct DiscoveryCache {
 
 impl DiscoveryCache {
     pub fn lookup(&self, now_ms: i64) -> DiscoveryLookup {
-        let recent_attempt = self.last_attempt.is_some_and(|t| now_ms - t < JWKS_MIN_REFETCH_MS);
+        let recent_attempt = self.last_attempt.is_some_and(|t| recent(now_ms, t));
         match &self.doc {
             Some(d) if now_ms - self.fetched_at < JWKS_MAX_AGE_MS || recent_attempt => DiscoveryLookup::Use(d.clone()),
             _ if recent_attempt => DiscoveryLookup::Unavailable,

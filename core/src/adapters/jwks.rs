@@ -46,6 +46,11 @@ impl Jwks {
 /// `min_refetch_ms`, so a flood of made-up kids cannot hammer the issuer. Keyed by the JWKS URL: keys are only
 /// used for the URL they were fetched from (a discovery document that names another `jwks_uri`, another
 /// configuration in the same isolate), and another URL starts afresh.
+///
+/// Two clocks: the refetch limit and the keys' age are ringi's own policy and follow the worker's "now" (which the
+/// dev-only test clock moves); how long a fetch counts as in flight is real waiting, judged by the host's clock.
+/// A "now" earlier than the last attempt (a request on the real clock after one on a moved clock) is not
+/// rate-limited by it.
 #[derive(Debug, Clone, Default)]
 pub struct JwksCache {
     /// Where `jwks` came from and `last_attempt` went.
@@ -82,9 +87,9 @@ impl JwksCache {
         if let Some(k) = self.jwks.as_ref().and_then(|j| j.find(kid)).filter(|_| fresh) {
             return KeyLookup::Found(k.clone());
         }
-        match self.last_attempt {
-            Some(t) if now_ms - t < JWKS_MIN_REFETCH_MS && fresh => KeyLookup::NotFound,
-            Some(t) if now_ms - t < JWKS_MIN_REFETCH_MS => match self.jwks.as_ref().and_then(|j| j.find(kid)) {
+        match self.last_attempt.filter(|t| recent(now_ms, *t)) {
+            Some(_) if fresh => KeyLookup::NotFound,
+            Some(_) => match self.jwks.as_ref().and_then(|j| j.find(kid)) {
                 // Stale but the issuer was just asked: keep using what we have.
                 Some(k) => KeyLookup::Found(k.clone()),
                 None => KeyLookup::NotFound,
@@ -102,12 +107,12 @@ impl JwksCache {
         self.last_attempt = Some(now_ms);
     }
 
-    /// A fetch of `url` starts now: an attempt (rate limit), and in flight until [`Self::end_fetch`] or
-    /// [`JWKS_IN_FLIGHT_MS`], whichever comes first. Returns the mark to end it with.
-    pub fn begin_fetch(&mut self, url: &str, now_ms: i64) -> i64 {
+    /// A fetch of `url` starts now: an attempt at `now_ms` (rate limit), and in flight from `wall_ms` until
+    /// [`Self::end_fetch`] or [`JWKS_IN_FLIGHT_MS`], whichever comes first. Returns the mark to end it with.
+    pub fn begin_fetch(&mut self, url: &str, now_ms: i64, wall_ms: i64) -> i64 {
         self.note_attempt(url, now_ms);
-        self.in_flight_since = Some(now_ms);
-        now_ms
+        self.in_flight_since = Some(wall_ms);
+        wall_ms
     }
 
     /// The fetch begun at `mark` is over (only that one: a later fetch may have begun after it expired).
@@ -117,14 +122,14 @@ impl JwksCache {
         }
     }
 
-    /// Is a fetch in flight (begun less than [`JWKS_IN_FLIGHT_MS`] ago and not ended)?
-    pub fn fetch_in_flight(&self, now_ms: i64) -> bool {
-        self.in_flight_mark(now_ms).is_some()
+    /// Is a fetch in flight (begun less than [`JWKS_IN_FLIGHT_MS`] ago by the host's clock, and not ended)?
+    pub fn fetch_in_flight(&self, wall_ms: i64) -> bool {
+        self.in_flight_mark(wall_ms).is_some()
     }
 
     /// The mark of the fetch in flight, if any (what [`Self::begin_fetch`] returned for it).
-    pub fn in_flight_mark(&self, now_ms: i64) -> Option<i64> {
-        self.in_flight_since.filter(|since| now_ms - since < JWKS_IN_FLIGHT_MS)
+    pub fn in_flight_mark(&self, wall_ms: i64) -> Option<i64> {
+        self.in_flight_since.filter(|since| wall_ms - since < JWKS_IN_FLIGHT_MS)
     }
 
     /// The keys fetched from `url`; dropped if the cache has moved on to another URL meanwhile.
@@ -138,6 +143,11 @@ impl JwksCache {
     pub fn kids(&self) -> BTreeSet<String> {
         self.jwks.iter().flat_map(|j| j.keys.iter().filter_map(|k| k.kid.clone())).collect()
     }
+}
+
+/// An attempt at `attempt` still holds back another at `now` (never one at an earlier "now").
+pub fn recent(now_ms: i64, attempt: i64) -> bool {
+    (0..JWKS_MIN_REFETCH_MS).contains(&(now_ms - attempt))
 }
 
 #[cfg(test)]
@@ -199,12 +209,12 @@ mod tests {
     fn cached_keys_serve_only_the_url_they_came_from() {
         let other = "https://idp.example.com/other-keys";
         let mut c = JwksCache::default();
-        c.begin_fetch(KEYS, 0);
+        c.begin_fetch(KEYS, 0, 0);
         c.store(KEYS, jwks(), 0);
         assert!(matches!(c.lookup(KEYS, "a", 1), KeyLookup::Found(_)));
         // Another URL finds nothing, whatever the kid, and is fetched at once (its own rate limit).
         assert_eq!(c.lookup(other, "a", 2), KeyLookup::Fetch);
-        let mark = c.begin_fetch(other, 2);
+        let mark = c.begin_fetch(other, 2, 2);
         assert_eq!(c.lookup(other, "a", 3), KeyLookup::NotFound, "penalty box of the new URL");
         // Keys of the first URL arriving late are not taken as the other URL's.
         c.store(KEYS, jwks(), 4);
@@ -216,17 +226,36 @@ mod tests {
     }
 
     #[test]
+    fn the_rate_limit_follows_the_workers_clock_and_the_in_flight_window_the_hosts() {
+        let mut c = JwksCache::default();
+        let mark = c.begin_fetch(KEYS, 1_000, 1_000);
+        c.end_fetch(mark);
+        assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_MIN_REFETCH_MS - 1), KeyLookup::NotFound);
+        // The worker's clock moved forward past the limit (test clock): fetched again at once, although the
+        // host's clock has not moved.
+        assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_MIN_REFETCH_MS), KeyLookup::Fetch);
+        let moved = 1_000 + JWKS_MIN_REFETCH_MS + 60_000;
+        let mark = c.begin_fetch(KEYS, moved, 1_001);
+        assert!(c.fetch_in_flight(1_001 + JWKS_IN_FLIGHT_MS - 1), "in flight by the host's clock");
+        assert!(!c.fetch_in_flight(1_001 + JWKS_IN_FLIGHT_MS));
+        c.end_fetch(mark);
+        // A request on the real clock after one on a moved clock is not held back by the moved attempt.
+        assert_eq!(c.lookup(KEYS, "a", 2_000), KeyLookup::Fetch);
+        assert!(!recent(moved - 1, moved) && recent(moved, moved) && !recent(moved + JWKS_MIN_REFETCH_MS, moved));
+    }
+
+    #[test]
     fn a_fetch_in_flight_expires_even_if_its_request_never_ends_it() {
         let mut c = JwksCache::default();
         assert!(!c.fetch_in_flight(0));
-        let mark = c.begin_fetch(KEYS, 1_000);
+        let mark = c.begin_fetch(KEYS, 1_000, 1_000);
         assert!(c.fetch_in_flight(1_000) && c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS - 1));
         // The fetching request was cancelled: nobody calls end_fetch, the mark expires by itself.
         assert!(!c.fetch_in_flight(1_000 + JWKS_IN_FLIGHT_MS));
         assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_IN_FLIGHT_MS), KeyLookup::NotFound, "still rate-limited");
         assert_eq!(c.lookup(KEYS, "a", 1_000 + JWKS_MIN_REFETCH_MS), KeyLookup::Fetch, "then fetched again");
         // A stale end of the first fetch does not end a newer one.
-        let newer = c.begin_fetch(KEYS, 1_000 + JWKS_MIN_REFETCH_MS);
+        let newer = c.begin_fetch(KEYS, 1_000 + JWKS_MIN_REFETCH_MS, 1_000 + JWKS_MIN_REFETCH_MS);
         c.end_fetch(mark);
         assert!(c.fetch_in_flight(newer + 1));
         c.end_fetch(newer);

@@ -2,8 +2,9 @@
 a test's side: `clock.advance(seconds)` instead of sleeping through a lease, a schedule or an expiry.
 
 What it moves is the worker's "now" for approvals: expiry, claim leases, reminders, escalation, the schedule's
-leases, purge, the outcome on expiry and the times recorded. Not a JWT's validity window, AWS signatures or the
-key/discovery caches (others' clocks judge those), and not Step Functions' own time in moto. The browser's
+leases, purge, the outcome on expiry and the times recorded, and the issuer's 10 s refetch limit. Not a JWT's
+validity window or AWS signatures (others' clocks judge those), not the real wait for another request's key
+fetch, and not Step Functions' own time in moto. The browser's
 requests do not carry it: a page shows what the stored state says."""
 from __future__ import annotations
 
