@@ -4,7 +4,7 @@ SHELL := /bin/bash
 ENV := . scripts/build/env.sh &&
 PY := $(HOME)/.cache/ringi/venv/bin/python
 
-.PHONY: dev demo test bootstrap build spa worker check lint unit deploy-check e2e bench deploy clean
+.PHONY: dev demo test rust-checks bootstrap build spa worker check lint unit deploy-check deploy-check-unbuilt deploy-check-built e2e bench deploy clean
 
 ## make dev: bootstrap if needed, build SPA + worker, run the local stack (Ctrl-C stops everything)
 dev: bootstrap build
@@ -15,8 +15,15 @@ dev: bootstrap build
 demo:
 	$(ENV) python scripts/dev/demo.py $(if $(ACCOUNT),--account $(ACCOUNT))
 
-## make test: everything CI runs
-test: bootstrap lint unit build deploy-check e2e
+## make test: everything CI runs. The deploy kit's checks (Python, moto) run beside the Rust ones and the wasm
+## builds, whose long links leave a core idle; then the checks that need the build, and the e2e suite.
+test: bootstrap
+	@$(MAKE) --no-print-directory -j2 rust-checks deploy-check-unbuilt
+	@$(MAKE) --no-print-directory deploy-check-built e2e
+
+## one cargo at a time (they would only wait for each other's lock on target/)
+rust-checks:
+	@$(MAKE) --no-print-directory -j1 lint unit build
 
 bootstrap:
 	@scripts/build/bootstrap.sh
@@ -55,6 +62,10 @@ worker:
 ## the deploy kit, offline: template (cfn-lint, assertions, moto), production wrangler config (dry run), deploy.py
 deploy-check:
 	$(ENV) python -m pytest -q tests/deploy
+deploy-check-unbuilt:
+	$(ENV) python -m pytest -q -m "not built" tests/deploy
+deploy-check-built:
+	$(ENV) python -m pytest -q -m built tests/deploy
 
 ## e2e: the browser and API suite, its modules spread over E2E_WORKERS pytest-xdist workers (default 2), each on a
 ## stack of its own (tests/e2e/conftest.py: ports 20 apart); E2E_WORKERS=0 runs it in this one process

@@ -107,6 +107,13 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
         }),
         _ => page,
     };
+    let page = match cfg.as_ref().filter(|c| c.dev_reload.enabled()) {
+        Some(c) => {
+            let build = crate::dev_reload::current_build(env, &c.public_base_url).await?;
+            ringi_core::dev::reload::with_reload_script(&page, &build).unwrap_or(page)
+        }
+        None => page,
+    };
     Ok(ResponseBuilder::new().with_status(200).with_headers(headers).fixed(page.into_bytes()))
 }
 

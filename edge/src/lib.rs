@@ -6,6 +6,7 @@ mod aws;
 mod chat;
 mod config;
 mod cron;
+mod dev_reload;
 mod discovery;
 mod error;
 mod federation;
@@ -141,6 +142,8 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
             }
         }
         resp
+    } else if let Some(cfg) = loaded.as_deref().filter(|c| c.dev_reload.enabled() && dev_reload::is_dev_path(&path)) {
+        dev_reload::serve(&path, &env, &cfg.public_base_url).await?
     } else {
         assets::serve(req, &env).await?
     };

@@ -2,10 +2,16 @@
 """`make dev`: the whole ringi system on 127.0.0.1 through the same launcher the tests use, with the demo
 (EventBridge relay, mailbox page, chat stand-in, demo workflow), federated as deployed by default: the worker holds
 no AWS key and answers workflows in two accounts and regions (moto's), each through its own role. Starts one demo
-execution in each account so the mailbox has two mails. Ctrl-C stops every process it started."""
+execution in each account so the mailbox has two mails. Ctrl-C stops every process it started.
+
+While it runs, an edit is rebuilt and reaches the browser without a restart: a watcher rebuilds the SPA or the
+worker when a file either is built from changes (`make spa` / `make worker`, which skip what is unchanged), wrangler
+reloads the worker and its assets, and every open page reloads itself once the worker runs the new build
+(`DEV_RELOAD`, a dev-only switch the worker refuses off loopback)."""
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -13,6 +19,61 @@ from ringi_stack import (ADMIN_KEY, DEMO_APPROVERS, HOME_ACCOUNT, MEMBER_ACCOUNT
                          ROOT, Ports, Stack, StackError, fresh_state)
 
 DEV_ENV = ROOT / ".ringi" / "dev.env"
+
+sys.path.insert(0, str(ROOT / "scripts" / "build"))
+import uptodate  # noqa: E402  (scripts/build is not a package)
+
+
+class Watcher:
+    """Which builds an edit touched: the files each build is made from (uptodate.py's inputs) by name, time and
+    size, polled. Cheap enough to run every second (git lists the files; nothing is read)."""
+
+    def __init__(self, builds=tuple(uptodate.BUILDS)):
+        self.builds = builds
+        self.seen = {b: self.signature(b) for b in builds}
+
+    @staticmethod
+    def signature(build: str) -> frozenset:
+        out = set()
+        for f in uptodate.inputs(build):
+            try:
+                st = (ROOT / f).stat()
+                out.add((f, st.st_mtime_ns, st.st_size))
+            except FileNotFoundError:
+                out.add((f, None, None))
+        return frozenset(out)
+
+    def changed(self) -> list:
+        """The builds whose files changed since the last call (after a short settle: an editor's save is often
+        several writes)."""
+        first = [b for b in self.builds if self.signature(b) != self.seen[b]]
+        if not first:
+            return []
+        time.sleep(0.3)
+        for b in first:
+            self.seen[b] = self.signature(b)
+        return first
+
+
+def rebuild(build: str, log_dir) -> bool:
+    """`make <build>` (skipped by make when the inputs are as built), its output to a log; on failure the last
+    lines of it, and the running system stays as it was."""
+    log = log_dir / f"build-{build}.log"
+    print(f"ringi: {build} changed, rebuilding…", flush=True)
+    t0 = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(["make", "--no-print-directory", build], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-25:]
+        print(f"ringi: {build} build failed (still running the previous one); {log}:\n  " + "\n  ".join(tail),
+              file=sys.stderr, flush=True)
+        return False
+    # (The recipe itself is echoed too: only a line that starts with the message counts.)
+    if any(line.startswith(f"{build}: unchanged since") for line in log.read_text(errors="replace").splitlines()):
+        print(f"ringi: {build}: the same inputs as the running build (nothing to do)", flush=True)
+    else:
+        print(f"ringi: {build} rebuilt in {time.monotonic() - t0:.0f}s; open pages reload", flush=True)
+    return True
 
 
 def format_env(env: dict) -> str:
@@ -72,7 +133,8 @@ def main() -> int:
     # RINGI_IDP_PROFILE=generic or okta: the IdP stand-in's Entra-like or Okta-like OpenID Connect profile
     # (OIDC_ISSUER, discovery).
     stack = Stack(state=fresh_state(state), ports=Ports(), demo=True, federated=True,
-                  profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"))
+                  profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"), extra_vars={"DEV_RELOAD": "on"})
+    watcher = Watcher()
     try:
         stack.start()
         first = stack.start_demo_execution()
@@ -122,6 +184,7 @@ ringi is ready in {time.monotonic() - t0:.1f}s
   first demos    {first}
                  {member_first}
   settings       .ringi/dev.env     logs .ringi/dev/*.log
+  edits          rebuilt while this runs (the SPA or the worker, whichever changed); open pages reload
 Ctrl-C stops everything.""", flush=True)
     stopping = []
     # Explicit handlers: a shell that starts this in the background may have set SIGINT to "ignore".
@@ -133,6 +196,10 @@ Ctrl-C stops everything.""", flush=True)
                 if p.popen.poll() is not None:
                     print(f"ringi: {p.name} exited ({p.popen.returncode}); see {p.log}", file=sys.stderr)
                     stopping.append(1)
+            # The worker first: a page that reloads for it then finds the SPA that goes with it, if both changed.
+            for build in sorted(watcher.changed(), key=lambda b: b != "worker"):
+                if not stopping:
+                    rebuild(build, state)
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass

@@ -377,19 +377,34 @@ class Stack:
         return self
 
     def stop(self) -> None:
-        for p in reversed(self.procs):
-            self._terminate(p)
+        """Every component at once: all are signalled, then waited for together (the slowest sets the time)."""
+        self._terminate_all(list(reversed(self.procs)))
         self.procs.clear()
 
     def _terminate(self, p: Proc, sig=signal.SIGTERM) -> None:
-        """Signals the component's whole process group; SIGKILL if it has not gone after 15 s."""
-        _kill_group(p.popen.pid, sig)
-        try:
-            p.popen.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            _kill_group(p.popen.pid, signal.SIGKILL)
-            p.popen.wait(timeout=5)
-        (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
+        self._terminate_all([p], sig)
+
+    def _terminate_all(self, procs: list, sig=signal.SIGTERM, grace: float = 15) -> None:
+        """Signals each component's whole process group; SIGKILL for any that has not gone after `grace` s.
+        A component slower than a few seconds to stop is named on stderr (a shutdown that waits on something)."""
+        t0 = time.monotonic()
+        for p in procs:
+            _kill_group(p.popen.pid, sig)
+        for p in procs:
+            waited = time.monotonic()
+            try:
+                p.popen.wait(timeout=max(0.1, t0 + grace - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill_group(p.popen.pid, signal.SIGKILL)
+                p.popen.wait(timeout=5)
+            took = time.monotonic() - t0
+            if took > 3 and time.monotonic() - waited > 1:
+                # Also on file: a test run captures stderr of fixtures that pass.
+                note = f"stack: {p.name} took {took:.1f}s to stop\n"
+                print(note, end="", file=sys.stderr)
+                with (self.state / "slow-stops.log").open("a") as f:
+                    f.write(note)
+            (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
 
     def stop_component(self, name: str, sig=signal.SIGTERM) -> None:
         """Stops one component (all processes named `name`) and forgets it."""
@@ -694,7 +709,7 @@ class Stack:
             raise StackError("the worker or the SPA is not built: run `make build` first")
         self._launch_worker("worker", self.ports.worker, self.worker_vars())
 
-    def _launch_worker(self, name: str, port: int, variables: dict) -> str:
+    def _launch_worker(self, name: str, port: int, variables: dict, assets: Path | None = None) -> str:
         persist = self.state / f"{name}-d1"
         env_file = self.state / f"{name}.env"
         # Secrets go through an env file: wrangler prints [vars] values but hides these.
@@ -708,7 +723,8 @@ class Stack:
         p = self._spawn(name, ["wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", str(port),
                                "--inspector-port", str(free_port()),
                                "--persist-to", str(persist), "--env-file", str(env_file),
-                               "--show-interactive-dev-session=false", "--log-level", "log", "--test-scheduled"],
+                               "--show-interactive-dev-session=false", "--log-level", "log", "--test-scheduled",
+                               *(["--assets", str(assets)] if assets else [])],
                         cwd=ROOT / "edge")
         url = f"http://127.0.0.1:{port}"
         self._wait(p, lambda: http_ok(f"{url}/healthz"), 120)
@@ -735,10 +751,11 @@ class Stack:
             shutil.copytree(template, persist)
         apply_migrations(d1_file(persist))
 
-    def extra_worker(self, name: str, overrides: dict, signs_in: bool = False) -> str:
+    def extra_worker(self, name: str, overrides: dict, signs_in: bool = False, assets: Path | None = None) -> str:
         """Another worker instance (own D1) with some settings changed, e.g. a wrong AWS secret. Calling it
         again with the same name restarts that worker on the same port and D1 (after `kill`). `signs_in`: on
-        the port whose sign-in callback the IdP accepts (one such worker at a time)."""
+        the port whose sign-in callback the IdP accepts (one such worker at a time). `assets`: the SPA from
+        another directory than dist/ (a copy a test may change)."""
         port = self.extra_ports.get(name) or (self.sign_in_port if signs_in else free_port())
         # One worker at a time on the sign-in port: an earlier one there is stopped (its D1 stays on disk).
         for other, used in list(self.extra_ports.items()):
@@ -747,7 +764,7 @@ class Stack:
                 del self.extra_ports[other]
         self.extra_ports[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
-                                                            **overrides})
+                                                            **overrides}, assets)
 
     def kill(self, name: str) -> None:
         """SIGKILLs a component's whole process group (a crash, not a shutdown)."""

@@ -7,6 +7,11 @@ import pytest
 from deploy_harness import load_deploy_module, new_deployer
 
 
+def pytest_configure(config):
+    # `make test` runs the other deploy checks beside the wasm builds and these once the builds are done.
+    config.addinivalue_line("markers", "built: needs `make build`'s outputs (the real wrangler's dry run)")
+
+
 @pytest.fixture(scope="session")
 def deploy_module():
     return load_deploy_module()

@@ -115,11 +115,13 @@ def wrangler_dry_run(config: Path, outdir: Path) -> str:
     return out
 
 
+@pytest.mark.built
 def test_real_wrangler_accepts_the_committed_production_env(tmp_path):
     out = wrangler_dry_run(ROOT / "edge" / "wrangler.toml", tmp_path)
     assert "env.DB (ringi)" in out and "env.ASSETS" in out
 
 
+@pytest.mark.built
 def test_real_wrangler_accepts_the_rendered_config(deploy_module, tmp_path):
     # In edge/ like the real file (wrangler resolves main, assets and migrations from it); gitignored.
     config = ROOT / "edge" / f"wrangler.production.pytest-{os.getpid()}.json"

@@ -70,3 +70,23 @@ def test_a_build_is_skipped_only_while_its_own_inputs_and_outputs_are_as_it_left
     built("spa", spa)
     (tmp_path / "dist/admin.html").unlink()
     assert not up("spa"), "an output gone"
+
+
+def test_the_watcher_names_the_builds_an_edit_touched(tmp_path, monkeypatch):
+    """scripts/dev/dev.py's Watcher, on a repository of its own: nothing changed → nothing to build; a worker
+    source → the worker; core → both; a new file in the SPA's sources (git does not know it yet) → the SPA."""
+    for f in ("core/src/lib.rs", "edge/src/lib.rs", "app/src/lib.rs", "Cargo.lock"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("// v1\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.setattr(dev.uptodate, "ROOT", tmp_path)
+    monkeypatch.setattr(dev, "ROOT", tmp_path)
+    watcher = dev.Watcher()
+    assert watcher.changed() == []
+    (tmp_path / "edge/src/lib.rs").write_text("// v2\n")
+    assert watcher.changed() == ["worker"]
+    assert watcher.changed() == [], "seen once"
+    (tmp_path / "core/src/lib.rs").write_text("// v2\n")
+    assert sorted(watcher.changed()) == ["spa", "worker"]
+    (tmp_path / "app/src/page.rs").write_text("// new\n")
+    assert watcher.changed() == ["spa"]

@@ -5,9 +5,9 @@
 
 use serde::Deserialize;
 
-use crate::adapters::jwks::{recent, JWKS_MAX_AGE_MS};
 #[cfg(test)]
 use crate::adapters::jwks::JWKS_MIN_REFETCH_MS;
+use crate::adapters::jwks::{recent, JWKS_MAX_AGE_MS};
 
 /// The members ringi uses; the rest of the document is ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -26,6 +26,7 @@ use crate::api::wire::SpaConfig;
 use crate::dev::clock::TestClock;
 use crate::dev::faults::D1Faults;
 use crate::dev::latency::LatencyModel;
+use crate::dev::reload::DevReload;
 use vars::{url, Vars};
 
 #[derive(Debug, Clone)]
@@ -103,6 +104,9 @@ pub struct Config {
     /// Dev/test only (`TEST_CLOCK`): moves the worker's "now" forward, so tests skip leases, schedules and
     /// expiries instead of sleeping. Refused off loopback like `D1_FAULTS`.
     pub test_clock: TestClock,
+    /// Dev only (`DEV_RELOAD=on`, `make dev`): pages reload themselves when the worker or the SPA was rebuilt.
+    /// Refused off loopback like `D1_FAULTS`.
+    pub dev_reload: DevReload,
 }
 
 impl Config {
@@ -138,6 +142,7 @@ impl Config {
             d1_faults: dev.d1_faults,
             inject_latency: dev.inject_latency,
             test_clock: dev.test_clock,
+            dev_reload: dev.dev_reload,
             public_base_url,
             profile: idp.profile,
             issuer: idp.issuer,

@@ -1,4 +1,4 @@
-//! The dev/bench switches' section: `D1_FAULTS`, `INJECT_LATENCY`, `TEST_CLOCK`, each refused unless
+//! The dev/bench switches' section: `D1_FAULTS`, `INJECT_LATENCY`, `TEST_CLOCK`, `DEV_RELOAD`, each refused unless
 //! `PUBLIC_BASE_URL` is a loopback origin, so that a production configuration cannot carry one.
 
 use super::vars::{ConfigError, Vars};
@@ -6,11 +6,13 @@ use crate::base::text::is_loopback_origin;
 use crate::dev::clock::TestClock;
 use crate::dev::faults::D1Faults;
 use crate::dev::latency::LatencyModel;
+use crate::dev::reload::DevReload;
 
 pub(super) struct Switches {
     pub d1_faults: D1Faults,
     pub inject_latency: LatencyModel,
     pub test_clock: TestClock,
+    pub dev_reload: DevReload,
 }
 
 pub(super) fn switches(v: &Vars, public_base_url: &str) -> Result<Switches, ConfigError> {
@@ -26,10 +28,15 @@ pub(super) fn switches(v: &Vars, public_base_url: &str) -> Result<Switches, Conf
         None => TestClock::Off,
         Some(s) => TestClock::parse(&s).map_err(|e| ConfigError::Invalid("TEST_CLOCK", e))?,
     };
+    let dev_reload = match v.opt("DEV_RELOAD") {
+        None => DevReload::Off,
+        Some(s) => DevReload::parse(&s).map_err(|e| ConfigError::Invalid("DEV_RELOAD", e))?,
+    };
     for (name, on) in [
         ("D1_FAULTS", d1_faults.enabled()),
         ("INJECT_LATENCY", inject_latency.enabled()),
         ("TEST_CLOCK", test_clock.enabled()),
+        ("DEV_RELOAD", dev_reload.enabled()),
     ] {
         if on && !is_loopback_origin(public_base_url) {
             return Err(ConfigError::Invalid(
@@ -40,5 +47,5 @@ pub(super) fn switches(v: &Vars, public_base_url: &str) -> Result<Switches, Conf
             ));
         }
     }
-    Ok(Switches { d1_faults, inject_latency, test_clock })
+    Ok(Switches { d1_faults, inject_latency, test_clock, dev_reload })
 }

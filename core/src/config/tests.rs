@@ -453,3 +453,16 @@ fn claim_lease_has_a_floor_above_the_worst_case_delivery() {
     assert!(with(&[("CLAIM_LEASE_SECONDS", "11")]).is_err());
     assert_eq!(with(&[("CLAIM_LEASE_SECONDS", "12")]).unwrap().claim_lease_ms, 12_000);
 }
+
+#[test]
+fn dev_reload_only_on_loopback() {
+    use crate::dev::reload::DevReload;
+    let mut local = BASE.to_vec();
+    local.push(("DEV_RELOAD", "on"));
+    assert_eq!(Config::from_lookup(lookup(&local)).unwrap().dev_reload, DevReload::On);
+    let mut prod = local.clone();
+    prod[0] = ("PUBLIC_BASE_URL", "https://ringi.example.com");
+    let err = Config::from_lookup(lookup(&prod)).unwrap_err();
+    assert!(matches!(&err, ConfigError::Invalid("DEV_RELOAD", m) if m.contains("loopback")), "{err}");
+    assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().dev_reload, DevReload::Off);
+}
