@@ -62,7 +62,9 @@ def test_two_hundred_decisions_through_faults(stack, workflows, proxy, clock):
                 return r.status_code, body
         return r.status_code, body
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    # Sixteen at a time: a stalled call holds its request for the worker's attempt timeout (3 s), so the run's
+    # length is the stalls' time over the concurrency.
+    with ThreadPoolExecutor(max_workers=16) as pool:
         outcomes = dict(zip(ids, pool.map(decide, ids)))
     codes = Counter(f"{s} {b.get('error', {}).get('code') or b.get('status')}" for s, b in outcomes.values())
     print("injected:", dict(proxy.injected), "every answer:", dict(answers), "after up to 4 tries:", dict(codes))
