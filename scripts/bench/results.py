@@ -224,6 +224,8 @@ class SpaRun:
     preview_ms: float | None = None
     # When Approve could first be pressed: boot.js's decision form, or the app's.
     usable_ms: float | None = None
+    # A load across documents (the new tab's IdP round trip): each document's request, ms from the click.
+    documents: list[dict] = field(default_factory=list)
 
 
 @dataclass

@@ -55,7 +55,7 @@ from measure.lighthouse import ensure_installed, lighthouse
 from measure.opt_levels import build_opt_levels, opt_levels
 from measure.placement import placements
 from measure.sizes import bundle_sizes
-from measure.spa import SPA_CONDITIONS, SPA_LABELS, spa_tti
+from measure.spa import NEW_TAB_CONDITIONS, SPA_CONDITIONS, SPA_LABELS, spa_new_tab, spa_tti
 from measure.storage import storage_backends
 from measure.twiggy import twiggy
 from measure.worker import cold_starts, request_types, throughput
@@ -156,6 +156,10 @@ def main() -> None:
                 d = r.tti[key] = spa_tti(stack, stack.base_url, inbox_ids[0], params.tti_runs, throttle, user, warm, sw,
                                          encoding)
                 log(f"TTI {key}: median {d.median_tti_ms:.0f} ms (ended by {', '.join(d.ended_by)})")
+            demo_user = json.loads((ROOT / "standins/oidc/users.json").read_text())[0]
+            for key, cold in NEW_TAB_CONDITIONS:
+                d = r.tti[key] = spa_new_tab(stack, stack.base_url, demo_user, params.tti_runs, cold)
+                log(f"new tab {key}: decision usable {d.median_usable_ms:.0f} ms, form interactive {d.median_tti_ms:.0f} ms")
         if "cold" in sections:
             log("cold starts …")
             r.cold_start = cold_starts(stack, params.cold_runs)

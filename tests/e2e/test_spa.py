@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import Api, d1
-from support.pages import DESKTOP, MOBILE, USERS, HostedUi, Tab, assert_no_secrets, axe_check, sub
+from support.pages import DESKTOP, MOBILE, USERS, ApprovalPage, HostedUi, Tab, assert_no_secrets, axe_check, sub
 
 FORM = [
     {"name": "ticket", "label": "Change ticket", "type": "text", "required": True, "maxLength": 20,
@@ -183,6 +183,33 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
         HostedUi(page, stack).wait().sign_in("alice")
         page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
         expect(t.approval.title).to_have_text("Sign-in before the app")
+
+
+def test_the_emailed_link_in_a_new_tab_with_a_live_idp_session_opens_without_the_sign_in_form(stack, workflows, api, tab):
+    """The phone's usual first open: signed in at the IdP earlier (another tab), no session in this tab. The new tab
+    goes through the Hosted UI, which answers at once with a code — no form —, and lands on the approval, decidable.
+    The first tab's own session is untouched."""
+    first_id, _, _ = register(workflows, api, title="Deploy payments-api v2.41.0 to production")
+    tab.open_signed_in(stack, f"/a/{first_id}")
+    expect(tab.approval.title).to_have_text("Deploy payments-api v2.41.0 to production")
+    approval_id, arn, task_token = register(workflows, api, title="Rotate the ledger DB credentials")
+
+    page = tab.ctx.new_page()
+    documents = []
+    page.on("request", lambda r: documents.append(r.url) if r.is_navigation_request() else None)
+    page.goto(f"{stack.base_url}/a/{approval_id}")
+    page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
+    second = ApprovalPage(page)
+    expect(second.title).to_have_text("Rotate the ledger DB credentials", timeout=30_000)
+    at_idp = [u.split("?")[0] for u in documents if u.startswith(stack.idp_url)]
+    assert at_idp == [f"{stack.idp_url}/oauth2/authorize"], f"the IdP answered with a code at once: {documents}"
+    second.decide("approve")
+    second.expect_result("approved")
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    # The first tab still has its session: its approval is still shown, signed in.
+    tab.page.reload()
+    expect(tab.approval.title).to_have_text("Deploy payments-api v2.41.0 to production")
+    page.close()
 
 
 def test_reject_with_confirmation_takes_the_rejected_branch(stack, workflows, api, tab):

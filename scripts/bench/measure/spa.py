@@ -247,3 +247,118 @@ def median_steps(results: list[SpaRun]) -> list[Step]:
     rows.append(Step(f"serial request waves (HTML included): {med([r.serial_waves for r in results]):.0f}",
                      None, None, None))
     return rows
+
+
+# A new tab of a browser that is signed in at the IdP but has no session in this tab: the emailed link's usual first
+# open on a phone. (key, cold: HTTP cache off and no service worker, as a first visit; else the app's files cached
+# by an earlier visit and its service worker active.)
+NEW_TAB_CONDITIONS = [("new_tab_idp_session_br", True), ("new_tab_idp_session_warm_br", False)]
+NEW_TAB_LABELS = {"new_tab_idp_session_br": "new tab, live IdP session, cold, 4× CPU + Slow 4G (app and IdP), brotli",
+                  "new_tab_idp_session_warm_br": "new tab, live IdP session, app cached + service worker, 4× CPU + "
+                                                 "Slow 4G (app and IdP), brotli"}
+SPA_LABELS.update(NEW_TAB_LABELS)
+
+# The same probe, with the document's time origin: the new-tab open spans several documents (the link, the IdP's
+# redirects, the callback), so its times are taken from the click, in wall-clock milliseconds.
+ORIGIN_PROBE = "window.__ringiOrigin = performance.timeOrigin;"
+
+
+def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaLoad:
+    """The emailed link /a/{id} opened in a new tab while the IdP still has a session: boot.js sends the tab to the
+    Hosted UI, the IdP answers with a code at once (no form), the callback exchanges it, the approval is fetched
+    and shown. Measured from the moment the link is opened until a decision can be made (boot.js's form or the
+    app's Approve), across the documents of the round trip, with the app and the IdP behind the same throttling.
+    Each run: a fresh context signed in once at the IdP through the app (unthrottled), then — cold — its HTTP cache
+    cleared and the service worker removed; a new tab opens the link of an approval the user may decide."""
+    from playwright.sync_api import sync_playwright
+    import requests
+    approval = requests.post(f"{base_url}/api/v1/approvals", timeout=30, headers={"authorization": f"Bearer {stack.api_key}"},
+                             json={"taskToken": f"bench-new-tab-{time.time_ns()}", "title": "Deploy payments-api v2.41",
+                                   "summary": "bench: new tab", "timeoutSeconds": 3600,
+                                   "approvers": [{"sub": user["sub"]}]})
+    assert approval.status_code == 201, approval.text
+    approval_id = approval.json()["id"]
+    selector = "[data-testid=approval-title]"
+    results = []
+    with sync_playwright() as p:
+        browser = chromium.launch(p)
+        try:
+            for _ in range(runs):
+                context = browser.new_context(service_workers="allow")
+                first = context.new_page()
+                first.goto(f"{base_url}/a/{approval_id}")
+                first.wait_for_url(f"{stack.idp_url}/**", timeout=60_000)
+                first.fill("input[name=username]", user["username"])
+                first.fill("input[name=password]", user["password"])
+                first.click("input[name=signInSubmitButton]")
+                first.wait_for_selector(selector, timeout=60_000)
+                if cold:
+                    first.evaluate("navigator.serviceWorker.getRegistrations()"
+                                   ".then((rs) => Promise.all(rs.map((r) => r.unregister())))")
+                else:
+                    first.evaluate("navigator.serviceWorker.ready.then(() => true)")
+                first.close()
+                page = context.new_page()
+                page.add_init_script(SPA_PROBE % json.dumps(selector))
+                page.add_init_script(ORIGIN_PROBE)
+                cdp = context.new_cdp_session(page)
+                cdp.send("Network.enable")
+                if cold:
+                    cdp.send("Network.clearBrowserCache")
+                cdp.send("Network.setCacheDisabled", {"cacheDisabled": cold})
+                cdp.send("Network.setExtraHTTPHeaders", {"headers": {"Accept-Encoding": BROTLI_FIRST}})
+                cdp.send("Network.emulateNetworkConditions", SLOW_4G)
+                cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+                documents = []
+                page.on("request", lambda r: documents.append((time.time() * 1000, r.url))
+                        if r.is_navigation_request() and r.frame == page.main_frame else None)
+                clicked = time.time() * 1000
+                page.goto(f"{base_url}/a/{approval_id}", wait_until="commit", timeout=120_000)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    try:
+                        if page.evaluate("window.__ringiUsable !== undefined && window.__ringiReady !== undefined"):
+                            break
+                    except Exception:  # noqa: BLE001 - the page is between documents
+                        pass
+                    time.sleep(0.05)
+                else:
+                    raise RuntimeError("the new tab never showed the approval")
+                time.sleep(0.1)
+                stats = page.evaluate(SPA_STATS)
+                shift = page.evaluate("window.__ringiOrigin") - clicked
+                stats = _shifted(stats, shift)
+                results.append(SpaRun(tti_ms=stats["ready"], ended_by="approval rendered",
+                                      **spa_steps(stats, stats["ready"]), resources=[],
+                                      documents=[{"at_ms": t - clicked, "url": _path_of(u, stack)} for t, u in documents]))
+                context.close()
+        finally:
+            browser.close()
+    steps = [Step(f"document: {d['url']}", d["at_ms"], None, None) for d in results[len(results) // 2].documents]
+    steps.append(Step("decision usable (boot.js's form or the app's)", None,
+                      statistics.median(r.usable_ms for r in results), None))
+    steps.append(Step("end: decision form interactive (the app rendered the approval)", None,
+                      statistics.median(r.tti_ms for r in results), None))
+    return SpaLoad(runs=results, steps=steps)
+
+
+def _shifted(stats: dict, by: float) -> dict:
+    """The final document's times moved from its own origin to the click's."""
+    move = lambda v: None if v is None else v + by  # noqa: E731
+    out = dict(stats)
+    for k in ("ready", "leave", "shell", "preview", "usable", "fcp"):
+        out[k] = move(stats.get(k))
+    out["html"] = {**stats["html"], "response_start": move(stats["html"].get("response_start")),
+                   "end": move(stats["html"].get("end"))}
+    out["resources"] = [{**r, "start": move(r["start"]), "response_start": move(r["response_start"]),
+                         "end": move(r["end"])} for r in stats["resources"]]
+    out["wasm"] = [{**w, "start": move(w["start"]), "end": move(w.get("end"))} for w in stats["wasm"]]
+    return out
+
+
+def _path_of(url: str, stack) -> str:
+    """A document's URL without what differs per run (codes, state, the id)."""
+    from urllib.parse import urlsplit
+    u = urlsplit(url)
+    who = "IdP" if url.startswith(stack.idp_url) else "app"
+    return f"{who} {re.sub(r'/a/[^/]+$', '/a/{id}', u.path)}"
