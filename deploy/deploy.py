@@ -39,7 +39,7 @@ TEMPLATE_BODY_LIMIT = 51_200  # CloudFormation's inline TemplateBody limit, in b
 API_KEY_TAG = "ringi:api-key-sha256"  # stack tag: SHA-256 of the key the EventBridge connection holds
 AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
-SIGNING_SECRET = "FEDERATION_SIGNING_KEY"  # CALLBACK_CREDENTIALS=federation: made once, kept across deploys
+SIGNING_SECRET = "SIGNING_KEY"  # ringi's key ring (receipts; federation's tokens): made once, kept across deploys
 MEMBER_TEMPLATE = "deploy/aws/member.yaml"
 CALLBACK_ROLE = "ringi-callback"  # member.yaml's RoleName default: the same name in every account
 CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
@@ -349,7 +349,6 @@ class Deploy:
     chat_channels: str | None = None  # CHAT_CHANNELS_FILE's JSON (a secret), when set
     account: str = ""  # the stack's account, from the credentials
     targets: dict = field(default_factory=dict)  # AWS_TARGETS (CALLBACK_CREDENTIALS=federation)
-    signing_key_after_deploy: bool = False  # a running worker gets AWS_TARGETS before the key that needs them
 
     def say(self, text: str) -> None:
         print(f"    {text}", flush=True)
@@ -555,7 +554,8 @@ def step_stack(d: Deploy) -> str | None:
 def retire_access_key(d: Deploy) -> None:
     """Switching an access-key deployment to federation: the update removes the IAM user, which CloudFormation
     cannot delete while it has access keys. So first the worker forgets the key, then IAM deletes it; the worker
-    mails again once it holds AWS_ROLE_ARN and its signing key (steps config to deploy)."""
+    (holding its signing key already: it signs receipts in either mode) mails and answers again once it holds
+    AWS_TARGETS and AWS_ROLE_ARN (steps config to deploy)."""
     user = next((o.get("OutputValue") for o in d.stack.get("Outputs", []) if o["OutputKey"] == "WorkerUserName"), None)
     if not d.federation or not user:
         return
@@ -854,7 +854,7 @@ def p256_add(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int,
 
 
 def signing_key() -> str:
-    """A new federation signing key: a private EC P-256 JWK with a kid (the standard library has no EC, and the
+    """A new signing key for ringi's key ring: a private EC P-256 JWK with a kid (the standard library has no EC, and the
     public point is a few lines of arithmetic; the private scalar comes from `secrets`)."""
     private = secrets.randbelow(P256_N - 1) + 1
     public, addend, k = None, P256_G, private
@@ -902,16 +902,9 @@ def step_secrets(d: Deploy) -> str | None:
     # federation: no access key exists at all (the worker assumes the stack's WorkerRole).
     new_aws_key = not d.federation and (d.rotate or not set(AWS_KEY_SECRETS) <= have or len(keys) != 1)
     switch_key = not d.creating and (d.rotate or "REGISTER_API_KEYS" not in have)
-    if not d.federation and SIGNING_SECRET in have:
-        raise StepError(f"CALLBACK_CREDENTIALS=access-key, but the worker holds {SIGNING_SECRET}, which switches it "
-                        f"to federation: `wrangler secret delete {SIGNING_SECRET} --name {d.s['WORKER_NAME']}`, then "
-                        "run again")
-    # Made once: a new key is rotated in by hand, published before it signs (docs/deploy.md).
-    new_signing_key = d.federation and SIGNING_SECRET not in have
-    # A secret reaches a running worker at once, and the key without AWS_TARGETS is a configuration the worker
-    # refuses: a worker that runs already gets it after `wrangler deploy`.
-    d.signing_key_after_deploy = new_signing_key and bool(have)
-    new_signing_key = new_signing_key and not d.signing_key_after_deploy
+    # Made once, in either mode (it signs every decision's receipt): a new key is rotated in by hand, published
+    # before it signs (docs/deploy.md). Safe on a running worker at once: without AWS_TARGETS it federates nothing.
+    new_signing_key = SIGNING_SECRET not in have
     actions = []
     if new_aws_key:
         who = user or "the stack's worker user"
@@ -919,7 +912,7 @@ def step_secrets(d: Deploy) -> str | None:
                        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY" +
                        (f", then delete the {len(keys)} older key(s)" if keys else ""))
     if new_signing_key:
-        actions.append(f"generate the federation signing key (EC P-256) and store it as {SIGNING_SECRET}")
+        actions.append(f"generate ringi's signing key (EC P-256) and store it as {SIGNING_SECRET}")
     if d.creating:
         actions.append("set REGISTER_API_KEYS to the SHA-256 of the stack's new API key")
     if d.chat_channels:
@@ -929,7 +922,7 @@ def step_secrets(d: Deploy) -> str | None:
     if switch_key:
         actions.append("rotate the registration API key (the worker accepts new and old → stack update → new only)")
     if not actions:
-        held = ("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation else SECRET_NAMES
+        held = ("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation else (*SECRET_NAMES, SIGNING_SECRET)
         return f"the worker has {', '.join(held)}; nothing to rotate"
     if not d.plan("; ".join(actions)):
         return None
@@ -951,14 +944,9 @@ def step_secrets(d: Deploy) -> str | None:
 
 
 def step_deploy(d: Deploy) -> str | None:
-    then = (f"; then generate the federation signing key (EC P-256) and store it as {SIGNING_SECRET}"
-            if d.signing_key_after_deploy else "")
-    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"
-                  + then):
+    if not d.plan(f"deploy worker {d.s['WORKER_NAME']} with `wrangler deploy` (custom domain {d.s['PUBLIC_HOST']})"):
         return None
     out = d.wrangler("deploy")
-    if d.signing_key_after_deploy:
-        put_secrets(d, {SIGNING_SECRET: new_signing_key_secret(d)})
     version = re.search(r"Current Version ID:\s*(\S+)", out)
     return f"version {version[1]}" if version else "deployed"
 
@@ -1018,7 +1006,7 @@ STEPS = (
     ("config", lambda d: f"render {WRANGLER_CONFIG} from edge/wrangler.toml [env.production]", step_config),
     ("migrations", lambda d: f"apply edge/migrations to D1 {d.s['D1_DATABASE_NAME']} (remote)", step_migrations),
     ("secrets", lambda d: "worker secrets " + ", ".join(("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation
-                                                         else SECRET_NAMES), step_secrets),
+                                                         else (*SECRET_NAMES, SIGNING_SECRET)), step_secrets),
     ("deploy", lambda d: f"wrangler deploy: worker {d.s['WORKER_NAME']} on {d.base_url}", step_deploy),
     ("check", lambda d: "GET /healthz and /config.json", step_check),
 )

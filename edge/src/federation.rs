@@ -1,4 +1,4 @@
-//! The worker's AWS credentials: with federation (`FEDERATION_SIGNING_KEY`), temporary credentials of a role —
+//! The worker's AWS credentials: with federation (`SIGNING_KEY` and no access key), temporary credentials of a role —
 //! the target account's for a callback, the worker's own (`AWS_ROLE_ARN`) for mail and DynamoDB — from
 //! `sts:AssumeRoleWithWebIdentity` with a JWT the worker signs itself (WebCrypto ECDSA P-256), cached per isolate
 //! and role until shortly before they expire; without it, the static access key.
@@ -9,27 +9,22 @@ use std::time::Duration;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
-use js_sys::{Array, Object, Reflect, Uint8Array};
 use ringi_core::adapters::aws_target::{AccountId, AwsTarget, RoleArn};
 use ringi_core::adapters::federation::{self, Federation, Purpose, SessionCredentials};
+use ringi_core::adapters::keyring::KeyRing;
 use ringi_core::adapters::sfn::{error_code, CallbackOutcome};
 use ringi_core::adapters::sigv4::AwsCredentials;
 use ringi_core::config::Config;
 use serde_json::json;
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
-use web_sys::CryptoKey;
 
 use crate::fetch::post;
-use crate::platform::{log, now_ms, random_bytes, subtle};
+use crate::platform::{log, now_ms, random_bytes};
 
 thread_local! {
     /// Temporary credentials per role ARN, for this isolate's lifetime (or until shortly before they expire).
     static SESSIONS: RefCell<HashMap<String, SessionCredentials>> = RefCell::new(HashMap::new());
     /// The STS call under way per role ARN, shared by every request that needs that role meanwhile.
     static INFLIGHT: RefCell<HashMap<String, Flight>> = RefCell::new(HashMap::new());
-    /// The imported signing key, by kid (a rotated secret brings a new kid).
-    static SIGNER: RefCell<Option<(String, CryptoKey)>> = const { RefCell::new(None) };
 }
 
 type Flight = Shared<LocalBoxFuture<'static, Result<SessionCredentials, CallbackOutcome>>>;
@@ -89,9 +84,13 @@ async fn assume(
     let flight = match INFLIGHT.with(|f| f.borrow().get(&role).cloned()) {
         Some(running) => running,
         None => {
+            let Some(ring) = cfg.keys.clone() else {
+                return Err(CallbackOutcome::Refused("federation without a key ring".into()));
+            };
             let call = Call {
                 fed: fed.clone(),
-                issuer: cfg.federation_issuer().to_owned(),
+                ring,
+                issuer: cfg.issuer_url().to_owned(),
                 role: role.clone(),
                 account: a.account.clone(),
                 purpose: a.purpose,
@@ -119,6 +118,7 @@ async fn assume(
 /// One AssumeRoleWithWebIdentity call, owning what it needs (it may outlive the request that started it).
 struct Call {
     fed: Federation,
+    ring: KeyRing,
     issuer: String,
     role: String,
     account: AccountId,
@@ -129,8 +129,9 @@ struct Call {
 impl Call {
     async fn run(self, timeout: Duration) -> Result<SessionCredentials, CallbackOutcome> {
         let (role, account) = (self.role.as_str(), self.account.as_str());
-        let token =
-            sign(&self.fed, &self.issuer, self.purpose, &self.account).await.map_err(CallbackOutcome::Refused)?;
+        let token = sign(&self.ring, &self.fed, &self.issuer, self.purpose, &self.account)
+            .await
+            .map_err(CallbackOutcome::Refused)?;
         let session_name = format!("ringi-{}", URL_SAFE_NO_PAD.encode(random_bytes::<9>()));
         let body = federation::assume_role_body(role, &session_name, &token);
         let headers = [("content-type", "application/x-www-form-urlencoded; charset=utf-8")];
@@ -170,44 +171,15 @@ pub fn forget_own(cfg: &Config) {
     }
 }
 
-/// A JWT for `purpose` in `account`, signed with the federation key.
-async fn sign(fed: &Federation, issuer: &str, purpose: Purpose, account: &AccountId) -> Result<String, String> {
-    let key = signing_key(fed).await?;
+/// A JWT for `purpose` in `account`, signed with the key ring.
+async fn sign(
+    ring: &KeyRing,
+    fed: &Federation,
+    issuer: &str,
+    purpose: Purpose,
+    account: &AccountId,
+) -> Result<String, String> {
     let jti = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
-    let input = fed.signing_input(issuer, purpose, account, now_ms() / 1000, &jti);
-    let promise = subtle()
-        .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &key, input.as_bytes())
-        .map_err(|_| "signing failed".to_owned())?;
-    let sig = JsFuture::from(promise).await.map_err(|_| "signing failed".to_owned())?;
-    Ok(federation::jws(&input, &Uint8Array::new(&sig).to_vec()))
-}
-
-async fn signing_key(fed: &Federation) -> Result<CryptoKey, String> {
-    let kid = fed.signing.kid();
-    if let Some(k) = SIGNER.with(|s| s.borrow().as_ref().filter(|(id, _)| id == kid).map(|(_, k)| k.clone())) {
-        return Ok(k);
-    }
-    let failed = |_: JsValue| "the federation signing key did not import".to_owned();
-    let jwk = serde_wasm(&fed.signing.private_jwk()).map_err(failed)?;
-    let promise = subtle()
-        .import_key_with_object("jwk", &jwk, &ecdsa(Some("namedCurve"), "P-256"), false, &Array::of1(&"sign".into()))
-        .map_err(failed)?;
-    let key: CryptoKey = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
-    SIGNER.with(|s| *s.borrow_mut() = Some((kid.to_owned(), key.clone())));
-    Ok(key)
-}
-
-/// `{name: "ECDSA", <param>: <value>}` (import: the curve; sign: the hash).
-fn ecdsa(param: Option<&str>, value: &str) -> Object {
-    let o = Object::new();
-    let _ = Reflect::set(&o, &"name".into(), &"ECDSA".into());
-    if let Some(p) = param {
-        let _ = Reflect::set(&o, &p.into(), &value.into());
-    }
-    o
-}
-
-/// A JSON value as a JS object (through `JSON.parse`: the JWK holds only strings and booleans).
-fn serde_wasm(v: &serde_json::Value) -> Result<Object, JsValue> {
-    js_sys::JSON::parse(&v.to_string()).map(JsCast::unchecked_into)
+    let claims = fed.claims(issuer, purpose, account, now_ms() / 1000, &jti);
+    crate::keys::sign(ring, "JWT", &claims).await
 }

@@ -12,6 +12,7 @@ mod error;
 mod federation;
 mod fetch;
 mod jwks;
+mod keys;
 mod mailer;
 mod on_expiry;
 mod platform;

@@ -498,18 +498,14 @@ class Stack:
         return f"arn:aws:iam::{account}:role/{name}"
 
     def _setup_federation(self) -> None:
-        """The worker's federation settings: a fresh signing key, the two accounts' callback roles as AWS_TARGETS,
+        """The worker's federation settings (signed with the stack's key ring): the two accounts' callback roles as AWS_TARGETS,
         the worker's own role for mail (and the table), and no access key."""
-        import jwt
-        from cryptography.hazmat.primitives.asymmetric import ec
-        key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))),
-               "kid": "ringi-local-" + secrets.token_hex(4)}
         callback = ["states:SendTaskSuccess", "states:SendTaskFailure"]
         targets = {a: {"roleArn": self.federated_role(a, "ringi-callback", callback), "regions": [r]}
                    for a, r in ((HOME_ACCOUNT, REGION), (MEMBER_ACCOUNT, MEMBER_REGION))}
         own = ["ses:SendEmail"] + (DDB_ACTIONS + DDB_MOTO_ONLY_ACTIONS if self.storage == "dynamodb" else [])
         self.federation_vars = {
-            "FEDERATION_SIGNING_KEY": json.dumps(key), "AWS_TARGETS": json.dumps(targets),
+            "AWS_TARGETS": json.dumps(targets),
             "AWS_ROLE_ARN": self.federated_role(HOME_ACCOUNT, "ringi-worker", own), "STS_ENDPOINT": self.moto_url,
             "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
         }
@@ -666,6 +662,16 @@ class Stack:
         return self.mint(client_id, **{**shape, **overrides})
 
     # ------------------------------------------------------------------ worker
+    @property
+    def signing_key(self) -> dict:
+        """This stack's key ring: a fresh private EC P-256 JWK (SIGNING_KEY), made on first use."""
+        if not getattr(self, "_signing_key", None):
+            import jwt
+            from cryptography.hazmat.primitives.asymmetric import ec
+            self._signing_key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))),
+                                 "kid": "ringi-local-" + secrets.token_hex(4)}
+        return self._signing_key
+
     def worker_vars(self) -> dict:
         self.api_key = getattr(self, "api_key", None) or "rk_" + secrets.token_urlsafe(24)
         # OpenID Connect: the Cognito defaults of edge/wrangler.toml's [vars] blanked (empty counts as unset).
@@ -684,6 +690,8 @@ class Stack:
             "AWS_REGION": REGION,
             "AWS_ACCESS_KEY_ID": self.edge_key[0],
             "AWS_SECRET_ACCESS_KEY": self.edge_key[1],
+            # ringi's key ring: every decision's receipt (and, federated, the tokens for AWS) is signed with it.
+            "SIGNING_KEY": json.dumps(self.signing_key),
             "SFN_ENDPOINT": self.moto_url,
             "SES_ENDPOINT": self.moto_url,
             "MAIL_FROM": "ringi@example.com",

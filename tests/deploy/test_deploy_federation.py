@@ -31,9 +31,9 @@ def option(argv: list[str], name: str) -> str | None:
 
 
 def signing_keys_pushed(d) -> list[str]:
-    return [json.loads(c["stdin"])["FEDERATION_SIGNING_KEY"] for c in d.calls()
+    return [json.loads(c["stdin"])["SIGNING_KEY"] for c in d.calls()
             if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"]
-            and "FEDERATION_SIGNING_KEY" in json.loads(c["stdin"])]
+            and "SIGNING_KEY" in json.loads(c["stdin"])]
 
 
 def integer(b64: str) -> int:
@@ -74,7 +74,7 @@ def test_the_signing_key_is_made_once_and_travels_only_on_stdin(deployer):
     # A real P-256 key pair: the public point is the private scalar's (checked with a library deploy.py lacks).
     public = ec.derive_private_key(integer(jwk["d"]), ec.SECP256R1()).public_key().public_numbers()
     assert (public.x, public.y) == (integer(jwk["x"]), integer(jwk["y"]))
-    assert deployer.state()["cloudflare"]["workers"]["ringi"]["secrets"]["FEDERATION_SIGNING_KEY"] == sha256(jwk_text)
+    assert deployer.state()["cloudflare"]["workers"]["ringi"]["secrets"]["SIGNING_KEY"] == sha256(jwk_text)
     # A second run keeps it (a new key is rotated in by hand, published first).
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
@@ -104,7 +104,7 @@ def test_dry_run_plans_the_member_stacks_and_the_key_and_changes_nothing(deploye
     assert "would deploy deploy/aws/member.yaml as stack ringi-member in 111122223333 (eu-west-1, us-east-1, " \
            "profile team-a)" in proc.stdout
     assert f"would deploy deploy/aws/member.yaml as stack ringi-member in {CENTRAL} (eu-central-1)" in proc.stdout
-    assert "generate the federation signing key (EC P-256) and store it as FEDERATION_SIGNING_KEY" in proc.stdout
+    assert "generate ringi's signing key (EC P-256) and store it as SIGNING_KEY" in proc.stdout
     assert deploys(deployer) == [] and signing_keys_pushed(deployer) == []
     assert "member_stacks" not in deployer.state()["aws"]
 
@@ -114,7 +114,8 @@ def test_the_access_key_fallback_deploys_no_member_stack_and_no_federation(deplo
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
     worker = deployer.state()["cloudflare"]["workers"]["ringi"]
-    assert deploys(deployer) == [] and "FEDERATION_SIGNING_KEY" not in worker["secrets"]
+    # The key ring signs receipts only: no AWS_TARGETS, so nothing is federated.
+    assert deploys(deployer) == [] and "SIGNING_KEY" in worker["secrets"]
     assert "AWS_TARGETS" not in worker["deployed"]["vars"]
     assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(worker["secrets"])
     deployer.settings.update(MEMBER_ACCOUNTS="111122223333:eu-west-1")
@@ -122,20 +123,24 @@ def test_the_access_key_fallback_deploys_no_member_stack_and_no_federation(deplo
     assert proc.returncode == 2 and "MEMBER_ACCOUNTS needs CALLBACK_CREDENTIALS=federation" in proc.stderr
 
 
-def test_a_running_worker_gets_aws_targets_before_the_signing_key(deployer):
-    """From the access-key fallback to federation: a secret reaches the running worker at once, and the key
-    without AWS_TARGETS would be a configuration the worker refuses, so the key follows `wrangler deploy`."""
+def test_from_the_access_key_to_federation_the_signing_key_stays(deployer):
+    """From the access-key fallback to federation: the key ring made in access-key mode stays (receipts it signed
+    stay verifiable, nothing new is generated), the access key leaves the worker before the stack update, and the
+    worker federates once `wrangler deploy` gives it AWS_TARGETS."""
     deployer.settings.update(CALLBACK_CREDENTIALS="access-key")
     assert deployer.run().returncode == 0
+    key = signing_keys_pushed(deployer)
+    assert len(key) == 1
     before = len(deployer.calls())
     deployer.settings.update(CALLBACK_CREDENTIALS="federation")
     proc = deployer.run()
     assert proc.returncode == 0, proc.stderr
     later = deployer.calls()[before:]
+    assert not any(c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"]
+                   and "SIGNING_KEY" in json.loads(c["stdin"]) for c in later), "the key is not replaced"
+    removed = [i for i, c in enumerate(later) if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "delete"]]
     deployed = next(i for i, c in enumerate(later) if c["program"] == "wrangler" and c["argv"][0] == "deploy")
-    [stored] = [i for i, c in enumerate(later) if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"]
-                and "FEDERATION_SIGNING_KEY" in json.loads(c["stdin"])]
-    assert deployed < stored
+    assert removed and max(removed) < deployed
     worker = deployer.state()["cloudflare"]["workers"]["ringi"]
-    assert "FEDERATION_SIGNING_KEY" in worker["secrets"]
+    assert "SIGNING_KEY" in worker["secrets"] and not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(worker["secrets"])
     assert CENTRAL in json.loads(worker["deployed"]["vars"]["AWS_TARGETS"])

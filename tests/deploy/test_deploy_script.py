@@ -66,12 +66,14 @@ def assert_converged(d) -> None:
     assert deployed["d1_databases"][0]["database_id"] == db["uuid"]
     assert deployed["vars"]["COGNITO_CLIENT_ID"] == stack["Outputs"]["SpaClientId"]
     assert deployed["routes"] == [{"pattern": "approvals.example.com", "custom_domain": True}]
+    # Either way, the key ring that signs every decision's receipt.
+    assert "SIGNING_KEY" in worker["secrets"]
     if not federation:
-        assert "FEDERATION_SIGNING_KEY" not in worker["secrets"] and "AWS_ROLE_ARN" not in deployed["vars"]
+        assert "AWS_ROLE_ARN" not in deployed["vars"] and "AWS_TARGETS" not in deployed["vars"]
         return
     # Federation by default: the stack's own account is a member, its callback role the worker's target, and the
     # stack's worker role its identity for mail and DynamoDB.
-    assert "FEDERATION_SIGNING_KEY" in worker["secrets"]
+    assert "SIGNING_KEY" in worker["secrets"]
     assert json.loads(deployed["vars"]["AWS_TARGETS"]) == {
         "123456789012": {"roleArn": "arn:aws:iam::123456789012:role/ringi-callback", "regions": ["eu-central-1"]}}
     assert deployed["vars"]["AWS_ROLE_ARN"] == stack["Outputs"]["WorkerRoleArn"] == \

@@ -37,7 +37,7 @@ def test_federation_makes_and_stores_no_access_key(deployer):
     central = next(i for i, c in enumerate(calls) if c.startswith("aws cloudformation create-change-set"))
     assert member < central
     w = worker(deployer)
-    assert not KEY_SECRETS & set(w["secrets"]) and "FEDERATION_SIGNING_KEY" in w["secrets"]
+    assert not KEY_SECRETS & set(w["secrets"]) and "SIGNING_KEY" in w["secrets"]
     assert w["deployed"]["vars"]["AWS_ROLE_ARN"] == ROLE
     assert not KEY_SECRETS & set(w["deployed"]["vars"])
     assert "worker role " + ROLE in proc.stdout
@@ -85,7 +85,7 @@ def test_switching_to_federation_retires_the_key_before_the_user_goes(deployer):
     assert "WorkerUserName" not in state["aws"]["stacks"]["ringi"]["Outputs"]
     assert state["aws"]["stacks"]["ringi"]["StackStatus"] == "UPDATE_COMPLETE"
     w = worker(deployer)
-    assert not KEY_SECRETS & set(w["secrets"]) and "FEDERATION_SIGNING_KEY" in w["secrets"]
+    assert not KEY_SECRETS & set(w["secrets"]) and "SIGNING_KEY" in w["secrets"]
     assert w["deployed"]["vars"]["AWS_ROLE_ARN"] == ROLE
     # A third run has nothing left to retire.
     again = len(deployer.calls())

@@ -1,4 +1,4 @@
-"""No long-lived AWS key at all: with FEDERATION_SIGNING_KEY the worker is its own OpenID Connect issuer, trades a
+"""No long-lived AWS key at all: with SIGNING_KEY the worker is its own OpenID Connect issuer, trades a
 JWT it signed for temporary credentials (sts:AssumeRoleWithWebIdentity) of each target account's callback role
 and of its own role (AWS_ROLE_ARN: mail, the DynamoDB table), caches them per role, and signs with them. Two paused
 executions in two accounts and two regions of moto, registered through EventBridge-shaped envelopes, both decided;
@@ -93,8 +93,8 @@ def federated(stack):
     # No access key: the worker's own role may only mail (a callback signed with it would be refused).
     federation = {
         "AWS_TARGETS": json.dumps({a: {"roleArn": role_arn(a), "regions": [r]} for a, r in (HOME, MEMBER)}),
-        "FEDERATION_SIGNING_KEY": json.dumps(jwk(signing, "ringi-1", private=True)),
-        "FEDERATION_PUBLISHED_KEYS": json.dumps([jwk(following, "ringi-2", private=False)]),
+        "SIGNING_KEY": json.dumps(jwk(signing, "ringi-1", private=True)),
+        "PUBLISHED_KEYS": json.dumps([jwk(following, "ringi-2", private=False)]),
         "STS_ENDPOINT": sts.url,
         "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
     }
@@ -213,6 +213,10 @@ def test_a_dynamodb_worker_without_any_access_key_keeps_its_table_with_its_own_r
     assert '"role":"%s"' % role in log
 
 
-def test_without_federation_there_is_no_issuer(stack):
-    assert requests.get(f"{stack.base_url}/.well-known/jwks.json", timeout=10).status_code == 404
-    assert requests.get(f"{stack.base_url}/.well-known/openid-configuration", timeout=10).status_code == 404
+def test_without_a_key_ring_there_is_no_issuer(stack):
+    url = stack.extra_worker("nokeys", {"SIGNING_KEY": ""})
+    try:
+        assert requests.get(f"{url}/.well-known/jwks.json", timeout=10).status_code == 404
+        assert requests.get(f"{url}/.well-known/openid-configuration", timeout=10).status_code == 404
+    finally:
+        stack.stop_component("worker-nokeys")

@@ -10,7 +10,8 @@ from support import leaks
 @pytest.fixture
 def planted(tmp_path):
     stack = SimpleNamespace(state=tmp_path, api_key="rk_planted-api-key-0123456789",
-                            edge_key=("AKIAPLANTED", "planted/aws/secret/access/key"))
+                            edge_key=("AKIAPLANTED", "planted/aws/secret/access/key"),
+                            signing_key={"d": "planted-private-key-d-jpsQnnGQmL-YBIffH1136cspYG6"})
     seen = leaks.Seen(task_tokens={"AAAAplanted-task-token-" + "x" * 40},
                       jwts={"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9." + "s" * 40})
     (tmp_path / "worker.log").write_text("GET /healthz 200\n")
@@ -24,7 +25,8 @@ def test_a_clean_run_passes(planted):
 
 
 @pytest.mark.parametrize("where", ["worker.log", "relay.log", "mailbox.log", "worker-faults.log", "response"])
-@pytest.mark.parametrize("which", ["task token", "JWT signature", "registration API key", "AWS secret access key"])
+@pytest.mark.parametrize("which", ["task token", "JWT signature", "registration API key", "AWS secret access key",
+                                   "the key ring's private key"])
 def test_a_planted_secret_fails_the_check(planted, where, which):
     stack, seen = planted
     secret = next(v for k, v in leaks.secrets_of(stack, seen).items() if k.startswith(which))

@@ -13,6 +13,7 @@ pub mod guard_ddb;
 pub mod idp;
 pub mod jwks;
 pub mod jwt;
+pub mod keyring;
 pub mod mail;
 pub mod schedule_ddb;
 pub mod sfn;

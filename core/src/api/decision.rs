@@ -122,6 +122,8 @@ pub struct DecisionRecord<'a> {
     pub prior_approvals: &'a [PriorApproval],
     /// The listed principal a delegate decided for (their slot was handed to them).
     pub on_behalf_of: Option<&'a crate::base::principal::Principal>,
+    /// The signed receipt of this decision (`crate::api::receipt`), where ringi has a key ring.
+    pub receipt: Option<&'a str>,
 }
 
 impl DecisionRecord<'_> {
@@ -149,6 +151,9 @@ impl DecisionRecord<'_> {
         }
         if !self.prior_approvals.is_empty() {
             out["approvals"] = self.prior_approvals.iter().map(PriorApproval::to_value).collect();
+        }
+        if let Some(r) = self.receipt {
+            out["receipt"] = Value::String(r.to_owned());
         }
         out
     }
@@ -304,6 +309,7 @@ mod tests {
             decided_at_ms: 0,
             prior_approvals: &[],
             on_behalf_of: None,
+            receipt: None,
         };
         let SfnCallback::Success { output } = rec.callback().unwrap() else { panic!() };
         let v: Value = serde_json::from_str(&output).unwrap();
@@ -313,6 +319,9 @@ mod tests {
         assert_eq!(v["decidedAt"], "1970-01-01T00:00:00.000Z");
         assert_eq!(v["approvalId"], "abcdefghijklmnop");
         assert!(v.get("approvals").is_none());
+        assert!(v.get("receipt").is_none(), "no key ring, no receipt");
+        let signed = DecisionRecord { receipt: Some("h.p.s"), ..rec };
+        assert_eq!(signed.output()["receipt"], "h.p.s");
     }
 
     #[test]
@@ -328,6 +337,7 @@ mod tests {
             decided_at_ms: 0,
             prior_approvals: &[],
             on_behalf_of: None,
+            receipt: None,
         };
         let SfnCallback::Failure { error, cause } = rec.callback().unwrap() else { panic!() };
         assert_eq!(error, "Rejected");
@@ -367,6 +377,7 @@ mod tests {
             decided_at_ms: 0,
             prior_approvals: prior,
             on_behalf_of: None,
+            receipt: None,
         };
         match rec.callback()? {
             SfnCallback::Failure { cause, .. } => {

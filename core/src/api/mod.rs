@@ -3,6 +3,7 @@
 
 pub mod audit_export;
 pub mod decision;
+pub mod receipt;
 pub mod register;
 pub mod route;
 pub mod wire;

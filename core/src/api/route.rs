@@ -19,8 +19,8 @@ pub enum Endpoint {
     Health,
     SpaConfig,
     /// The worker's own OpenID Connect discovery document and keys (federation with AWS).
-    FederationDiscovery,
-    FederationKeys,
+    IssuerDiscovery,
+    IssuerKeys,
     Register,
     Inbox,
     Approval,
@@ -50,8 +50,8 @@ pub enum Route {
     Health,
     SpaConfig,
     /// The worker's own OpenID Connect discovery document and keys (federation with AWS).
-    FederationDiscovery,
-    FederationKeys,
+    IssuerDiscovery,
+    IssuerKeys,
     Register,
     Inbox,
     Approval(ApprovalId),
@@ -120,8 +120,8 @@ impl Route {
         op("HEAD", "/healthz", Endpoint::Health, Auth::None),
         op("GET", "/config.json", Endpoint::SpaConfig, Auth::None),
         op("HEAD", "/config.json", Endpoint::SpaConfig, Auth::None),
-        op("GET", "/.well-known/openid-configuration", Endpoint::FederationDiscovery, Auth::None),
-        op("GET", "/.well-known/jwks.json", Endpoint::FederationKeys, Auth::None),
+        op("GET", "/.well-known/openid-configuration", Endpoint::IssuerDiscovery, Auth::None),
+        op("GET", "/.well-known/jwks.json", Endpoint::IssuerKeys, Auth::None),
         op("GET", "/api/v1/approvals", Endpoint::Inbox, Auth::User),
         op("POST", "/api/v1/approvals", Endpoint::Register, Auth::Machine),
         op("GET", "/api/v1/approvals/{id}", Endpoint::Approval, Auth::User),
@@ -152,8 +152,8 @@ impl Route {
         Ok(match spec.endpoint {
             Endpoint::Health => Self::Health,
             Endpoint::SpaConfig => Self::SpaConfig,
-            Endpoint::FederationDiscovery => Self::FederationDiscovery,
-            Endpoint::FederationKeys => Self::FederationKeys,
+            Endpoint::IssuerDiscovery => Self::IssuerDiscovery,
+            Endpoint::IssuerKeys => Self::IssuerKeys,
             Endpoint::Register => Self::Register,
             Endpoint::Inbox => Self::Inbox,
             Endpoint::Approval => Self::Approval(id()?),
@@ -169,8 +169,8 @@ impl Route {
         match self {
             Self::Health => Endpoint::Health,
             Self::SpaConfig => Endpoint::SpaConfig,
-            Self::FederationDiscovery => Endpoint::FederationDiscovery,
-            Self::FederationKeys => Endpoint::FederationKeys,
+            Self::IssuerDiscovery => Endpoint::IssuerDiscovery,
+            Self::IssuerKeys => Endpoint::IssuerKeys,
             Self::Register => Endpoint::Register,
             Self::Inbox => Endpoint::Inbox,
             Self::Approval(_) => Endpoint::Approval,
@@ -200,7 +200,7 @@ mod tests {
         assert_eq!(Route::parse("GET", "/healthz"), Ok(Route::Health));
         assert_eq!(Route::parse("HEAD", "/config.json"), Ok(Route::SpaConfig));
         assert_eq!(Route::parse("POST", "/api/v1/approvals"), Ok(Route::Register));
-        assert_eq!(Route::parse("GET", "/.well-known/jwks.json"), Ok(Route::FederationKeys));
+        assert_eq!(Route::parse("GET", "/.well-known/jwks.json"), Ok(Route::IssuerKeys));
         assert!(is_api("/.well-known/openid-configuration"));
         assert_eq!(Route::parse("GET", "/api/v1/approvals/"), Ok(Route::Inbox), "a trailing slash is ignored");
         assert_eq!(Route::parse("GET", &format!("/api/v1/approvals/{ID}")), Ok(Route::Approval(id.clone())));

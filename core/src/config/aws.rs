@@ -4,6 +4,7 @@
 use super::vars::{url, ConfigError, Vars};
 use crate::adapters::aws_target::{AwsTargets, OwnRole};
 use crate::adapters::federation::Federation;
+use crate::adapters::keyring::KeyRing;
 use crate::adapters::sigv4::AwsCredentials;
 
 /// Where approvals are kept (`STORAGE`): D1 (the default, every feature), or a DynamoDB table shaped like the
@@ -45,8 +46,8 @@ pub(super) struct Aws {
 }
 
 /// `AWS_REGION`, the access key, `SFN_ENDPOINT`, `AWS_TARGETS`, federation, the worker's own role
-/// (`AWS_ROLE_ARN`), `SES_ENDPOINT`.
-pub(super) fn aws(v: &Vars) -> Result<Aws, ConfigError> {
+/// (`AWS_ROLE_ARN`), `SES_ENDPOINT`. `keys`: the key ring, whose tokens federation shows AWS.
+pub(super) fn aws(v: &Vars, keys: Option<&KeyRing>) -> Result<Aws, ConfigError> {
     let region = v.opt("AWS_REGION").unwrap_or_else(|| "us-east-1".into());
     let credentials = match (v.opt("AWS_ACCESS_KEY_ID"), v.opt("AWS_SECRET_ACCESS_KEY")) {
         (Some(access_key_id), Some(secret_access_key)) => {
@@ -65,13 +66,13 @@ pub(super) fn aws(v: &Vars) -> Result<Aws, ConfigError> {
         None => AwsTargets::default(),
         Some(t) => AwsTargets::parse(&t).map_err(|e| ConfigError::Invalid("AWS_TARGETS", e))?,
     };
-    let federation = federation(v, &targets)?;
+    let federation = federation(v, &targets, keys.is_some() && credentials.is_none() && !targets.is_empty())?;
     let own_role = match v.opt("AWS_ROLE_ARN") {
         None => None,
         Some(_) if federation.is_none() => {
             return Err(ConfigError::Invalid(
                 "AWS_ROLE_ARN",
-                "the worker's role is assumed with its own token: set FEDERATION_SIGNING_KEY too".into(),
+                "the worker's role is assumed with its own token: set SIGNING_KEY, and no access key".into(),
             ))
         }
         Some(arn) => Some(OwnRole::parse(&arn).map_err(|e| ConfigError::Invalid("AWS_ROLE_ARN", e))?),
@@ -83,19 +84,15 @@ pub(super) fn aws(v: &Vars) -> Result<Aws, ConfigError> {
     Ok(Aws { region, credentials, sfn_endpoint, targets, federation, own_role, ses_endpoint })
 }
 
-/// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target account's role, so every
-/// account of `AWS_TARGETS` must name one.
-fn federation(v: &Vars, targets: &AwsTargets) -> Result<Option<Federation>, ConfigError> {
-    let Some(key) = v.opt("FEDERATION_SIGNING_KEY") else { return Ok(None) };
-    let sts = v.url("STS_ENDPOINT")?;
-    let f = Federation::parse(&key, v.opt("FEDERATION_PUBLISHED_KEYS").as_deref(), v.opt("FEDERATION_AUDIENCE"), sts)
-        .map_err(|(name, e)| ConfigError::Invalid(name, e))?;
-    if targets.is_empty() {
-        return Err(ConfigError::Invalid(
-            "AWS_TARGETS",
-            "federation (FEDERATION_SIGNING_KEY) needs the accounts and their roles".into(),
-        ));
+/// Federation (`federated`: a key ring, no access key, and `AWS_TARGETS`): callbacks use temporary credentials of
+/// each target account's role, so every account must name one. An access key, where one is set, signs instead (the
+/// key ring then only signs receipts); without either, nothing can sign for AWS yet (a deploy switching from the
+/// access key to federation passes through that, between removing the key and deploying the targets).
+fn federation(v: &Vars, targets: &AwsTargets, federated: bool) -> Result<Option<Federation>, ConfigError> {
+    if !federated {
+        return Ok(None);
     }
+    let f = Federation::new(v.opt("FEDERATION_AUDIENCE"), v.url("STS_ENDPOINT")?);
     if let Some(a) = targets.accounts().iter().find(|a| a.role_arn.is_none()) {
         return Err(ConfigError::Invalid(
             "AWS_TARGETS",

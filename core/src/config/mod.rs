@@ -21,6 +21,7 @@ use crate::adapters::chat::ChatChannels;
 use crate::adapters::discovery::Discovery;
 use crate::adapters::federation::Federation;
 use crate::adapters::idp::{AudienceRule, ClaimMapping, EmailPolicy, IdpProfile, JwtRules, TokenUse};
+use crate::adapters::keyring::KeyRing;
 use crate::adapters::sigv4::AwsCredentials;
 use crate::api::wire::SpaConfig;
 use crate::dev::clock::TestClock;
@@ -63,8 +64,11 @@ pub struct Config {
     /// `AWS_TARGETS`: the accounts and regions whose workflows this ringi answers (core::adapters::aws_target). Empty:
     /// one account, the credentials' own, in `AWS_REGION`.
     pub aws_targets: AwsTargets,
-    /// `FEDERATION_SIGNING_KEY` set: callbacks use temporary credentials of each target's role
-    /// (core::adapters::federation), not the static access key.
+    /// `SIGNING_KEY` (and `PUBLISHED_KEYS`): ringi's key ring (core::adapters::keyring). It signs every decision's
+    /// receipt and, under federation, the worker's tokens for AWS; its public keys are at `/.well-known/jwks.json`.
+    pub keys: Option<KeyRing>,
+    /// A key ring and no access key: callbacks use temporary credentials of each target's role
+    /// (core::adapters::federation), not a static access key.
     pub federation: Option<Federation>,
     /// `AWS_ROLE_ARN` (with federation): the worker's own role, whose temporary credentials sign mail and DynamoDB
     /// calls instead of the access key.
@@ -124,7 +128,14 @@ impl Config {
         let public_base_url = url("PUBLIC_BASE_URL", v.req("PUBLIC_BASE_URL")?)?;
         let idp = idp::idp(&v)?;
         let (register_client_ids, register_api_key_hashes) = idp::registrants(&v)?;
-        let aws = aws::aws(&v)?;
+        let keys = match v.opt("SIGNING_KEY") {
+            None => None,
+            Some(k) => Some(
+                KeyRing::parse(&k, v.opt("PUBLISHED_KEYS").as_deref())
+                    .map_err(|(name, e)| ConfigError::Invalid(name, e))?,
+            ),
+        };
+        let aws = aws::aws(&v, keys.as_ref())?;
         let storage = aws::storage(&v, &aws)?;
         let times = limits::lifetimes(&v, aws.federation.is_some())?;
         let admin_group = v.opt("ADMIN_GROUP").map(|g| g.trim().to_owned()).filter(|g| !g.is_empty());
@@ -160,6 +171,7 @@ impl Config {
             aws_credentials: aws.credentials,
             sfn_endpoint: aws.sfn_endpoint,
             aws_targets: aws.targets,
+            keys,
             federation: aws.federation,
             aws_role: aws.own_role,
             ses_endpoint: aws.ses_endpoint,
@@ -192,9 +204,9 @@ impl Config {
         }
     }
 
-    /// The issuer of the worker's own tokens for AWS (federation): its public origin, where AWS fetches
-    /// `/.well-known/openid-configuration` and the keys.
-    pub fn federation_issuer(&self) -> &str {
+    /// The issuer of what ringi signs (receipts, the tokens for AWS): its public origin, where AWS and verifiers
+    /// fetch `/.well-known/openid-configuration` and the keys.
+    pub fn issuer_url(&self) -> &str {
         self.public_base_url.trim_end_matches('/')
     }
 

@@ -344,31 +344,32 @@ fn federation_needs_every_target_account_to_name_its_role() {
         "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}"#;
     const ROLE: &str =
         r#"{"111111111111": {"roleArn": "arn:aws:iam::111111111111:role/ringi", "regions": ["eu-west-1"]}}"#;
-    let c = with(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("STS_ENDPOINT", "http://127.0.0.1:5000")])
-        .unwrap();
+    let c = with(&[("SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("STS_ENDPOINT", "http://127.0.0.1:5000")]).unwrap();
     let f = c.federation.as_ref().unwrap();
     assert_eq!((f.audience.as_str(), f.sts_url("eu-west-1").as_str()), ("sts.amazonaws.com", "http://127.0.0.1:5000/"));
-    assert_eq!(c.federation_issuer(), "http://127.0.0.1:8787");
+    assert_eq!(c.issuer_url(), "http://127.0.0.1:8787");
     assert!(with(&[]).unwrap().federation.is_none(), "the static key stays the default without a signing key");
+    // With an access key, the key ring signs receipts only: the key signs the callbacks.
+    let keyed = with(&[("SIGNING_KEY", KEY), ("AWS_ACCESS_KEY_ID", "AKIA1"), ("AWS_SECRET_ACCESS_KEY", "s")]).unwrap();
+    assert!(keyed.federation.is_none() && keyed.keys.as_ref().is_some_and(|k| k.signing.kid() == "k1"));
     let err = |pairs: &[(&'static str, &'static str)]| match with(pairs).unwrap_err() {
         ConfigError::Invalid(name, _) => name,
         e => panic!("{e:?}"),
     };
-    assert_eq!(err(&[("FEDERATION_SIGNING_KEY", KEY)]), "AWS_TARGETS");
+    let no_targets = with(&[("SIGNING_KEY", KEY)]).unwrap();
+    assert!(no_targets.federation.is_none() && no_targets.keys.is_some(), "receipts only: no account to federate into");
     assert_eq!(
-        err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]),
+        err(&[("SIGNING_KEY", KEY), ("AWS_TARGETS", r#"{"111111111111": {"regions": ["eu-west-1"]}}"#)]),
         "AWS_TARGETS"
     );
-    assert_eq!(err(&[("FEDERATION_SIGNING_KEY", "{}"), ("AWS_TARGETS", ROLE)]), "FEDERATION_SIGNING_KEY");
-    assert_eq!(
-        err(&[("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("FEDERATION_PUBLISHED_KEYS", "x")]),
-        "FEDERATION_PUBLISHED_KEYS"
-    );
+    assert_eq!(err(&[("SIGNING_KEY", "{}"), ("AWS_TARGETS", ROLE)]), "SIGNING_KEY");
+    assert_eq!(err(&[("SIGNING_KEY", "{}")]), "SIGNING_KEY", "a key ring is checked whatever it is for");
+    assert_eq!(err(&[("SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), ("PUBLISHED_KEYS", "x")]), "PUBLISHED_KEYS");
 
     // The worker's own role: mail and the DynamoDB table without any access key.
     const OWN: (&str, &str) = ("AWS_ROLE_ARN", "arn:aws:iam::222222222222:role/ringi-worker");
     const TABLE: [(&str, &str); 2] = [("STORAGE", "dynamodb"), ("DYNAMODB_TABLE", "ringi-approvals")];
-    let fed = [("FEDERATION_SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), OWN];
+    let fed = [("SIGNING_KEY", KEY), ("AWS_TARGETS", ROLE), OWN];
     let c = with(&[&fed[..], &TABLE[..]].concat()).unwrap();
     assert!(c.aws_credentials.is_none());
     assert_eq!(c.aws_role.as_ref().map(|r| r.account.as_str()), Some("222222222222"));

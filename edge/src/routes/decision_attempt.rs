@@ -4,6 +4,7 @@
 use ringi_core::adapters::sfn::CallbackOutcome;
 
 use ringi_core::api::decision::{DecisionRecord, DecisionRequest, PriorApproval};
+use ringi_core::api::receipt::{ReceiptFacts, RECEIPT_TYP};
 use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::principal::Identity;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
@@ -64,7 +65,7 @@ impl DecisionAttempt<'_> {
     /// Builds the callback (its size limits are checked before anything is claimed), then claims and delivers.
     /// `taken`: the claim this request took in its first round trip (its recorded attempt), if it did.
     pub async fn run(self, verdict: Verdict, taken: Option<Attempt>) -> Result<Response, ApiError> {
-        let record = DecisionRecord {
+        let unsigned = DecisionRecord {
             approval_id: self.id(),
             verdict,
             decided_by: self.who,
@@ -74,7 +75,13 @@ impl DecisionAttempt<'_> {
             prior_approvals: &self.prior,
             // A vote through a delegated seat satisfies another principal's slot: the workflow learns whose.
             on_behalf_of: Some(&self.vote.principal).filter(|p| !self.who.principals().contains(*p)),
+            receipt: None,
         };
+        let receipt = match self.receipt(&unsigned, verdict).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.undo(taken.is_some(), e).await),
+        };
+        let record = DecisionRecord { receipt: receipt.as_deref(), ..unsigned };
         let callback = match record.callback() {
             Ok(c) => c,
             Err(e) => return Err(self.undo(taken.is_some(), e).await),
@@ -95,6 +102,25 @@ impl DecisionAttempt<'_> {
                 Err(ApiError::InProgress)
             }
         }
+    }
+
+    /// The decision's signed receipt (`ringi_core::api::receipt`), where ringi has a key ring: signed here, in the
+    /// worker, before anything is claimed — no round trip.
+    async fn receipt(&self, record: &DecisionRecord<'_>, verdict: Verdict) -> Result<Option<String>, ApiError> {
+        let (Some(ring), Some(token)) = (self.ctx.cfg.keys.as_ref(), self.approval.token.as_ref()) else {
+            return Ok(None);
+        };
+        let token_sha256 = token.fingerprint();
+        let facts = ReceiptFacts {
+            issuer: self.ctx.cfg.issuer_url(),
+            quorum: self.progress(verdict),
+            registration_sha256: self.approval.request_sha256.as_deref(),
+            task_token_sha256: &token_sha256,
+        };
+        crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
+            log("error", "receipt_not_signed", json!({"approvalId": self.id().as_str(), "error": e}));
+            ApiError::Internal
+        })
     }
 
     /// Takes the claim; `None` if another request holds it or the approval is no longer decidable. An approval

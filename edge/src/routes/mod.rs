@@ -7,10 +7,10 @@ mod audit_get;
 mod decision_attempt;
 mod decision_post;
 mod delegation_post;
-mod federation_discovery;
-mod federation_keys;
 mod health;
 mod inbox_get;
+mod issuer_discovery;
+mod issuer_keys;
 mod out_of_office;
 mod principals_put;
 mod spa_config;
@@ -59,8 +59,8 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
     match (route, who) {
         (Route::Health, _) => health::get(),
         (Route::SpaConfig, _) => spa_config::get(ctx).await,
-        (Route::FederationDiscovery, _) => federation_discovery::get(ctx),
-        (Route::FederationKeys, _) => federation_keys::get(ctx),
+        (Route::IssuerDiscovery, _) => issuer_discovery::get(ctx),
+        (Route::IssuerKeys, _) => issuer_keys::get(ctx),
         (Route::Register, Caller::Registrant(label)) => {
             approvals_post::post(&mut req, ctx, &ctx.store()?, &label).await
         }

@@ -63,6 +63,7 @@ def secrets_of(stack, seen: Seen) -> dict[str, str]:
            if j.count(".") == 2 and len(j.split(".")[2]) > 20},
         "registration API key": stack.api_key,
         "AWS secret access key": stack.edge_key[1],
+        "the key ring's private key": stack.signing_key["d"],
         # A chat channel's URL is a credential (Slack's and Teams' carry their token in the path): the whole URL,
         # its secret path, and a webhook's signing secret.
         **{f"chat channel {name} URL": ch["url"] for name, ch in getattr(stack, "chat_channels", {}).items()},

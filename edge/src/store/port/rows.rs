@@ -50,7 +50,7 @@ fn locale(s: Option<&str>) -> Result<Option<Locale>, CorruptValue> {
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_token, status, confirmed, title, summary, details_json, \
      form_json, quorum, approver_count, context_json, locale, created_at, expires_at, claimed_until, decided_at, \
      attempt_sub, attempt_by, registered_by, requested_by_json, allow_self_approval, on_expiry, decided_on_expiry, \
-     aws_account, aws_region";
+     aws_account, aws_region, request_sha256";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalRow {
@@ -79,6 +79,7 @@ pub(crate) struct ApprovalRow {
     decided_on_expiry: f64,
     aws_account: Option<String>,
     aws_region: Option<String>,
+    request_sha256: Option<String>,
 }
 
 /// An approval as stored, typed.
@@ -113,6 +114,8 @@ pub struct Approval {
     pub decided_on_expiry: bool,
     /// Where the callback goes (`None`: this ringi's one account).
     pub target: Option<AwsTarget>,
+    /// Hex SHA-256 of the registration as received (what the decision receipt names).
+    pub request_sha256: Option<String>,
 }
 
 /// The stored `requested_by_json`: principal keys.
@@ -155,6 +158,7 @@ impl TryFrom<ApprovalRow> for Approval {
             on_expiry: OnExpiry::from_stored(&r.on_expiry)?,
             decided_on_expiry: r.decided_on_expiry != 0.0,
             target: AwsTarget::from_stored(r.aws_account.as_deref(), r.aws_region.as_deref())?,
+            request_sha256: r.request_sha256,
         })
     }
 }

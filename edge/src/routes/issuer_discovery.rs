@@ -8,6 +8,6 @@ use worker::Response;
 use super::http::Ctx;
 
 pub fn get(ctx: &Ctx) -> Result<Response, ApiError> {
-    ctx.cfg.federation.as_ref().ok_or(ApiError::NotFound)?;
-    super::http::json(200, &Federation::discovery(ctx.cfg.federation_issuer()))
+    ctx.cfg.keys.as_ref().ok_or(ApiError::NotFound)?;
+    super::http::json(200, &Federation::discovery(ctx.cfg.issuer_url()))
 }

@@ -1,0 +1,116 @@
+//! The decision receipt: a compact JWS (ES256, ringi's key ring) that every callback's output carries, so that a
+//! later state, an auditor or another account can prove who decided what, and that ringi said so, without
+//! trusting the execution history alone. Verified with the keys at `PUBLIC_BASE_URL/.well-known/jwks.json`; its
+//! header's `typ` tells it from anything else the ring signs. It names the approval, the verdict, the deciding
+//! identities (with whose slot a delegate filled, and the approvals that made up the quorum), the time, the quorum
+//! progress, and the SHA-256 digests of the registration and of the task token — never the token itself.
+
+use serde_json::{json, Value};
+
+use crate::api::decision::DecisionRecord;
+use crate::base::time::format_rfc3339;
+use crate::domain::vote::Progress;
+
+/// The receipt's JWS `typ`.
+pub const RECEIPT_TYP: &str = "ringi-receipt+jwt";
+
+/// What a receipt states beyond the decision itself.
+#[derive(Debug, Clone)]
+pub struct ReceiptFacts<'a> {
+    /// Who signs: ringi's public origin (where its keys are published).
+    pub issuer: &'a str,
+    pub quorum: Progress,
+    /// Hex SHA-256 of the registration request as received (absent for approvals registered before ringi kept it).
+    pub registration_sha256: Option<&'a str>,
+    /// Hex SHA-256 of the task token: a state can compare it with `$$.Task.Token`'s.
+    pub task_token_sha256: &'a str,
+}
+
+impl DecisionRecord<'_> {
+    /// The receipt's claims.
+    pub fn receipt_claims(&self, facts: &ReceiptFacts<'_>) -> Value {
+        let who = |sub: &str, email: &Option<String>, username: &Option<String>| json!({"sub": sub, "email": email, "username": username});
+        let mut claims = json!({
+            "iss": facts.issuer,
+            "sub": self.approval_id.as_str(),
+            "iat": self.decided_at_ms.div_euclid(1000),
+            "approvalId": self.approval_id.as_str(),
+            "decision": self.verdict.final_status().as_str(),
+            "decidedBy": who(&self.decided_by.sub, &self.decided_by.email, &self.decided_by.username),
+            "decidedAt": format_rfc3339(self.decided_at_ms),
+            "quorum": {"approvals": facts.quorum.approvals, "required": facts.quorum.required},
+            "registrationSha256": facts.registration_sha256,
+            "taskTokenSha256": facts.task_token_sha256,
+        });
+        if let Some(p) = self.on_behalf_of {
+            claims["onBehalfOf"] = crate::domain::delegation::principal_value(p);
+        }
+        if !self.prior_approvals.is_empty() {
+            claims["approvals"] = self
+                .prior_approvals
+                .iter()
+                .map(|a| json!({"sub": a.sub, "email": a.email, "username": a.username, "at": a.at}))
+                .collect();
+        }
+        claims
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::decision::PriorApproval;
+    use crate::base::ids::ApprovalId;
+    use crate::base::principal::Identity;
+    use crate::base::status::Verdict;
+
+    #[test]
+    fn a_receipt_names_the_decision_the_deciders_the_quorum_and_the_digests() {
+        let id = ApprovalId::parse("AAAAAAAAAAAAAAAAAAAAAA").unwrap();
+        let bob = Identity {
+            sub: "bob-sub".into(),
+            email: Some("bob@example.com".into()),
+            groups: vec![],
+            username: None,
+            scopes: vec![],
+            client_id: "c".into(),
+        };
+        let prior = [PriorApproval {
+            sub: "alice-sub".into(),
+            email: Some("alice@example.com".into()),
+            username: None,
+            comment: Some("fine by me".into()),
+            at: "2026-12-05T09:00:00Z".into(),
+        }];
+        let record = DecisionRecord {
+            approval_id: &id,
+            verdict: Verdict::Approve,
+            decided_by: &bob,
+            comment: Some("go"),
+            feedback: None,
+            decided_at_ms: 1_796_461_200_123,
+            prior_approvals: &prior,
+            on_behalf_of: None,
+            receipt: None,
+        };
+        let facts = ReceiptFacts {
+            issuer: "https://ringi.example.com",
+            quorum: Progress { approvals: 2, required: 2 },
+            registration_sha256: Some("ab"),
+            task_token_sha256: "cd",
+        };
+        let c = record.receipt_claims(&facts);
+        assert_eq!(c["iss"], "https://ringi.example.com");
+        assert_eq!((c["sub"].as_str(), c["approvalId"].as_str()), (Some(id.as_str()), Some(id.as_str())));
+        assert_eq!(c["iat"], 1_796_461_200);
+        assert_eq!(c["decision"], "approved");
+        assert_eq!(c["decidedBy"]["sub"], "bob-sub");
+        assert_eq!(c["quorum"], json!({"approvals": 2, "required": 2}));
+        assert_eq!((c["registrationSha256"].as_str(), c["taskTokenSha256"].as_str()), (Some("ab"), Some("cd")));
+        assert_eq!(c["approvals"][0]["sub"], "alice-sub");
+        assert!(c["approvals"][0].get("comment").is_none(), "identities and times, not what they wrote");
+        assert!(c.get("onBehalfOf").is_none());
+        let text = c.to_string();
+        assert!(!text.contains("go\"") && !text.contains("fine by me"));
+    }
+}

@@ -1,0 +1,72 @@
+"""Signed decision receipts, on both backends (`backend`: D1, then DynamoDB): every decision's callback output
+carries a compact JWS that ringi signed with its key ring, checked here with PyJWT (a JOSE library the worker does
+not use) against the keys ringi publishes at /.well-known/jwks.json — who decided (and whose approvals made up the
+quorum), the verdict, the time, the quorum progress, and the digests of the registration and of the task token.
+A receipt altered in any part no longer verifies."""
+import base64
+import hashlib
+import json
+
+import jwt
+import pytest
+import requests
+
+RECEIPT_TYP = "ringi-receipt+jwt"
+
+
+def verify(base_url: str, receipt: str) -> dict:
+    """The receipt's claims, once its signature checks against the published key its header names."""
+    header = jwt.get_unverified_header(receipt)
+    assert header["typ"] == RECEIPT_TYP and header["alg"] == "ES256", header
+    keys = requests.get(f"{base_url}/.well-known/jwks.json", timeout=10).json()["keys"]
+    [key] = [k for k in keys if k["kid"] == header["kid"]]
+    return jwt.decode(receipt, jwt.PyJWK(key).key, algorithms=["ES256"], options={"require": ["iss", "iat", "sub"]})
+
+
+def registration_digest(body: dict) -> str:
+    """What ringi hashes: the registration's JSON as it read it (keys sorted, no whitespace)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def test_a_quorum_decision_carries_a_receipt_that_names_both_approvers(backend, workflows):
+    api = backend.api
+    arn, token = workflows.start_paused()
+    body = {"taskToken": token, "approvers": [{"sub": "alice"}, {"sub": "bob"}], "title": "Deploy v2 to production",
+            "timeoutSeconds": 600, "quorum": "all"}
+    r = api.register(token, approvers=body["approvers"], quorum="all")
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    assert api.decide(approval_id, as_user="alice").status_code == 200
+    assert api.decide(approval_id, as_user="bob").json()["status"] == "approved"
+    out = json.loads(workflows.wait_done(arn)["output"])["approval"]  # the state's ResultPath
+
+    claims = verify(backend.url, out["receipt"])
+    assert claims["iss"] == backend.url and claims["sub"] == claims["approvalId"] == approval_id
+    assert claims["decision"] == "approved" and claims["decidedBy"]["sub"] == "bob"
+    assert [a["sub"] for a in claims["approvals"]] == ["alice"]
+    assert claims["quorum"] == {"approvals": 2, "required": 2}
+    assert claims["decidedAt"] == out["decidedAt"]
+    assert claims["taskTokenSha256"] == hashlib.sha256(token.encode()).hexdigest()
+    assert claims["registrationSha256"] == registration_digest(body)
+    assert token not in json.dumps(claims)
+
+
+def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workflows):
+    api = backend.api
+    approval_id, arn = backend.paused()
+    assert api.decide(approval_id, decision="reject", as_user="alice").status_code == 200
+    done = workflows.wait_done(arn)
+    cause = json.loads(json.loads(done["output"])["rejection"]["Cause"])
+    receipt = cause["receipt"]
+    claims = verify(backend.url, receipt)
+    assert claims["decision"] == "rejected" and claims["decidedBy"]["sub"] == "alice"
+    assert claims["quorum"] == {"approvals": 0, "required": 1}
+
+    head, payload, sig = receipt.split(".")
+    forged = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    forged["decision"] = "approved"
+    forged_payload = base64.urlsafe_b64encode(json.dumps(forged).encode()).rstrip(b"=").decode()
+    flipped = sig[:-2] + ("A" if sig[-2] != "A" else "B") + sig[-1]
+    for altered in (f"{head}.{forged_payload}.{sig}", f"{head}.{payload}.{flipped}"):
+        with pytest.raises(jwt.InvalidSignatureError):
+            verify(backend.url, altered)
