@@ -6,10 +6,14 @@ A receipt altered in any part no longer verifies."""
 import base64
 import hashlib
 import json
+import subprocess
+import sys
 
 import jwt
 import pytest
 import requests
+
+from support import ROOT
 
 RECEIPT_TYP = "ringi-receipt+jwt"
 
@@ -50,8 +54,16 @@ def test_a_quorum_decision_carries_a_receipt_that_names_both_approvers(backend, 
     assert claims["registrationSha256"] == registration_digest(body)
     assert token not in json.dumps(claims)
 
+    # The operator's command (deploy/verify_receipt.py) says the same, and refuses another task token.
+    command = [sys.executable, str(ROOT / "deploy/verify_receipt.py"), "--issuer", backend.url, out["receipt"]]
+    checked = subprocess.run([*command, "--task-token-sha256", claims["taskTokenSha256"]], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0 and json.loads(checked.stdout) == claims, checked.stderr
+    other = subprocess.run([*command, "--task-token-sha256", "0" * 64], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 1 and "another task token" in other.stderr
 
-def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workflows):
+
+def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workflows, tmp_path):
     api = backend.api
     approval_id, arn = backend.paused()
     assert api.decide(approval_id, decision="reject", as_user="alice").status_code == 200
@@ -70,3 +82,11 @@ def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workfl
     for altered in (f"{head}.{forged_payload}.{sig}", f"{head}.{payload}.{flipped}"):
         with pytest.raises(jwt.InvalidSignatureError):
             verify(backend.url, altered)
+        refused = subprocess.run([sys.executable, str(ROOT / "deploy/verify_receipt.py"), "--issuer", backend.url],
+                                 input=altered, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and "Signature verification failed" in refused.stderr, refused.stderr
+    # Checked against keys that are not the signer's, it is refused.
+    (tmp_path / "other.json").write_text(json.dumps({"keys": []}))
+    wrong = subprocess.run([sys.executable, str(ROOT / "deploy/verify_receipt.py"), "--issuer", backend.url,
+                            "--jwks", str(tmp_path / "other.json"), receipt], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 1 and "no published key" in wrong.stderr
