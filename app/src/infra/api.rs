@@ -62,11 +62,21 @@ fn with_auth(builder: RequestBuilder) -> Result<RequestBuilder, ApiError> {
 }
 
 async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
+    let (status, text) = success_text(response).await?;
+    decode(status, &text)
+}
+
+fn decode<T: DeserializeOwned>(status: u16, text: &str) -> Result<T, ApiError> {
+    serde_json::from_str(text).map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") })
+}
+
+/// The status and body of a 2xx answer, else the error it stands for. Apart from [`read`] and not generic (as
+/// [`send_text`]), so that the wasm has this code once rather than once per type read.
+async fn success_text(response: Response) -> Result<(u16, String), ApiError> {
     let status = response.status();
     let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
     if (200..300).contains(&status) {
-        return serde_json::from_str(&text)
-            .map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") });
+        return Ok((status, text));
     }
     let error = serde_json::from_str::<ErrorBody>(&text).map(|b| b.error).unwrap_or_else(|_| ErrorDetail {
         code: String::new(),
@@ -97,8 +107,13 @@ async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
 }
 
 async fn send<T: DeserializeOwned>(request: Request) -> Result<T, ApiError> {
+    let (status, text) = send_text(request).await?;
+    decode(status, &text)
+}
+
+async fn send_text(request: Request) -> Result<(u16, String), ApiError> {
     let response = request.send().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    read(response).await
+    success_text(response).await
 }
 
 fn encode(value: &str) -> String {

@@ -390,7 +390,8 @@ fn navigate_away(url: &str) {
 fn claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     let payload = token.split('.').nth(1)?;
     let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    // From text, as every other JSON the app reads: one instance of the parser (oauth2 has its own).
+    serde_json::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
 /// The signed-in user's name for the header: the bearer's `username` / `cognito:username` (Cognito),
