@@ -443,7 +443,7 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
              seconds: float, approvers: int, drain: float, poll: tuple, sample_every: float | None = None,
              extra_procs: dict | None = None) -> LoadRun:
     """One phase on one side, then its checks."""
-    support = e2e_support()
+    e2e_support()  # support.backends is imported by verify
     extra = extra_procs or {}
     n = int(rate * seconds)
     plans = plan(n, approvers)
@@ -476,7 +476,7 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
     cpu = {k: (t["after"][k] - t["before"][k]) / os.sysconf("SC_CLK_TCK") / elapsed for k in t["after"]}
     every, bad, throttled, races = _classify(ph.answers)
     registered = len(ph.ids)
-    checks = verify(stack, side, backend_name, worker_name, proxy, workflows, ph, runs, support)
+    checks = verify(stack, side, backend_name, worker_name, proxy, workflows, ph, runs)
     decided = Counter(ph.final.values())
     run = LoadRun(
         side=side.name, rate=rate, seconds=seconds, approvers=approvers, registered=registered, offered=n,
@@ -495,7 +495,7 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
     return run
 
 
-def verify(stack, side: Side, backend_name, worker_name, proxy, workflows, ph: Phase, runs, support) -> dict:
+def verify(stack, side: Side, backend_name, worker_name, proxy, workflows, ph: Phase, runs) -> dict:
     """What the phase left behind: each approval's answer against its store and its execution in moto."""
     sfn = workflows.sfn
     by_index = {i: aid for aid, i in ph.ids.items()}
@@ -548,7 +548,7 @@ def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: fl
                    sample_every: float = 10.0) -> dict:
     """ringi on DynamoDB at `dynamodb_rate` (default `rate`), ringi on D1 and the reference design at `rate`, each for
     `seconds`; the soak (D1) at `soak_rate` for `soak_seconds`: {"runs": [LoadRun…], "soak": LoadRun | None}."""
-    support = e2e_support()
+    e2e_support()
     from support.api import Workflows
     from support.faultproxy import FaultProxy
     from harness import SEED_PORT
