@@ -75,12 +75,13 @@ e2e:
 
 ## make bench: benchmarks on an own stack (ports 8887/5410/9410) → docs/benchmarks.md; BENCH_OPT_LEVELS=1 adds
 ## the opt-level "s" builds (target/opt-s, several minutes). BENCH_ONLY=spa (or any of sizes,cold,decision,placement,types,
-## throughput,inbox,spa,lighthouse, comma-separated) runs only those sections and prints them (docs/ is left as is).
+## throughput,inbox,spa,lighthouse,storage,load, comma-separated) runs only those sections and prints them (docs/ is left as
+## is). The load section's soak lasts 10 min; BENCH_SOAK_SECONDS=60 shortens it for a preview.
 ## Lighthouse (pinned, npm) is installed at bench time into ~/.cache/ringi/lighthouse, not into package.json.
 ## BENCH_TWIGGY=1 adds what the SPA wasm is made of (a names-kept build into target/twiggy; needs twiggy:
 ## cargo install twiggy --locked --root ~/.cache/ringi/cargo).
 bench: bootstrap build
-	$(ENV) python scripts/bench/run.py $(if $(BENCH_ONLY),--only $(BENCH_ONLY))
+	$(ENV) python scripts/bench/run.py $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) $(if $(BENCH_SOAK_SECONDS),--soak-seconds $(BENCH_SOAK_SECONDS))
 
 ## make deploy: ringi on Cloudflare + AWS from deploy/ringi.env (docs/deploy.md). DRY_RUN=1 prints the plan and
 ## changes nothing; ROTATE=1 also rotates the registration API key and the worker's AWS access key.

@@ -98,6 +98,15 @@ def cpu_ticks(pid: int) -> int:
     return int(s[1][11]) + int(s[1][12]) if s else 0  # utime + stime, all threads
 
 
+def rss_kib(pid: int) -> int:
+    """A process's resident set (VmRSS), KiB; 0 once it is gone."""
+    try:
+        m = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return 0
+    return int(m.group(1)) if m else 0
+
+
 def start_boottime(pid: int) -> float | None:
     """When the process started, in seconds of CLOCK_BOOTTIME (proc(5) starttime)."""
     s = _stat(pid)

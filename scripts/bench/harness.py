@@ -41,6 +41,20 @@ def seed_dir() -> Path:
     return Path(os.environ.get("RINGI_SEED_DIR", ROOT.parent / "shared" / "bench")).resolve()
 
 
+def e2e_support():
+    """The end-to-end tests' support package (tests/e2e/support: paused executions, the stores as an operator
+    reads them, the callback-counting proxy), loaded as a package from its directory: it is not installed, and
+    the benchmark uses it as the tests do rather than keeping copies."""
+    import importlib.util
+    if "support" not in sys.modules:
+        init = ROOT / "tests" / "e2e" / "support" / "__init__.py"
+        spec = importlib.util.spec_from_file_location("support", init, submodule_search_locations=[str(init.parent)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["support"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["support"]
+
+
 def bearer(token: str) -> dict:
     return {"authorization": f"Bearer {token}"}
 
@@ -177,9 +191,10 @@ class Paused:
 
 
 def setup_seed(stack: Stack, table: str = "seed-approvals", port: int = SEED_PORT, inject_ms: float = 0.0,
-               name: str = "seed"):
+               name: str = "seed", sfn_endpoint: str | None = None):
     """The reference design's AWS side: its DynamoDB table and an IAM user for its Lambdas; then its server on
-    `port` (`inject_ms`: a delay before each of its AWS calls, the latency model's in-region RTT)."""
+    `port` (`inject_ms`: a delay before each of its AWS calls, the latency model's in-region RTT; `sfn_endpoint`:
+    where its Step Functions calls go instead of moto, e.g. a proxy counting them)."""
     stack.aws("dynamodb").create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
                                        KeySchema=[{"AttributeName": "approvalId", "KeyType": "HASH"}],
                                        AttributeDefinitions=[{"AttributeName": "approvalId", "AttributeType": "S"}])
@@ -196,7 +211,8 @@ def setup_seed(stack: Stack, table: str = "seed-approvals", port: int = SEED_POR
                                "--inject-ms", str(inject_ms)],
                         env={"AWS_ENDPOINT_URL": stack.moto_url, "AWS_DEFAULT_REGION": REGION,
                              "AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-                             "TABLE_NAME": table, "PYTHONUNBUFFERED": "1"},
+                             "TABLE_NAME": table, "PYTHONUNBUFFERED": "1",
+                             **({"AWS_ENDPOINT_URL_SFN": sfn_endpoint} if sfn_endpoint else {})},
                         drop=("AWS_",))
     stack._wait(proc, lambda: http_ok(f"http://127.0.0.1:{port}/healthz"), 30)
     return proc

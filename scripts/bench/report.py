@@ -18,6 +18,9 @@ LIGHTHOUSE_BEGIN = "<!-- lighthouse:begin (kept across runs where Lighthouse cou
 LIGHTHOUSE_END = "<!-- lighthouse:end -->"
 STORAGE_BEGIN = "<!-- storage:begin (kept across runs that did not measure it) -->"
 STORAGE_END = "<!-- storage:end -->"
+LOAD_BEGIN = "<!-- load:begin (kept across runs that did not measure it) -->"
+LOAD_END = "<!-- load:end -->"
+LOAD_PLACEHOLDER = "## 11. Load\n\nNot measured yet: run `make bench BENCH_ONLY=load`.\n"
 STORAGE_PLACEHOLDER = "## 10. Storage backends: D1 vs DynamoDB\n\nNot measured yet: run `python scripts/bench/run.py --only storage`.\n"
 OPT_PLACEHOLDER = "## 6. opt-level \"z\" vs \"s\"\n\nNot measured yet: run `BENCH_OPT_LEVELS=1 make bench`.\n"
 TWIGGY_PLACEHOLDER = ("## 7. What the SPA wasm is made of (twiggy)\n\nNot measured yet: run `BENCH_TWIGGY=1 make bench` "
@@ -257,6 +260,24 @@ def storage_text(r: Results) -> str | None:
     return markdown(r.storage, r.params.storage_rounds, r.params.warmup, r.date, machine, r.command)
 
 
+def load_text(r: Results) -> str | None:
+    """The load section of this run, if it measured one."""
+    if not r.load:
+        return None
+    from measure.load import markdown
+    m = r.machine
+    machine = f"{m.get('nproc', '?')} CPUs, {m.get('cpu', 'this machine')}" if isinstance(m, dict) else str(m)
+    return markdown(r.load, r.date, machine, r.command)
+
+
+def replace_section(doc: str, begin: str, end: str, body: str) -> str:
+    """`doc` with the text between the markers replaced by `body` (the markers appended when missing)."""
+    if begin in doc and end in doc:
+        head, rest = doc.split(begin, 1)
+        return head + begin + "\n" + body.strip("\n") + "\n" + end + rest.split(end, 1)[1]
+    return doc.rstrip("\n") + "\n\n" + begin + "\n" + body.strip("\n") + "\n" + end + "\n"
+
+
 def report(r: Results) -> tuple[str, str]:
     """(summary table for the terminal, the markdown document)."""
     rows, targets = summary_rows(r), target_rows(r)
@@ -266,7 +287,8 @@ def report(r: Results) -> tuple[str, str]:
                           lighthouse=(LIGHTHOUSE_BEGIN, r.previous_lighthouse_section or LIGHTHOUSE_PLACEHOLDER,
                                       LIGHTHOUSE_END),
                           storage=(STORAGE_BEGIN, storage_text(r) or r.previous_storage_section or STORAGE_PLACEHOLDER,
-                                   STORAGE_END))
+                                   STORAGE_END),
+                          load=(LOAD_BEGIN, load_text(r) or r.previous_load_section or LOAD_PLACEHOLDER, LOAD_END))
     term = terminal(rows)
     if targets:
         term = terminal([(a, c, f"{e}; target {d}; baseline build {b2}; issue's measurement {b}")

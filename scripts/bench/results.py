@@ -49,12 +49,22 @@ class Params:
     opt_decisions: int = 100
     placement_requests: int = 20  # per request type and injected delay
     lighthouse_runs: int = 3  # per page
+    load_rate: float = 20.0  # registrations per second in the load section
+    # DynamoDB's rate: moto's DynamoDB (one operation at a time, each transaction copying the tables) keeps up with
+    # neither 20/s nor 5/s with 100 approvers on this machine; 5/s shows how ringi behaves on a store that stalls.
+    load_rate_dynamodb: float = 5.0
+    load_seconds: float = 60.0
+    load_approvers: int = 100
+    load_drain_seconds: float = 90.0  # after the registrations, at most this long for the approvers to finish
+    soak_rate: float = 5.0
+    soak_seconds: float = 600.0  # the soak's length (0: none)
 
     @classmethod
     def quick(cls) -> "Params":
         return cls(decisions=20, warmup=5, requests=30, rounds=2, cold_runs=1, inbox_sizes=[100, 1000], tti_runs=2,
                    throughput_requests=500, throughput_seconds=5.0, opt_decisions=20,
-                   placement_requests=4, lighthouse_runs=1, storage_rounds=3)
+                   placement_requests=4, lighthouse_runs=1, storage_rounds=3, load_rate=5.0, load_rate_dynamodb=3.0, load_seconds=10.0,
+                   load_approvers=20, load_drain_seconds=30.0, soak_rate=2.0, soak_seconds=30.0)
 
 
 # ------------------------------------------------------------------------------------------------ sizes
@@ -424,6 +434,7 @@ class Results:
     lighthouse_missing: str | None = None  # why the Lighthouse section was not measured in a full run
     baseline: Baseline | None = None
     storage: dict | None = None  # D1 vs DynamoDB (measure/storage.py)
+    load: dict | None = None  # sustained load and the soak (measure/load.py): {"runs": [LoadRun…], "soak": LoadRun}
     duration_s: float = 0.0
     loadavg_at_end: tuple = ()
     # The sections measured only on request, as the previous docs/benchmarks.md had them.
@@ -431,3 +442,4 @@ class Results:
     previous_twiggy_section: str | None = None
     previous_lighthouse_section: str | None = None
     previous_storage_section: str | None = None
+    previous_load_section: str | None = None

@@ -24,6 +24,11 @@ then measures (one module of measure/ each, typed results in results.py, the doc
   8. the latency model: every request type with each remote round trip delayed by a stated RTT, for three
      placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py);
   10. D1 vs DynamoDB (`STORAGE=dynamodb`): register / view / decide latency and round trips (measure/storage.py);
+  11. load (`--only load`): 100 signed-in approvers and registrations at a steady rate for 60 s (20/s) against ringi
+     on DynamoDB (5/s, first, on a fresh moto: moto's DynamoDB is the limit there), on D1 and the reference design,
+     one after another, each checked afterwards against moto's executions (nothing lost, no duplicate callback, no
+     claim left); then a soak on D1 at a lower rate with memory sampled (`--soak-seconds`, default 600; `make bench
+     BENCH_ONLY=load BENCH_SOAK_SECONDS=60` for a short preview) (measure/load.py);
   9. Lighthouse (mobile preset) on the approval page and the inbox, signed in (measure/lighthouse.py; Lighthouse is
      installed into $RINGI_HOME/lighthouse at bench time; without it the previous document's section is kept).
   and the first-load baseline: the commit the first-load targets were set against, built once into target/baseline
@@ -52,6 +57,7 @@ from measure.baseline import REV as BASELINE_REV, build_baseline, measure_baseli
 from measure.decision import side_by_side
 from measure.inbox import inbox_scale, inbox_sql
 from measure.lighthouse import ensure_installed, lighthouse
+from measure.load import load_benchmark
 from measure.opt_levels import build_opt_levels, opt_levels
 from measure.placement import placements
 from measure.sizes import bundle_sizes
@@ -59,12 +65,13 @@ from measure.spa import NEW_TAB_CONDITIONS, SPA_CONDITIONS, SPA_LABELS, spa_new_
 from measure.storage import storage_backends
 from measure.twiggy import twiggy
 from measure.worker import cold_starts, request_types, throughput
-from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, OPT_BEGIN, OPT_END, STORAGE_BEGIN, STORAGE_END, TWIGGY_BEGIN,
-                    TWIGGY_END, placement_text, previous_section, report, storage_text)
+from report import (LIGHTHOUSE_BEGIN, LIGHTHOUSE_END, LOAD_BEGIN, LOAD_END, OPT_BEGIN, OPT_END, STORAGE_BEGIN,
+                    STORAGE_END, TWIGGY_BEGIN, TWIGGY_END, load_text, placement_text, previous_section, replace_section,
+                    report, storage_text)
 from results import Params, Results
 
 SECTIONS = ("sizes", "cold", "decision", "placement", "types", "throughput", "inbox", "spa", "lighthouse", "storage",
-            "baseline")
+            "baseline", "load")
 
 
 def main() -> None:
@@ -75,15 +82,29 @@ def main() -> None:
     ap.add_argument("--opt-levels", action="store_true", default=os.environ.get("BENCH_OPT_LEVELS") == "1")
     ap.add_argument("--twiggy", action="store_true", default=os.environ.get("BENCH_TWIGGY") == "1",
                     help="what the SPA wasm is made of (an extra names-kept build into target/twiggy; needs twiggy)")
+    ap.add_argument("--soak-seconds", type=float, default=None,
+                    help="the load section's soak length (default 600; 0: no soak)")
+    ap.add_argument("--load-rate", type=float, default=None, help="the load section's registrations per second")
+    ap.add_argument("--load-rate-dynamodb", type=float, default=None, help="the same on DynamoDB (default 5)")
+    ap.add_argument("--write-section", action="store_true",
+                    help="with --only load: write that one section into docs/benchmarks.md, the rest kept as it is")
     args = ap.parse_args()
     # `make` or a CI runner stopping us with SIGTERM must still run the `finally` that stops the stack.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     q = args.quick
     params = Params.quick() if q else Params()
+    if args.soak_seconds is not None:
+        params.soak_seconds = args.soak_seconds
+    if args.load_rate is not None:
+        params.load_rate = args.load_rate
+    if args.load_rate_dynamodb is not None:
+        params.load_rate_dynamodb = args.load_rate_dynamodb
     sections = set(filter(None, args.only.split(","))) or set(SECTIONS)
     if args.opt_levels:
         sections.add("opt")
-    if not (seed_dir() / "seed_approve.py").exists() and "decision" in sections:
+    if args.write_section and sections != {"load"}:
+        sys.exit("--write-section writes the load section alone: use it with --only load")
+    if not (seed_dir() / "seed_approve.py").exists() and sections & {"decision", "load"}:
         sys.exit(f"the reference design's handlers are not at {seed_dir()} (set RINGI_SEED_DIR)")
     command = " ".join(shlex.quote(a) for a in ["python", "scripts/bench/run.py", *sys.argv[1:]])
     if args.opt_levels:
@@ -178,6 +199,13 @@ def main() -> None:
         if "storage" in sections:
             log(f"storage backends: {params.storage_rounds} rounds each on D1 and DynamoDB …")
             r.storage = storage_backends(stack, Paused(stack), params.storage_rounds, params.warmup)
+        if "load" in sections:
+            log(f"load: {params.load_approvers} approvers, {params.load_rate:g} registrations/s for "
+                f"{params.load_seconds:g} s on D1 and the reference design, {params.load_rate_dynamodb:g}/s on DynamoDB; "
+                f"soak {params.soak_rate:g}/s for {params.soak_seconds:g} s …")
+            r.load = load_benchmark(stack, params.load_rate, params.load_seconds, params.load_approvers,
+                                    params.load_drain_seconds, (3.0, 7.0), params.soak_rate, params.soak_seconds,
+                                    dynamodb_rate=params.load_rate_dynamodb)
         if "lighthouse" in sections and not r.lighthouse_missing:
             log(f"Lighthouse, mobile preset: {params.lighthouse_runs} runs per page …")
             lh = r.lighthouse = lighthouse(stack, stack.base_url, inbox_ids[0], "bench-inbox", params.lighthouse_runs)
@@ -196,6 +224,7 @@ def main() -> None:
     r.previous_twiggy_section = previous_section(TWIGGY_BEGIN, TWIGGY_END)
     r.previous_lighthouse_section = previous_section(LIGHTHOUSE_BEGIN, LIGHTHOUSE_END)
     r.previous_storage_section = previous_section(STORAGE_BEGIN, STORAGE_END)
+    r.previous_load_section = previous_section(LOAD_BEGIN, LOAD_END)
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / "results.json").write_text(json.dumps(dataclasses.asdict(r), indent=1, default=str))
     term, doc = report(r)
@@ -212,6 +241,8 @@ def main() -> None:
                   + ", ".join("%.0f" % x.tti_ms for x in d.runs))
     if r.storage:
         print("\n" + storage_text(r))
+    if r.load:
+        print("\n" + load_text(r))
     if lh := r.lighthouse:
         print(f"\nLighthouse {lh.version}, {lh.settings['formFactor']}, {lh.settings['throttlingMethod']} throttling; "
               f"median of {lh.runs} per page ({lh.seconds:.0f} s, + {lh.setup_seconds:.0f} s install check)")
@@ -227,8 +258,13 @@ def main() -> None:
                       f"score {a['scores']}) {a['display']}")
             for w in page.warnings:
                 print(f"    warning: {w}")
-    # A partial run (--only) would drop the other sections from docs/benchmarks.md: preview only.
-    if not args.no_write and not q and not args.only:
+    # A partial run (--only) would drop the other sections from docs/benchmarks.md: preview only, except the load
+    # section alone on request (its run is long; the rest of the document stays as its own run wrote it).
+    if args.write_section and r.load and not args.no_write and not q:
+        DOC.write_text(replace_section(DOC.read_text(), LOAD_BEGIN, LOAD_END, load_text(r)))
+        print(f"written: the load section of {DOC.relative_to(ROOT)} (raw results: "
+              f"{(STATE / 'results.json').relative_to(ROOT)})")
+    elif not args.no_write and not q and not args.only:
         DOC.write_text(doc)
         print(f"written: {DOC.relative_to(ROOT)} (raw results: {(STATE / 'results.json').relative_to(ROOT)})")
     else:

@@ -158,14 +158,15 @@ def start_paused(sfn, sqs, machine: str, request: str = "deploy"):
 
 
 class Workflows:
-    def __init__(self, stack: Stack):
+    def __init__(self, stack: Stack, timeouts=(300, 3)):
+        """One state machine per task timeout in seconds (`timeouts`), each paused on its callback."""
         self.sfn = stack.aws("stepfunctions")
         self.sqs = stack.aws("sqs")
         role = "arn:aws:iam::123456789012:role/ringi-e2e"
         self.machines = {
             t: self.sfn.create_state_machine(name=f"ringi-e2e-{t}-{uuid.uuid4().hex[:6]}", definition=_definition(t),
                                              roleArn=role)["stateMachineArn"]
-            for t in (300, 3)
+            for t in timeouts
         }
 
     def start_paused(self, timeout: int = 300, request: str = "deploy"):

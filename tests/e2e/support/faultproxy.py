@@ -26,6 +26,7 @@ class FaultProxy:
         self.script: list[str] = []
         self.slow_seconds = 10.0
         self.forwarded: Counter = Counter()  # task token -> callbacks that reached Step Functions
+        self.attempts: Counter = Counter()  # task token -> callbacks forwarded, whatever Step Functions answered
         self.injected: Counter = Counter()
         self.received = threading.Event()  # set whenever a request arrives
         self._loop = asyncio.new_event_loop()
@@ -130,6 +131,8 @@ class FaultProxy:
         await up_w.drain()
         response = await up_r.read()
         up_w.close()
+        if token:
+            self.attempts[token] += 1
         if token and b" 200 " in response.split(b"\r\n", 1)[0]:
             self.forwarded[token] += 1
         elif token:
