@@ -15,7 +15,8 @@ thread_local! {
 }
 
 /// The approvals' "now": expiry, leases, reminders and schedules, purge, the outcome on expiry, the times
-/// recorded, and how often the issuer's keys and discovery document may be fetched again. The test clock moves it forward (see [`with_clock`]); in production it is the host's clock.
+/// recorded, and how often the issuer's keys and discovery document may be fetched again. The test clock moves it
+/// forward (see [`with_clock`]); in production it is the host's clock.
 pub fn now_ms() -> i64 {
     wall_ms() + CLOCK_OFFSET_MS.with(Cell::get)
 }

@@ -5,7 +5,7 @@ no AWS key and answers workflows in two accounts and regions (moto's), each thro
 execution in each account so the mailbox has two mails. Ctrl-C stops every process it started.
 
 While it runs, an edit is rebuilt and reaches the browser without a restart: a watcher rebuilds the SPA or the
-worker when a file either is built from changes (`make spa` / `make worker`, which skip what is unchanged), wrangler
+worker when a file that build is made from changes (`make spa` / `make worker`, which skip what is unchanged), wrangler
 reloads the worker and its assets, and every open page reloads itself once the worker runs the new build
 (`DEV_RELOAD`, a dev-only switch the worker refuses off loopback)."""
 import json

@@ -381,9 +381,6 @@ class Stack:
         self._terminate_all(list(reversed(self.procs)))
         self.procs.clear()
 
-    def _terminate(self, p: Proc, sig=signal.SIGTERM) -> None:
-        self._terminate_all([p], sig)
-
     def _terminate_all(self, procs: list, sig=signal.SIGTERM, grace: float = 15) -> None:
         """Signals each component's whole process group; SIGKILL for any that has not gone after `grace` s.
         A component slower than a few seconds to stop is named on stderr (a shutdown that waits on something)."""
@@ -408,9 +405,9 @@ class Stack:
 
     def stop_component(self, name: str, sig=signal.SIGTERM) -> None:
         """Stops one component (all processes named `name`) and forgets it."""
-        for p in [p for p in self.procs if p.name == name]:
-            self._terminate(p, sig)
-            self.procs.remove(p)
+        named = [p for p in self.procs if p.name == name]
+        self._terminate_all(named, sig)
+        self.procs[:] = [p for p in self.procs if p not in named]
 
     def __enter__(self):
         return self.start()

@@ -129,11 +129,7 @@ pub struct DecisionRecord<'a> {
 impl DecisionRecord<'_> {
     /// The decision object handed to the workflow (SendTaskSuccess `output` / SendTaskFailure `cause`).
     pub fn output(&self) -> Value {
-        let by = json!({
-            "sub": self.decided_by.sub,
-            "email": self.decided_by.email,
-            "username": self.decided_by.username,
-        });
+        let by = self.decider();
         let mut out = json!({
             "decision": self.verdict.final_status().as_str(),
             "approvalId": self.approval_id.as_str(),
@@ -156,6 +152,11 @@ impl DecisionRecord<'_> {
             out["receipt"] = Value::String(r.to_owned());
         }
         out
+    }
+
+    /// Who decided, as the workflow and the receipt name them.
+    pub fn decider(&self) -> Value {
+        json!({"sub": self.decided_by.sub, "email": self.decided_by.email, "username": self.decided_by.username})
     }
 
     /// The callback, with Step Functions' size limits checked before anything is claimed (413). A rejection's

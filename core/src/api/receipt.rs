@@ -29,14 +29,13 @@ pub struct ReceiptFacts<'a> {
 impl DecisionRecord<'_> {
     /// The receipt's claims.
     pub fn receipt_claims(&self, facts: &ReceiptFacts<'_>) -> Value {
-        let who = |sub: &str, email: &Option<String>, username: &Option<String>| json!({"sub": sub, "email": email, "username": username});
         let mut claims = json!({
             "iss": facts.issuer,
             "sub": self.approval_id.as_str(),
             "iat": self.decided_at_ms.div_euclid(1000),
             "approvalId": self.approval_id.as_str(),
             "decision": self.verdict.final_status().as_str(),
-            "decidedBy": who(&self.decided_by.sub, &self.decided_by.email, &self.decided_by.username),
+            "decidedBy": self.decider(),
             "decidedAt": format_rfc3339(self.decided_at_ms),
             "quorum": {"approvals": facts.quorum.approvals, "required": facts.quorum.required},
             "registrationSha256": facts.registration_sha256,
