@@ -17,9 +17,6 @@ pub fn error_response(e: &ApiError) -> Response {
         ApiError::MethodNotAllowed { allow } => {
             let _ = resp.headers_mut().set("allow", allow);
         }
-        ApiError::RateLimited { retry_after } => {
-            let _ = resp.headers_mut().set("retry-after", &retry_after.to_string());
-        }
         _ => {}
     }
     if let Some(secs) = e.retry_after() {

@@ -111,9 +111,9 @@ def run_workers_from(stack: Stack, tree: Path) -> None:
     """From now on the stack's workers run from `tree` (see make_tree); `stack.bench_tree` may be changed."""
     stack.bench_tree = tree
 
-    def launch(name, port, variables):
+    def launch(name, port, variables, assets=None):
         with other_root(stack.bench_tree):
-            return Stack._launch_worker(stack, name, port, variables)
+            return Stack._launch_worker(stack, name, port, variables, assets)
 
     stack._launch_worker = launch
 

@@ -112,13 +112,41 @@ def test_worker_killed_between_claim_and_callback(stack, backend, workflows, pro
     api = Api(stack, url)
     assert api.get(approval_id).json()["status"] == "pending", "a claim in flight is shown as pending"
     r = api.decide(approval_id)
-    if r.status_code == 409:  # lease (the 12 s minimum in tests) not over yet
+    if r.status_code == 409:  # the lease is not over yet: the answer says how long it has left
         assert r.json()["error"]["code"] == "in_progress"
-        clock.advance(stack.claim_lease_seconds + 1)
+        wait = int(r.headers["retry-after"])
+        assert 1 <= wait <= stack.claim_lease_seconds, wait
+        clock.advance(wait)
         r = api.decide(approval_id)
     assert r.status_code == 200, r.text
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
+    assert proxy.forwarded[token] == 1
+
+
+def test_a_claim_left_behind_is_waited_out_not_refused(stack, workflows, proxy, clock):
+    """Step Functions unavailable, and storage failing when the claim is given back: the claim stays until its
+    lease ends, so the 503 asks for the lease, not the usual second or two; a retry before that is told
+    `in_progress` with the time left; one when `Retry-After` says goes through. (D1 only: `D1_FAULTS`.)"""
+    url = stack.extra_worker("held", {"SFN_ENDPOINT": f"http://127.0.0.1:{proxy.port}", "D1_FAULTS": "header"})
+    api = Api(stack, url)
+    arn, token = workflows.start_paused()
+    approval_id = api.register(token).json()["id"]
+    proxy.mode = "500"
+    try:
+        r = api.decide(approval_id, headers={"x-ringi-d1-fault": "what=release"})
+    finally:
+        proxy.mode = "ok"
+    assert (r.status_code, r.json()["error"]["code"]) == (503, "sfn_unavailable"), r.text
+    assert int(r.headers["retry-after"]) == stack.claim_lease_seconds
+    early = api.decide(approval_id)
+    assert (early.status_code, early.json()["error"]["code"]) == (409, "in_progress"), early.text
+    left = int(early.headers["retry-after"])
+    assert 1 <= left <= stack.claim_lease_seconds
+    clock.advance(left)
+    r = api.decide(approval_id)
+    assert r.status_code == 200, r.text
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert proxy.forwarded[token] == 1
 
 

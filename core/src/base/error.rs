@@ -138,8 +138,10 @@ pub enum ApiError {
     AlreadyDecided(ApprovalStatus),
     #[error("approval expired or its task is closed")]
     Expired,
-    #[error("another decision for this approval is being delivered; retry shortly")]
-    InProgress,
+    /// Another request holds the approval's claim (or changed it between this request's read and write);
+    /// `retry_after` seconds until its lease runs out (`Retry-After`), so a retry is not told this again.
+    #[error("another decision for this approval is being delivered; retry in {retry_after} s")]
+    InProgress { retry_after: u32 },
     #[error("you have already recorded a decision on this approval")]
     AlreadyVoted,
     /// Quorum by principal: every listed principal this caller matches is already satisfied by others.
@@ -157,12 +159,12 @@ pub enum ApiError {
     /// `Retry-After` header).
     #[error("too many registrations from this credential; retry in {retry_after} s")]
     RateLimited { retry_after: u32 },
-    #[error("Step Functions is unavailable; the approval is still pending, retry later")]
-    Unavailable,
+    #[error("Step Functions is unavailable; the approval is still pending, retry in {retry_after} s")]
+    Unavailable { retry_after: u32 },
     /// D1 failed (after bounded retries for transient errors). Nothing is decided that the approval does
     /// not show; it stays decidable (a claim taken without a callback is released or runs out its lease).
-    #[error("storage is temporarily unavailable; retry shortly")]
-    StorageUnavailable,
+    #[error("storage is temporarily unavailable; retry in {retry_after} s")]
+    StorageUnavailable { retry_after: u32 },
     #[error("Step Functions refused the worker's request; an operator has to check the AWS credentials")]
     UpstreamRejected,
     #[error("internal error")]
@@ -194,6 +196,39 @@ impl ApiError {
         Self::Invalid { field: field.into(), message: message.into() }
     }
 
+    /// Storage failed: retry in a second.
+    pub const fn storage_unavailable() -> Self {
+        Self::StorageUnavailable { retry_after: 1 }
+    }
+
+    /// Step Functions failed: retry in two seconds.
+    pub const fn sfn_unavailable() -> Self {
+        Self::Unavailable { retry_after: 2 }
+    }
+
+    /// The approval changed between this request's read and its write: deciding again sees the change.
+    pub const fn changed_meanwhile() -> Self {
+        Self::InProgress { retry_after: 1 }
+    }
+
+    /// The claim is held until `until` (ms): retry once its lease has run out.
+    pub fn claimed_until(until: i64, now: i64) -> Self {
+        Self::InProgress { retry_after: secs_until(until, now) }
+    }
+
+    /// This request may have left its claim behind (taken, then not released): a retry before the lease runs
+    /// out would be told `in_progress`, so a temporary failure asks to wait out the lease instead.
+    pub fn claim_left_held(self, lease_ms: i64) -> Self {
+        let lease = secs_until(lease_ms, 0);
+        match self {
+            Self::StorageUnavailable { retry_after } => {
+                Self::StorageUnavailable { retry_after: retry_after.max(lease) }
+            }
+            Self::Unavailable { retry_after } => Self::Unavailable { retry_after: retry_after.max(lease) },
+            other => other,
+        }
+    }
+
     pub fn status(&self) -> u16 {
         match self {
             Self::Invalid { .. } | Self::MalformedBody(_) => 400,
@@ -203,7 +238,7 @@ impl ApiError {
             Self::MethodNotAllowed { .. } => 405,
             Self::AlreadyDecided(_)
             | Self::Expired
-            | Self::InProgress
+            | Self::InProgress { .. }
             | Self::AlreadyVoted
             | Self::AlreadySatisfied
             | Self::DuplicateApproval
@@ -215,7 +250,7 @@ impl ApiError {
             Self::RateLimited { .. } => 429,
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
-            Self::Unavailable | Self::StorageUnavailable => 503,
+            Self::Unavailable { .. } | Self::StorageUnavailable { .. } => 503,
             Self::NotSupportedByBackend(_) => 501,
         }
     }
@@ -232,15 +267,15 @@ impl ApiError {
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             Self::AlreadyDecided(_) => ErrorCode::AlreadyDecided,
             Self::Expired => ErrorCode::Expired,
-            Self::InProgress => ErrorCode::InProgress,
+            Self::InProgress { .. } => ErrorCode::InProgress,
             Self::AlreadyVoted => ErrorCode::AlreadyVoted,
             Self::AlreadySatisfied => ErrorCode::AlreadySatisfied,
             Self::DuplicateApproval => ErrorCode::DuplicateApproval,
             Self::SelfApproval => ErrorCode::SelfApproval,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
-            Self::Unavailable => ErrorCode::SfnUnavailable,
-            Self::StorageUnavailable => ErrorCode::StorageUnavailable,
+            Self::Unavailable { .. } => ErrorCode::SfnUnavailable,
+            Self::StorageUnavailable { .. } => ErrorCode::StorageUnavailable,
             Self::UpstreamRejected => ErrorCode::UpstreamRejected,
             Self::Internal => ErrorCode::Internal,
             Self::Delegated => ErrorCode::Delegated,
@@ -261,8 +296,10 @@ impl ApiError {
     /// Seconds a client should wait before retrying (`Retry-After`), for the temporary failures.
     pub fn retry_after(&self) -> Option<u32> {
         match self {
-            Self::StorageUnavailable => Some(1),
-            Self::Unavailable => Some(2),
+            Self::StorageUnavailable { retry_after }
+            | Self::Unavailable { retry_after }
+            | Self::InProgress { retry_after }
+            | Self::RateLimited { retry_after } => Some(*retry_after),
             _ => None,
         }
     }
@@ -299,9 +336,31 @@ impl ErrorDetail {
     }
 }
 
+/// Whole seconds from `now` to `until` (ms), at least one: what `Retry-After` says.
+fn secs_until(until: i64, now: i64) -> u32 {
+    u32::try_from((until - now).max(0)).unwrap_or(u32::MAX).div_ceil(1000).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_temporary_failure_says_when_to_retry_and_a_held_claim_is_waited_out() {
+        assert_eq!(ApiError::storage_unavailable().retry_after(), Some(1));
+        assert_eq!(ApiError::sfn_unavailable().retry_after(), Some(2));
+        assert_eq!(ApiError::changed_meanwhile().retry_after(), Some(1));
+        assert_eq!(ApiError::claimed_until(31_500, 1_000).retry_after(), Some(31));
+        assert_eq!(ApiError::claimed_until(1_001, 1_000).retry_after(), Some(1));
+        assert_eq!(ApiError::RateLimited { retry_after: 7 }.retry_after(), Some(7));
+        assert_eq!(ApiError::NotFound.retry_after(), None);
+        // A failure that may have left this request's claim behind: a retry before the lease ends would only
+        // be told in_progress.
+        assert_eq!(ApiError::storage_unavailable().claim_left_held(30_000).retry_after(), Some(30));
+        assert_eq!(ApiError::sfn_unavailable().claim_left_held(30_000).retry_after(), Some(30));
+        assert_eq!(ApiError::Unavailable { retry_after: 60 }.claim_left_held(30_000).retry_after(), Some(60));
+        assert_eq!(ApiError::NotFound.claim_left_held(30_000), ApiError::NotFound);
+    }
 
     #[test]
     fn statuses_follow_the_design_card() {
@@ -313,9 +372,9 @@ mod tests {
         assert_eq!(ApiError::PayloadTooLarge("x".into()).status(), 413);
         assert_eq!(ApiError::RateLimited { retry_after: 7 }.status(), 429);
         assert_eq!(ApiError::UpstreamRejected.status(), 502);
-        assert_eq!(ApiError::Unavailable.status(), 503);
-        assert_eq!(ApiError::StorageUnavailable.status(), 503);
-        assert_eq!(ApiError::StorageUnavailable.code(), "storage_unavailable");
+        assert_eq!(ApiError::sfn_unavailable().status(), 503);
+        assert_eq!(ApiError::storage_unavailable().status(), 503);
+        assert_eq!(ApiError::storage_unavailable().code(), "storage_unavailable");
         assert_eq!((ApiError::SelfApproval.status(), ApiError::SelfApproval.code()), (403, "self_approval"));
         let unsupported = ApiError::NotSupportedByBackend("delegation");
         assert_eq!((unsupported.status(), unsupported.code()), (501, "not_supported_by_backend"));

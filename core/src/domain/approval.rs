@@ -25,8 +25,11 @@ pub fn check_decidable(s: &ApprovalState, now: i64) -> Result<(), ApiError> {
         }
         ApprovalStatus::Expired => Err(ApiError::Expired),
         _ if s.expires_at <= now => Err(ApiError::Expired),
-        ApprovalStatus::Claimed if s.claimed_until.is_some_and(|t| t > now) => Err(ApiError::InProgress),
-        ApprovalStatus::Pending | ApprovalStatus::Claimed => Ok(()),
+        ApprovalStatus::Claimed => match s.claimed_until {
+            Some(until) if until > now => Err(ApiError::claimed_until(until, now)),
+            _ => Ok(()),
+        },
+        ApprovalStatus::Pending => Ok(()),
     }
 }
 
@@ -49,7 +52,10 @@ mod tests {
             check_decidable(&st(ApprovalStatus::Approved, None), 1),
             Err(ApiError::AlreadyDecided(ApprovalStatus::Approved))
         );
-        assert_eq!(check_decidable(&st(ApprovalStatus::Claimed, Some(600)), 500), Err(ApiError::InProgress));
+        assert_eq!(
+            check_decidable(&st(ApprovalStatus::Claimed, Some(600)), 500),
+            Err(ApiError::InProgress { retry_after: 1 })
+        );
         // A claim whose holder died is free again once its lease ran out.
         assert_eq!(check_decidable(&st(ApprovalStatus::Claimed, Some(400)), 500), Ok(()));
     }

@@ -99,7 +99,7 @@ impl DecisionAttempt<'_> {
             None => {
                 let current = self.store.get(self.id()).await?.ok_or(ApiError::NotFound)?;
                 check_decidable(&current.state(), now_ms())?;
-                Err(ApiError::InProgress)
+                Err(ApiError::changed_meanwhile())
             }
         }
     }
@@ -147,11 +147,11 @@ impl DecisionAttempt<'_> {
         }
     }
 
-    /// Nothing was sent under this request's claim: release it and forget its attempt (if storage is still
-    /// failing, its lease frees it). `e` is what the caller is told.
+    /// Nothing was sent under this request's claim: release it and forget its attempt. If storage is still
+    /// failing, its lease frees it, and `e` (what the caller is told) asks them to wait that long.
     async fn undo(&self, claimed: bool, e: ApiError) -> ApiError {
-        if claimed {
-            let _ = self.store.release(self.id(), self.claim.claim_id, true).await;
+        if claimed && self.store.release(self.id(), self.claim.claim_id, true).await.is_err() {
+            return e.claim_left_held(self.ctx.cfg.claim_lease_ms);
         }
         e
     }
@@ -177,12 +177,15 @@ impl DecisionAttempt<'_> {
             }
             CallbackOutcome::Retryable(code) => {
                 // Released either way; the attempt record stays if a try may have gone through.
-                let _ = store
+                let released = store
                     .release_failed(id, &claim.id, !maybe_delivered, &self.failure(verdict, "unavailable", &code))
                     .await;
                 let fields = json!({"approvalId": id.as_str(), "code": code, "maybeDelivered": maybe_delivered});
                 log("warn", "sfn_unavailable", fields);
-                Err(ApiError::Unavailable)
+                match released {
+                    Ok(()) => Err(ApiError::sfn_unavailable()),
+                    Err(_) => Err(ApiError::sfn_unavailable().claim_left_held(self.ctx.cfg.claim_lease_ms)),
+                }
             }
             CallbackOutcome::Refused(code) | CallbackOutcome::Invalid(code) => {
                 let failure = self.failure(verdict, "refused", &code);

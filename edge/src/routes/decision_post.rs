@@ -58,8 +58,8 @@ pub async fn post(
         Ok(o) => o,
         Err(e) => {
             // The guess may have taken the claim with its answer lost: nothing was sent under it.
-            if guess.is_some() {
-                let _ = store.release(id, &claim_id, true).await;
+            if guess.is_some() && store.release(id, &claim_id, true).await.is_err() {
+                return Err(e.claim_left_held(ctx.cfg.claim_lease_ms));
             }
             return Err(e);
         }
@@ -80,8 +80,8 @@ async fn decide(
 ) -> Result<Response, ApiError> {
     let Opened { loaded, claimed, voted, votes_after } = opened;
     let release_unused = |e: ApiError| async {
-        if claimed.is_some() {
-            let _ = store.release(id, claim.claim_id, true).await;
+        if claimed.is_some() && store.release(id, claim.claim_id, true).await.is_err() {
+            return e.claim_left_held(ctx.cfg.claim_lease_ms);
         }
         e
     };
@@ -195,7 +195,7 @@ async fn record_vote(
 fn count(votes: Vec<RecordedVote>, who: &Identity, required: u32) -> Result<Recorded, ApiError> {
     if !votes.iter().any(|v| v.sub == who.sub) {
         // Someone satisfied the same principal at the same moment: deciding again places this vote anew.
-        return Err(ApiError::InProgress);
+        return Err(ApiError::changed_meanwhile());
     }
     let approvals = approvals_so_far(&votes);
     Ok(if approvals < required { Recorded::Pending(Progress { approvals, required }) } else { Recorded::QuorumReached })

@@ -31,7 +31,7 @@ pub async fn post(
     let actor = super::http::actor(who);
     if !store.delegate(&loaded, &handover, &actor, request.note.as_deref(), now).await? {
         // The approval changed between the load and the write (decided, voted, the slot moved).
-        return Err(ApiError::InProgress);
+        return Err(ApiError::changed_meanwhile());
     }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, note, by) = (emails([&handover.to]), request.note.clone(), actor.display().unwrap_or_default().to_owned());

@@ -45,7 +45,7 @@ pub async fn put(
     let actor = super::http::actor(who);
     if !store.reassign(&loaded, &change, &request.approvers, &actor, &request.reason, now).await? {
         // Decided, expired or approved through a removed slot between the load and the write.
-        return Err(ApiError::InProgress);
+        return Err(ApiError::changed_meanwhile());
     }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, reason, by) =

@@ -69,7 +69,7 @@ impl From<D1Failure> for ApiError {
         if permanent {
             ApiError::Internal
         } else {
-            ApiError::StorageUnavailable
+            ApiError::storage_unavailable()
         }
     }
 }

@@ -109,7 +109,7 @@ impl DynamoStore {
                 }
                 DdbOutcome::Transient(ty) => {
                     log("warn", "ddb_failed", json!({"op": op, "tries": attempt, "error": ty}));
-                    return Err(ApiError::StorageUnavailable);
+                    return Err(ApiError::storage_unavailable());
                 }
                 other => return Ok(other),
             }
