@@ -105,6 +105,8 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
                "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
     );
+    // The events this run wrote, and any a request left unsealed, into their hash chains.
+    crate::store::seal_written(env, &probe, true).await;
     outcome(&failed)
 }
 
