@@ -9,6 +9,7 @@ use ringi_core::base::time::format_rfc3339;
 use ringi_core::domain::audit::{Actor, Event, EventKind};
 use ringi_core::domain::audit_chain::Link;
 use ringi_core::domain::schedule::{EntryKind, Escalation, ScheduleView};
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -121,6 +122,10 @@ pub struct DueOutcome {
     pub expires_at: i64,
     /// Where the callback goes (`None`: this ringi's one account).
     pub target: Option<AwsTarget>,
+    /// What ringi's receipt states besides its outcome: the quorum's progress when nobody completed it, the
+    /// registration's digest.
+    pub quorum: Progress,
+    pub request_sha256: Option<String>,
 }
 
 /// How long a run holds the entries it took: longer than a run mailing a full batch takes.
