@@ -97,12 +97,12 @@ def test_the_feedback_path_completes_a_quorum_once_under_its_guards(backend, api
         assert backend.stored(approval_id, "status", "votes") == {"status": "approved", "votes": 2}
 
 
-CHAIN_ROUNDS = 4
+CHAIN_ROUNDS = 2
 CHAIN_VOTERS = 5
 
 
 def test_votes_at_the_same_moment_extend_the_approvals_hash_chain_without_forking_it(backend, workflows):
-    """Five approvers of each of four approvals vote at the same moment (twenty writers of events, five per chain):
+    """Five approvers of each of two approvals vote at the same moment (ten writers of events, five per chain):
     each approval's events still form one chain — places 1..n, each event following the one before — that the
     operators' checker verifies; then the last vote decides it and the chain goes on."""
     url = backend.extra_worker("chain", {"ADMIN_GROUP": OPS})
