@@ -29,6 +29,15 @@ def verify(base_url: str, receipt: str, leeway: int = 0) -> dict:
                       leeway=leeway)
 
 
+def workflow_check():
+    """docs/workflow/verify_receipt.py, the Lambda a workflow checks a receipt with."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("verify_receipt_lambda", ROOT / "docs/workflow/verify_receipt.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def registration_digest(body: dict) -> str:
     """What ringi hashes: the registration's JSON as it read it (keys sorted, no whitespace)."""
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
@@ -63,6 +72,11 @@ def test_a_quorum_decision_carries_a_receipt_that_names_both_approvers(backend, 
     assert checked.returncode == 0 and json.loads(checked.stdout) == claims, checked.stderr
     other = subprocess.run([*command, "--task-token-sha256", "0" * 64], capture_output=True, text=True, timeout=60)
     assert other.returncode == 1 and "another task token" in other.stderr
+    # The Lambda of docs/workflow's checked workflow accepts the state's $.approval as it is, and no other.
+    check = workflow_check()
+    assert check.handler({"issuer": backend.url, "approval": out}) == claims
+    with pytest.raises(check.ReceiptRefused):
+        check.handler({"issuer": backend.url, "approval": {**out, "approvalId": "z" * 22}})
 
 
 def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workflows, tmp_path):
