@@ -97,6 +97,9 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     }
     // Last: the outcome chosen for approvals nobody decided.
     let auto_decided = step("on_expiry", crate::on_expiry::run(&cfg, &store, now).await);
+    // The events this run wrote, and any a request left unsealed, into their hash chains (through a probe of their
+    // own: the run's count below is the steps').
+    crate::store::seal_written(env, &probe, true).await;
     log(
         "info",
         "cron",

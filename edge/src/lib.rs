@@ -122,7 +122,10 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
                     let p = Probe::new(faults, delays);
                     probe = Some((p.clone(), cfg.dev_switches_on()));
                     let ctx = routes::Ctx { env, cfg, worker: worker_ctx, probe: p };
-                    platform::with_clock(clock_ms, routes::dispatch(req, &ctx)).await
+                    let outcome = platform::with_clock(clock_ms, routes::dispatch(req, &ctx)).await;
+                    // The events this request wrote are sealed into their hash chains after the response.
+                    platform::with_clock(clock_ms, async { ctx.after_response(async {}) }).await;
+                    outcome
                 }
                 Err(e) => Err(e),
             },

@@ -6,8 +6,10 @@
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::adapters::sfn::CallbackOutcome;
+use ringi_core::api::decision::DecisionRecord;
+use ringi_core::api::receipt::{ReceiptFacts, RECEIPT_TYP};
 use ringi_core::config::Config;
-use ringi_core::domain::on_expiry::callback;
+use ringi_core::domain::on_expiry::{callback, decider};
 use ringi_core::ApiError;
 use serde_json::json;
 
@@ -28,12 +30,34 @@ pub async fn run(cfg: &Config, store: &Store, now: i64) -> Result<usize, ApiErro
     Ok(decided)
 }
 
+/// ringi's receipt of its own outcome (`ringi_core::api::receipt`: the claims of a person's decision, decided by
+/// ringi's issuer, `"reason": "expiry"`), where ringi has a key ring.
+async fn receipt(cfg: &Config, due: &DueOutcome, now: i64) -> Result<Option<String>, ApiError> {
+    let Some(ring) = cfg.keys.as_ref() else { return Ok(None) };
+    let ringi = decider(cfg.issuer_url());
+    let record = DecisionRecord::on_expiry(&due.id, due.verdict, &ringi, now);
+    let token_sha256 = due.token.fingerprint();
+    let facts = ReceiptFacts {
+        issuer: cfg.issuer_url(),
+        quorum: due.quorum,
+        registration_sha256: due.request_sha256.as_deref(),
+        task_token_sha256: &token_sha256,
+        on_expiry: true,
+    };
+    crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
+        log("error", "receipt_not_signed", json!({"approvalId": due.id.as_str(), "error": e}));
+        ApiError::Internal
+    })
+}
+
 /// One approval: `Ok(true)` once its outcome is on record, `Ok(false)` when someone else holds it (a person
 /// deciding, another run) or it is no longer open.
 async fn answer(cfg: &Config, store: &Store, due: &DueOutcome) -> Result<bool, ApiError> {
     let (id, verdict) = (&due.id, due.verdict);
     let claim_id = URL_SAFE_NO_PAD.encode(random_bytes::<12>());
     let now = now_ms();
+    // Signed before anything is claimed, as a person's decision is: a failure leaves the approval for the next run.
+    let receipt = receipt(cfg, due, now).await?;
     let attempt = match store.claim_on_expiry(id, &claim_id, now, now + cfg.claim_lease_ms, verdict).await {
         Ok(Some(attempt)) => attempt,
         Ok(None) => return Ok(false),
@@ -43,7 +67,7 @@ async fn answer(cfg: &Config, store: &Store, due: &DueOutcome) -> Result<bool, A
             return Err(e);
         }
     };
-    let cb = callback(id, verdict, due.expires_at, now);
+    let cb = callback(id, verdict, due.expires_at, now, receipt.as_deref());
     let Delivery { outcome, maybe_delivered } =
         deliver(cfg, store.probe(), id, &cb, &due.token, due.target.as_ref()).await;
     let fields = |code: &str| json!({"approvalId": id.as_str(), "verdict": verdict.as_str(), "code": code});

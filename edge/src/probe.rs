@@ -2,6 +2,7 @@
 //! only — the D1 faults to inject and the delay that models a far placement before each round trip.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ pub struct Probe {
     faults: Option<FaultSpec>,
     rng: RefCell<FaultRng>,
     delays: Delays,
+    /// Events were written (`Some`), and the approvals they belong to where the backend names them: what is
+    /// sealed into the hash chains after the response (`crate::store::seal_written`).
+    written: RefCell<Option<BTreeSet<String>>>,
 }
 
 impl Probe {
@@ -45,6 +49,7 @@ impl Probe {
             faults,
             rng: RefCell::new(FaultRng::new(seed)),
             delays,
+            written: RefCell::new(None),
         })
     }
 
@@ -55,6 +60,16 @@ impl Probe {
 
     pub fn d1_tries(&self) -> u32 {
         self.d1_tries.get()
+    }
+
+    /// Notes that events of `approvals` (or of approvals the backend does not name) were written.
+    pub fn wrote_events(&self, approvals: impl IntoIterator<Item = String>) {
+        self.written.borrow_mut().get_or_insert_with(BTreeSet::new).extend(approvals);
+    }
+
+    /// What [`Self::wrote_events`] noted since the last take, if anything.
+    pub fn take_written_events(&self) -> Option<Vec<String>> {
+        self.written.borrow_mut().take().map(|ids| ids.into_iter().collect())
     }
 
     /// Numbers the next D1 call (from 1).

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 
 from support import ARTIFACTS
 from support.api import Api, d1
-from support.audit import OPS, events_of, export, operator, wait_for_kind
+from support.audit import OPS, chained_events, events_of, export, operator, verify_audit, wait_for_kind
 from support.pages import DESKTOP, MOBILE, USERS, Tab, axe_check, sub
 
 RETENTION_DAYS = 30
@@ -129,9 +133,13 @@ def test_operators_export_json_and_csv_by_cursor(stack, workflows, audited):
     for _ in range(3):
         approval, _ = register(workflows, api, [{"sub": "alice"}])
         assert api.get(approval, "alice").status_code == 200
+        # Sealed into its chain (after each response) before the exports below are compared.
+        chained_events(stack, url, approval, count=2)
     # One fixed range for the whole comparison (`to` defaults to the request's now: an event another test recorded
     # with the test clock ahead may only fall into it later).
-    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # To the millisecond: a whole second would leave out the events of the current one (a fast run's all).
+    now = time.time()
+    until = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
     everything = export(stack, url, limit=1000, to=until).json()
     assert everything["nextCursor"] is None and len(everything["items"]) >= 6
     # Page by page (2 a page): the same events in the same order, none twice, none skipped.
@@ -161,7 +169,8 @@ def test_operators_export_json_and_csv_by_cursor(stack, workflows, audited):
     assert r.headers["cache-control"] == "no-store"
     assert r.text.endswith("\r\n") and "ringi-next-cursor" not in r.headers
     rows = list(csv.reader(io.StringIO(r.text, newline="")))
-    assert rows[0] == ["at", "approval_id", "kind", "actor_type", "actor", "actor_display", "detail"]
+    assert rows[0] == ["at", "approval_id", "kind", "actor_type", "actor", "actor_display", "detail",
+                       "chain_n", "prev_digest", "digest"]
     # A cell a spreadsheet would run as a formula is prefixed with ' (generated IDs may start with '-').
     cell = lambda v: f"'{v}" if v[:1] in ("=", "+", "-", "@") else v  # noqa: E731
     assert [(row[0], row[1], row[2]) for row in rows[1:]] == [(e["at"], cell(e["approvalId"]), e["kind"])
@@ -282,3 +291,58 @@ def test_timeline_and_audit_page_in_the_browser(stack, workflows, audited, brows
         t.inbox.by("audit-forbidden").wait_for()
         page.screenshot(path=str(ARTIFACTS / "audit-forbidden-mobile.png"))
         axe_check(page, "audit page forbidden")
+
+
+def test_the_chain_of_an_export_verifies_and_names_an_edited_removed_or_reordered_event(stack, workflows, audited,
+                                                                                        tmp_path):
+    """Every event is sealed into its approval's hash chain as it is written; deploy/verify_audit.py checks an
+    export from this worker (a saved file, or fetched with the operator's token from the environment) and names
+    the first broken link of an export edited, cut or reordered afterwards."""
+    url, api = audited
+    approval, arn = register(workflows, api, [{"sub": "alice"}, {"sub": "carol"}], quorum="all")
+    assert api.get(approval, "alice").status_code == 200
+    assert api.decide(approval, "approve", "alice").json()["status"] == "pending"
+    assert api.decide(approval, "approve", "carol").json()["status"] == "approved"
+    assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+    events = chained_events(stack, url, approval, count=4)
+    assert [e["chain"]["n"] for e in events] == list(range(1, len(events) + 1)), events
+    assert events[0]["chain"]["prevDigest"] == verify_audit.genesis(approval)
+    assert verify_audit.check(events)[approval]["ok"]
+
+    script = [sys.executable, str(verify_audit.__file__)]
+    saved = tmp_path / "export.json"
+    saved.write_text(json.dumps(export(stack, url, limit=1000).json()))
+    ok = subprocess.run([*script, str(saved)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and f"ok      {approval}: {len(events)} chained" in ok.stdout, ok
+    # Fetched by the script itself; the token from the environment, never the command line.
+    token = operator(stack)["authorization"].removeprefix("Bearer ")
+    fetched = subprocess.run([*script, "--url", url], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "RINGI_AUDIT_TOKEN": token})
+    assert fetched.returncode == 0 and f"ok      {approval}" in fetched.stdout, fetched
+    assert token not in fetched.stdout + fetched.stderr
+
+    def tampered(change) -> str:
+        page = json.loads(saved.read_text())
+        mine = [e for e in page["items"] if e["approvalId"] == approval]
+        change(page, mine)
+        path = tmp_path / "tampered.json"
+        path.write_text(json.dumps(page))
+        r = subprocess.run([*script, str(path)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, r
+        return next(line for line in r.stdout.splitlines() if approval in line)
+
+    voted = next(e for e in events if e["kind"] == "voted")
+    n = voted["chain"]["n"]
+    # Edited: the vote said to be a rejection.
+    line = tampered(lambda page, mine: next(e for e in mine if e["kind"] == "voted")["detail"].update(verdict="reject"))
+    assert f"event #{n} voted at {voted['at']} was altered" in line, line
+    # Removed: the vote taken out.
+    line = tampered(lambda page, mine: page["items"].remove(next(e for e in mine if e["kind"] == "voted")))
+    assert f"event #{n} is missing (removed)" in line, line
+
+    # Reordered: the vote and the view exchange places in the chain.
+    def reorder(page, mine):
+        a, b = (next(e for e in mine if e["kind"] == k) for k in ("viewed", "voted"))
+        a["chain"], b["chain"] = b["chain"], a["chain"]
+    line = tampered(reorder)
+    assert "was altered or moved" in line and ("voted" in line or "viewed" in line), line

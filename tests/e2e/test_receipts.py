@@ -1,8 +1,8 @@
 """Signed decision receipts, on both backends (`backend`: D1, then DynamoDB): every decision's callback output
 carries a compact JWS that ringi signed with its key ring, checked here with PyJWT (a JOSE library the worker does
 not use) against the keys ringi publishes at /.well-known/jwks.json — who decided (and whose approvals made up the
-quorum), the verdict, the time, the quorum progress, and the digests of the registration and of the task token.
-A receipt altered in any part no longer verifies."""
+quorum), the verdict, the time, the quorum progress, and the digests of the registration and of the task token;
+ringi's own outcome on expiry carries one too, decided by ringi. A receipt altered in any part no longer verifies."""
 import base64
 import hashlib
 import json
@@ -18,13 +18,24 @@ from support import ROOT
 RECEIPT_TYP = "ringi-receipt+jwt"
 
 
-def verify(base_url: str, receipt: str) -> dict:
-    """The receipt's claims, once its signature checks against the published key its header names."""
+def verify(base_url: str, receipt: str, leeway: int = 0) -> dict:
+    """The receipt's claims, once its signature checks against the published key its header names (`leeway`: a
+    receipt signed on the test clock, ahead of this host's, is issued that much in the future)."""
     header = jwt.get_unverified_header(receipt)
     assert header["typ"] == RECEIPT_TYP and header["alg"] == "ES256", header
     keys = requests.get(f"{base_url}/.well-known/jwks.json", timeout=10).json()["keys"]
     [key] = [k for k in keys if k["kid"] == header["kid"]]
-    return jwt.decode(receipt, jwt.PyJWK(key).key, algorithms=["ES256"], options={"require": ["iss", "iat", "sub"]})
+    return jwt.decode(receipt, jwt.PyJWK(key).key, algorithms=["ES256"], options={"require": ["iss", "iat", "sub"]},
+                      leeway=leeway)
+
+
+def workflow_check():
+    """docs/workflow/verify_receipt.py, the Lambda a workflow checks a receipt with."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("verify_receipt_lambda", ROOT / "docs/workflow/verify_receipt.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def registration_digest(body: dict) -> str:
@@ -61,6 +72,11 @@ def test_a_quorum_decision_carries_a_receipt_that_names_both_approvers(backend, 
     assert checked.returncode == 0 and json.loads(checked.stdout) == claims, checked.stderr
     other = subprocess.run([*command, "--task-token-sha256", "0" * 64], capture_output=True, text=True, timeout=60)
     assert other.returncode == 1 and "another task token" in other.stderr
+    # The Lambda of docs/workflow's checked workflow accepts the state's $.approval as it is, and no other.
+    check = workflow_check()
+    assert check.handler({"issuer": backend.url, "approval": out}) == claims
+    with pytest.raises(check.ReceiptRefused):
+        check.handler({"issuer": backend.url, "approval": {**out, "approvalId": "z" * 22}})
 
 
 def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workflows, tmp_path):
@@ -90,3 +106,34 @@ def test_a_rejection_carries_a_receipt_and_tampering_is_detected(backend, workfl
     wrong = subprocess.run([sys.executable, str(ROOT / "deploy/verify_receipt.py"), "--issuer", backend.url,
                             "--jwks", str(tmp_path / "other.json"), receipt], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1 and "no published key" in wrong.stderr
+
+
+def test_ringis_own_outcome_on_expiry_carries_a_receipt_signed_by_ringi(backend, workflows, clock):
+    """Nobody completes the quorum in time: at the approvers' deadline (the test clock moved past it) the cron
+    answers the task itself, and the output carries ringi's receipt — the same claims as a person's, decided by
+    ringi's issuer for the reason `expiry`, with the quorum as far as it got."""
+    api = backend.api
+    arn, token = workflows.start_paused()
+    approvers = [{"sub": "alice"}, {"sub": "bob"}]
+    r = api.register(token, approvers=approvers, quorum="all", onExpiry="approve")
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    assert api.decide(approval_id, as_user="alice").json()["status"] == "pending"
+    # timeoutSeconds 600: the approvers' deadline is half-way (the lead would take more), the task's at 600 s.
+    clock.advance(400)
+    backend.run_cron()
+    done = workflows.wait_done(arn)
+    assert done["status"] == "SUCCEEDED", done
+    out = json.loads(done["output"])["approval"]
+    assert (out["decision"], out["onExpiry"]) == ("expired", "approve")
+
+    claims = verify(backend.url, out["receipt"], leeway=clock.seconds + 60)
+    assert claims["iss"] == backend.url and claims["sub"] == claims["approvalId"] == approval_id
+    assert claims["decidedBy"] == {"sub": backend.url, "email": None, "username": None}
+    assert (claims["reason"], claims["decision"]) == ("expiry", "approved")
+    assert claims["quorum"] == {"approvals": 1, "required": 2}
+    assert claims["decidedAt"] == out["decidedAt"]
+    assert claims["taskTokenSha256"] == hashlib.sha256(token.encode()).hexdigest()
+    body = {"taskToken": token, "approvers": approvers, "title": "Deploy v2 to production", "timeoutSeconds": 600,
+            "quorum": "all", "onExpiry": "approve"}
+    assert claims["registrationSha256"] == registration_digest(body)

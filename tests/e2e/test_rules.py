@@ -8,6 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
+from support.api import Api
+from support.audit import OPS, chained_events, verify_audit
 from support.backends import api  # noqa: F401  (fixture: the module's backend's)
 
 ROUNDS = 25
@@ -93,3 +95,43 @@ def test_the_feedback_path_completes_a_quorum_once_under_its_guards(backend, api
         assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
         assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
         assert backend.stored(approval_id, "status", "votes") == {"status": "approved", "votes": 2}
+
+
+CHAIN_ROUNDS = 2
+CHAIN_VOTERS = 5
+
+
+def test_votes_at_the_same_moment_extend_the_approvals_hash_chain_without_forking_it(backend, workflows):
+    """Five approvers of each of two approvals vote at the same moment (ten writers of events, five per chain):
+    each approval's events still form one chain — places 1..n, each event following the one before — that the
+    operators' checker verifies; then the last vote decides it and the chain goes on."""
+    url = backend.extra_worker("chain", {"ADMIN_GROUP": OPS})
+    api = Api(backend.stack, url)
+    voters = [f"v{k}" for k in range(CHAIN_VOTERS)] + ["last"]
+    executions = workflows.start_many(CHAIN_ROUNDS)
+    ids = []
+    for _, token in executions:
+        r = api.register(token, approvers=[{"sub": v} for v in voters], quorum="all")
+        assert r.status_code in (200, 201), r.text
+        ids.append(r.json()["id"])
+
+    def vote(job):
+        approval_id, user = job
+        return requests.post(f"{url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                             headers={"authorization": f"Bearer {backend.stack.mint(user)}"}, timeout=60)
+
+    with ThreadPoolExecutor(max_workers=CHAIN_ROUNDS * CHAIN_VOTERS) as pool:
+        answers = list(pool.map(vote, [(i, v) for i in ids for v in voters[:-1]]))
+    assert all(r.status_code == 200 and r.json()["status"] == "pending" for r in answers), \
+        [(r.status_code, r.text) for r in answers if r.status_code != 200]
+    for (arn, _), approval_id in zip(executions, ids):
+        events = chained_events(backend.stack, url, approval_id, count=1 + CHAIN_VOTERS)
+        assert [e["kind"] for e in events].count("voted") == CHAIN_VOTERS, events
+        assert sorted(e["chain"]["n"] for e in events) == list(range(1, len(events) + 1)), events
+        assert verify_audit.check(events)[approval_id]["ok"], verify_audit.check(events)
+        r = vote((approval_id, "last"))
+        assert r.status_code == 200 and r.json()["status"] == "approved", r.text
+        assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
+        after = chained_events(backend.stack, url, approval_id, count=len(events) + 1)
+        decided = next(e for e in after if e["kind"] == "decided")
+        assert decided["chain"]["n"] == len(after) and verify_audit.check(after)[approval_id]["ok"], after

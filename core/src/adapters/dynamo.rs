@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::base::corrupt::CorruptValue;
 use crate::base::principal::Principal;
 use crate::domain::audit::{Actor, EventKind};
+use crate::domain::audit_chain::{Head, Link};
 
 /// `X-Amz-Target` prefix of the DynamoDB JSON protocol (`DynamoDB_20120810.GetItem` …).
 pub const TARGET_PREFIX: &str = "DynamoDB_20120810.";
@@ -291,7 +292,7 @@ pub fn event_item(e: &NewEvent<'_>, retention_ms: i64) -> Map<String, Value> {
         KEY: event_key(e.dedupe_key), EVENT_OF: e.approval_id, EVENT_MONTH: event_month(e.at),
         EVENT_SORT: event_sort(e.at, seq), "at": e.at, "seq": seq, "kind": e.kind.as_str(), "actor": e.actor.key(),
         "detailJson": Value::Object(e.detail.clone()).to_string(),
-        "expiresAt": (e.at + retention_ms).div_euclid(1000) + 1,
+        "expiresAt": (e.at + retention_ms).div_euclid(1000) + 1, CHAIN_PENDING: 1,
     });
     if let Some(d) = e.actor.display() {
         plain["actorDisplay"] = Value::from(d);
@@ -306,8 +307,53 @@ pub fn event_columns(item: &Map<String, Value>) -> Result<Value, CorruptValue> {
     Ok(json!({
         "seq": num("seq")?, "approval_id": text(EVENT_OF)?, "at": num("at")?, "kind": text("kind")?,
         "actor": text("actor")?, "actor_display": item.get("actorDisplay").and_then(Value::as_str),
-        "detail_json": text("detailJson")?,
+        "detail_json": text("detailJson")?, "chain_n": item.get("chainN"), "prev_digest": item.get("prevDigest"),
+        "digest": item.get("digest"),
     }))
+}
+
+/// On an event item written but not sealed into its approval's hash chain yet (`domain::audit_chain`); items
+/// written before the chain existed lack it and are never sealed (they read as unchained).
+pub const CHAIN_PENDING: &str = "chainPending";
+
+/// The item that holds where the hash chain of approval `approval_id` ends (`chainN`, `digest`); it lives as
+/// long as the events it follows (`expiresAt`, moved on with each seal).
+pub fn chain_key(approval_id: &str) -> String {
+    format!("chain#{approval_id}")
+}
+
+/// The head a [`chain_key`] item holds.
+pub fn chain_head(item: &Map<String, Value>) -> Option<Head> {
+    let n = item.get("chainN").and_then(Value::as_i64)?;
+    let digest = item.get("digest").and_then(Value::as_str)?;
+    Some(Head { n, digest: digest.to_owned() })
+}
+
+/// The UpdateItem bodies (without `TableName`) of one seal of approval `approval_id`'s events (item key, link):
+/// each event's link, only while it is still unsealed, and the head moved on from `read` to the last link, only
+/// while it is still `read` (absent: the chain had not begun) — in one transaction, so a seal that lost a race
+/// to another writes nothing and reads the head again.
+pub fn seal_updates(approval_id: &str, read: Option<&Head>, links: &[(String, Link)], expires_at: i64) -> Vec<Value> {
+    let Some((_, last)) = links.last() else { return Vec::new() };
+    let mut head = json!({"Key": {KEY: {"S": chain_key(approval_id)}},
+        "UpdateExpression": "SET chainN = :n, digest = :d, expiresAt = :x",
+        "ExpressionAttributeValues": {":n": {"N": last.n.to_string()}, ":d": {"S": last.digest},
+            ":x": {"N": expires_at.to_string()}}});
+    match read {
+        None => head["ConditionExpression"] = Value::from("attribute_not_exists(chainN)"),
+        Some(h) => {
+            head["ConditionExpression"] = Value::from("chainN = :read");
+            head["ExpressionAttributeValues"][":read"] = json!({"N": h.n.to_string()});
+        }
+    }
+    let mut out = vec![head];
+    out.extend(links.iter().map(|(k, l)| {
+        json!({"Key": {KEY: {"S": k}},
+            "UpdateExpression": "SET chainN = :n, prevDigest = :p, digest = :d REMOVE chainPending",
+            "ConditionExpression": "attribute_exists(chainPending)",
+            "ExpressionAttributeValues": {":n": {"N": l.n.to_string()}, ":p": {"S": l.prev_digest}, ":d": {"S": l.digest}}})
+    }));
+    out
 }
 
 /// What DynamoDB answered, as far as the worker acts on it.
@@ -487,7 +533,8 @@ mod tests {
         assert_eq!(
             row,
             json!({"seq": seq as f64, "approval_id": "abcdefgh12345678", "at": at as f64, "kind": "decided",
-            "actor": "user:u-1", "actor_display": "a@example.com", "detail_json": r#"{"verdict":"approve"}"#})
+            "actor": "user:u-1", "actor_display": "a@example.com", "detail_json": r#"{"verdict":"approve"}"#,
+            "chain_n": null, "prev_digest": null, "digest": null})
         );
         // The same event written again is the same item; another event of the same millisecond sorts apart.
         assert_eq!(event_item(&e, 30 * 86_400_000), item);

@@ -117,8 +117,10 @@ pub struct AuditPage {
 /// The response header that carries the next cursor of a CSV page (a CSV body has no room for it).
 pub const NEXT_CURSOR_HEADER: &str = "ringi-next-cursor";
 
-/// The CSV columns, in order.
-pub const CSV_HEADER: [&str; 7] = ["at", "approval_id", "kind", "actor_type", "actor", "actor_display", "detail"];
+/// The CSV columns, in order: the event, then its place in its approval's hash chain (`domain::audit_chain`:
+/// empty while it is unchained).
+pub const CSV_HEADER: [&str; 10] =
+    ["at", "approval_id", "kind", "actor_type", "actor", "actor_display", "detail", "chain_n", "prev_digest", "digest"];
 
 /// A page as CSV (RFC 4180: CRLF line ends, a header row, quoted where needed), safe to open in a
 /// spreadsheet.
@@ -131,6 +133,10 @@ pub fn to_csv(events: &[Event]) -> String {
             Actor::User { sub, display } => ("user", sub.clone(), display.clone()),
         };
         let detail = if e.detail.is_empty() { String::new() } else { Value::Object(e.detail.clone()).to_string() };
+        let (n, prev, digest) = e
+            .chain
+            .as_ref()
+            .map_or_else(Default::default, |l| (l.n.to_string(), l.prev_digest.clone(), l.digest.clone()));
         out.push_str(&csv_row(
             [
                 e.at.clone(),
@@ -140,6 +146,9 @@ pub fn to_csv(events: &[Event]) -> String {
                 actor,
                 display,
                 detail,
+                n,
+                prev,
+                digest,
             ]
             .into_iter(),
         ));
@@ -254,6 +263,7 @@ mod tests {
                 kind: EventKind::Decided,
                 actor: Actor::User { sub: "u-1".into(), display: "=evil, \"x\"".into() },
                 detail: detail.as_object().unwrap().clone(),
+                chain: None,
             },
             Event {
                 approval_id: "abcdefghijklmnopqrstuv".into(),
@@ -261,16 +271,19 @@ mod tests {
                 kind: EventKind::Expired,
                 actor: Actor::System,
                 detail: Default::default(),
+                chain: Some(crate::domain::audit_chain::Link { n: 2, prev_digest: "ab".into(), digest: "cd".into() }),
             },
         ];
         let csv = to_csv(&events);
         let lines: Vec<&str> = csv.split("\r\n").collect();
         assert_eq!(lines.len(), 4, "{csv:?}");
-        assert_eq!(lines[0], "at,approval_id,kind,actor_type,actor,actor_display,detail");
+        assert_eq!(lines[0], "at,approval_id,kind,actor_type,actor,actor_display,detail,chain_n,prev_digest,digest");
         assert!(lines[1]
             .starts_with("2025-12-01T12:00:00.000Z,abcdefghijklmnopqrstuv,decided,user,u-1,\"'=evil, \"\"x\"\"\","));
-        assert!(lines[1].ends_with("\"{\"\"comment\"\":\"\"=cmd|' /C calc'!A0\"\",\"\"verdict\"\":\"\"approve\"\"}\""));
-        assert_eq!(lines[2], "2025-12-01T12:00:01.000Z,abcdefghijklmnopqrstuv,expired,system,,,");
+        assert!(
+            lines[1].ends_with("\"{\"\"comment\"\":\"\"=cmd|' /C calc'!A0\"\",\"\"verdict\"\":\"\"approve\"\"}\",,,")
+        );
+        assert_eq!(lines[2], "2025-12-01T12:00:01.000Z,abcdefghijklmnopqrstuv,expired,system,,,,2,ab,cd");
         assert_eq!(lines[3], "");
     }
 }

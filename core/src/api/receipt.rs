@@ -8,6 +8,9 @@
 use serde_json::{json, Value};
 
 use crate::api::decision::DecisionRecord;
+use crate::base::ids::ApprovalId;
+use crate::base::principal::Identity;
+use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
 use crate::domain::vote::Progress;
 
@@ -24,9 +27,27 @@ pub struct ReceiptFacts<'a> {
     pub registration_sha256: Option<&'a str>,
     /// Hex SHA-256 of the task token: a state can compare it with `$$.Task.Token`'s.
     pub task_token_sha256: &'a str,
+    /// ringi decided itself when the approvers' deadline passed (`onExpiry`): the receipt says `"reason": "expiry"`.
+    pub on_expiry: bool,
 }
 
-impl DecisionRecord<'_> {
+impl<'a> DecisionRecord<'a> {
+    /// ringi's own outcome on expiry as a decision (no comment, no feedback, nobody's slot; `ringi`:
+    /// `domain::on_expiry::decider`): its receipt has the claims of a person's, with `"reason": "expiry"`.
+    pub fn on_expiry(id: &'a ApprovalId, verdict: Verdict, ringi: &'a Identity, decided_at_ms: i64) -> Self {
+        Self {
+            approval_id: id,
+            verdict,
+            decided_by: ringi,
+            comment: None,
+            feedback: None,
+            decided_at_ms,
+            prior_approvals: &[],
+            on_behalf_of: None,
+            receipt: None,
+        }
+    }
+
     /// The receipt's claims.
     pub fn receipt_claims(&self, facts: &ReceiptFacts<'_>) -> Value {
         let mut claims = json!({
@@ -43,6 +64,9 @@ impl DecisionRecord<'_> {
         });
         if let Some(p) = self.on_behalf_of {
             claims["onBehalfOf"] = crate::domain::delegation::principal_value(p);
+        }
+        if facts.on_expiry {
+            claims["reason"] = Value::from("expiry");
         }
         if !self.prior_approvals.is_empty() {
             claims["approvals"] = self
@@ -97,6 +121,7 @@ mod tests {
             quorum: Progress { approvals: 2, required: 2 },
             registration_sha256: Some("ab"),
             task_token_sha256: "cd",
+            on_expiry: false,
         };
         let c = record.receipt_claims(&facts);
         assert_eq!(c["iss"], "https://ringi.example.com");
@@ -108,8 +133,28 @@ mod tests {
         assert_eq!((c["registrationSha256"].as_str(), c["taskTokenSha256"].as_str()), (Some("ab"), Some("cd")));
         assert_eq!(c["approvals"][0]["sub"], "alice-sub");
         assert!(c["approvals"][0].get("comment").is_none(), "identities and times, not what they wrote");
-        assert!(c.get("onBehalfOf").is_none());
+        assert!(c.get("onBehalfOf").is_none() && c.get("reason").is_none());
         let text = c.to_string();
         assert!(!text.contains("go\"") && !text.contains("fine by me"));
+    }
+
+    #[test]
+    fn ringis_receipt_names_ringi_and_the_expiry_with_the_claims_of_a_persons() {
+        use crate::domain::on_expiry::decider;
+        let id = ApprovalId::parse("abcdefghijklmnopqrstuv").unwrap();
+        let ringi = decider("https://ringi.example.com");
+        let facts = ReceiptFacts {
+            issuer: "https://ringi.example.com",
+            quorum: Progress { approvals: 1, required: 2 },
+            registration_sha256: Some("ab"),
+            task_token_sha256: "cd",
+            on_expiry: true,
+        };
+        let c = DecisionRecord::on_expiry(&id, Verdict::Reject, &ringi, 1_796_461_200_123).receipt_claims(&facts);
+        assert_eq!(c["decision"], "rejected");
+        assert_eq!(c["decidedBy"], json!({"sub": "https://ringi.example.com", "email": null, "username": null}));
+        assert_eq!((c["reason"].as_str(), c["iss"].as_str()), (Some("expiry"), Some("https://ringi.example.com")));
+        assert_eq!(c["quorum"], json!({"approvals": 1, "required": 2}));
+        assert!(c.get("approvals").is_none() && c.get("onBehalfOf").is_none());
     }
 }

@@ -150,6 +150,22 @@ pub struct Event {
     /// Kind-specific facts (never a token or a secret): e.g. `{"verdict":"approve"}`, `{"to":{"email":…}}`.
     #[serde(default)]
     pub detail: Map<String, Value>,
+    /// Its place in the approval's hash chain; absent for an event written before the chain
+    /// began, or not sealed yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Link>,
+}
+
+/// An event's place in its approval's hash chain (`audit_chain`), as the export shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Link {
+    /// Position in the approval's chain, from 1.
+    pub n: i64,
+    /// The digest of event `n - 1` ([`genesis`] for the first).
+    pub prev_digest: String,
+    /// This event's digest ([`digest`]).
+    pub digest: String,
 }
 
 #[cfg(test)]

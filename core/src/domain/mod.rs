@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod audit_chain;
 pub mod callback;
 pub mod delegation;
 pub mod form;

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::base::corrupt::CorruptValue;
 use crate::base::ids::ApprovalId;
+use crate::base::principal::Identity;
 use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
 use crate::domain::callback::SfnCallback;
@@ -70,20 +71,44 @@ pub fn due(approvers_deadline: i64, task_deadline: i64, now: i64) -> bool {
     approvers_deadline <= now && now < task_deadline
 }
 
-/// What the workflow is told (`output`, or the failure's `cause`).
-pub fn output(id: &ApprovalId, verdict: Verdict, expires_at: i64, decided_at: i64) -> Value {
-    json!({
+/// What the workflow is told (`output`, or the failure's `cause`), with ringi's signed receipt of its own outcome
+/// where it has a key ring (`crate::api::receipt`, the same claims as a person's: [`decider`] decided).
+pub fn output(id: &ApprovalId, verdict: Verdict, expires_at: i64, decided_at: i64, receipt: Option<&str>) -> Value {
+    let mut out = json!({
         "decision": "expired",
         "approvalId": id.as_str(),
         "onExpiry": verdict.as_str(),
         "expiresAt": format_rfc3339(expires_at),
         "decidedAt": format_rfc3339(decided_at),
-    })
+    });
+    if let Some(r) = receipt {
+        out["receipt"] = Value::from(r);
+    }
+    out
+}
+
+/// ringi itself as the decider of its outcome on expiry, named by its issuer (its public origin): what the
+/// receipt's `decidedBy.sub` says.
+pub fn decider(issuer: &str) -> Identity {
+    Identity {
+        sub: issuer.to_owned(),
+        email: None,
+        groups: Vec::new(),
+        username: None,
+        scopes: Vec::new(),
+        client_id: String::new(),
+    }
 }
 
 /// The callback ringi sends for an approval nobody decided.
-pub fn callback(id: &ApprovalId, verdict: Verdict, expires_at: i64, decided_at: i64) -> SfnCallback {
-    let text = output(id, verdict, expires_at, decided_at).to_string();
+pub fn callback(
+    id: &ApprovalId,
+    verdict: Verdict,
+    expires_at: i64,
+    decided_at: i64,
+    receipt: Option<&str>,
+) -> SfnCallback {
+    let text = output(id, verdict, expires_at, decided_at, receipt).to_string();
     match verdict {
         Verdict::Approve => SfnCallback::Success { output: text },
         Verdict::Reject => SfnCallback::Failure { error: EXPIRED_ERROR.to_owned(), cause: text },
@@ -128,13 +153,17 @@ mod tests {
     #[test]
     fn callbacks_say_expired() {
         let id = ApprovalId::parse("abcdefghijklmnopqrstuv").unwrap();
-        let SfnCallback::Success { output } = callback(&id, Verdict::Approve, 2_000, 1_000) else { panic!() };
+        let SfnCallback::Success { output } = callback(&id, Verdict::Approve, 2_000, 1_000, None) else { panic!() };
         let v: Value = serde_json::from_str(&output).unwrap();
         assert_eq!((v["decision"].as_str(), v["onExpiry"].as_str()), (Some("expired"), Some("approve")));
         assert_eq!(v["approvalId"], "abcdefghijklmnopqrstuv");
-        let SfnCallback::Failure { error, cause } = callback(&id, Verdict::Reject, 2_000, 1_000) else { panic!() };
+        assert!(v.get("receipt").is_none());
+        let SfnCallback::Failure { error, cause } = callback(&id, Verdict::Reject, 2_000, 1_000, Some("r.e.s")) else {
+            panic!()
+        };
         assert_eq!(error, "ringi.Expired");
-        assert_eq!(serde_json::from_str::<Value>(&cause).unwrap()["onExpiry"], "reject");
+        let cause: Value = serde_json::from_str(&cause).unwrap();
+        assert_eq!((cause["onExpiry"].as_str(), cause["receipt"].as_str()), (Some("reject"), Some("r.e.s")));
         assert_eq!(Value::Object(event_detail(Verdict::Reject)), json!({"verdict": "reject", "onExpiry": true}));
     }
 }

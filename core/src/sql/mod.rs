@@ -4,8 +4,10 @@
 //! ([`decision`]), votes and the quorum ([`votes`]), the guards a change commits under ([`guards`]),
 //! out-of-office routing at registration ([`routing`]), the rate window ([`registration`]), the inbox page
 //! ([`inbox`]), the schedule's take, lease and done ([`schedule`]), the outcome on expiry ([`on_expiry`]) and
-//! the cron's sweeps ([`upkeep`]). The worker only binds the values and runs them in its batches.
+//! the cron's sweeps ([`upkeep`]), and sealing events into their
+//! approval's hash chain ([`chain`]). The worker only binds the values and runs them in its batches.
 
+pub mod chain;
 pub mod decision;
 pub mod guards;
 pub mod inbox;

@@ -2,6 +2,7 @@
 //! final writes are the decision path's ([`super::decision::system_claim`]).
 
 use super::{SqlArg, SqlCond};
+use crate::domain::vote::APPROVALS_SO_FAR_SQL;
 
 /// Approvals one cron run answers at most (each is a Step Functions call); the rest wait for the next run.
 pub const ON_EXPIRY_BATCH: i64 = 25;
@@ -11,8 +12,9 @@ pub const ON_EXPIRY_BATCH: i64 = 25;
 pub fn due(now: i64) -> SqlCond {
     SqlCond {
         sql: format!(
-            "SELECT id, task_token, on_expiry, expires_at, aws_account, aws_region FROM approvals
-             WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
+            "SELECT id, task_token, on_expiry, expires_at, aws_account, aws_region, quorum, approver_count,
+                    request_sha256, {APPROVALS_SO_FAR_SQL} AS approvals
+             FROM approvals a WHERE on_expiry != 'none' AND status IN ('pending', 'claimed') AND task_token IS NOT NULL
                AND expires_at <= ?1 AND task_expires_at > ?1
                AND (status = 'pending' OR claimed_until <= ?1)
              ORDER BY expires_at LIMIT {ON_EXPIRY_BATCH}"

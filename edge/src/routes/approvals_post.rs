@@ -91,9 +91,7 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
         // and redelivers, so a slow SES or webhook must not make the registration look failed. The outcome is
         // recorded; the cron retries failures and deliveries whose sender vanished.
         let (cfg, env, probe, id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
-        ctx.worker.wait_until(crate::platform::same_clock(async move {
-            crate::mailer::send_request_of(&cfg, &env, probe, &id, &routed).await
-        }));
+        ctx.after_response(async move { crate::mailer::send_request_of(&cfg, &env, probe, &id, &routed).await });
     }
     super::http::json(
         status,

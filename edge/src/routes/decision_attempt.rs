@@ -116,6 +116,7 @@ impl DecisionAttempt<'_> {
             quorum: self.progress(verdict),
             registration_sha256: self.approval.request_sha256.as_deref(),
             task_token_sha256: &token_sha256,
+            on_expiry: false,
         };
         crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
             log("error", "receipt_not_signed", json!({"approvalId": self.id().as_str(), "error": e}));

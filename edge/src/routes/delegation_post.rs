@@ -35,9 +35,9 @@ pub async fn post(
     }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, note, by) = (emails([&handover.to]), request.note.clone(), actor.display().unwrap_or_default().to_owned());
-    ctx.worker.wait_until(crate::platform::same_clock(async move {
+    ctx.after_response(async move {
         send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Delegated { by: &by, note: note.as_deref() }).await
-    }));
+    });
     super::http::json(
         200,
         &DelegationView {

@@ -25,6 +25,16 @@ impl Ctx {
     pub fn store(&self) -> Result<Store, ApiError> {
         Store::open(&self.env, self.probe.clone())
     }
+
+    /// Runs `fut` after the response (`wait_until`), on this request's clock; then the events this request wrote
+    /// are sealed into their approvals' hash chains (`crate::store::seal_written`).
+    pub fn after_response(&self, fut: impl std::future::Future<Output = ()> + 'static) {
+        let (env, probe) = (self.env.clone(), self.probe.clone());
+        self.worker.wait_until(crate::platform::same_clock(async move {
+            fut.await;
+            crate::store::seal_written(&env, &probe, false).await;
+        }));
+    }
 }
 
 /// JSON response with a status.

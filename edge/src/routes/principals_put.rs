@@ -50,9 +50,9 @@ pub async fn put(
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, reason, by) =
         (emails(&change.added), request.reason.clone(), actor.display().unwrap_or_default().to_owned());
-    ctx.worker.wait_until(crate::platform::same_clock(async move {
+    ctx.after_response(async move {
         send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Reassigned { by: &by, reason: &reason }).await
-    }));
+    });
     let progress = progress(loaded.approval.quorum, request.approvers.len(), &loaded.votes);
     super::http::json(200, &Reassigned { id: id.to_string(), approvers: request.approvers, progress })
 }

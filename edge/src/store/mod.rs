@@ -18,7 +18,35 @@ pub use port::records::{DueEntry, DueOutcome, SCHEDULE_LEASE_MS};
 pub use port::rows::{Approval, Attempt, Loaded, MailJob};
 pub use port::{ApprovalStore, AuditStore, GovernanceStore, OnExpiryStore, ScheduleStore, UpkeepStore};
 
+use crate::platform::log;
 use crate::probe::Probe;
+
+/// Seals the events `probe` noted as written (after the response, or at the end of a cron run; `sweep`: also
+/// whatever is left unsealed on D1 — a request that died between its write and its seal). Through a probe of
+/// its own: the request's round-trip count and its injected faults are the request's. A failure is logged;
+/// what is left is sealed by the next write of the approval or the next cron run.
+pub async fn seal_written(env: &Env, probe: &Probe, sweep: bool) {
+    let noted = probe.take_written_events();
+    if noted.is_none() && !sweep {
+        return;
+    }
+    let approvals = noted.unwrap_or_default();
+    let store = match Store::open(env, Probe::new(None, Default::default())) {
+        Ok(s) => s,
+        Err(_) => return,
+    };
+    // A full batch may leave more: a few more rounds, bounded.
+    for _ in 0..5 {
+        match store.seal_events(&approvals).await {
+            Ok(n) if n >= ringi_core::sql::chain::SEAL_BATCH as usize => continue,
+            Ok(_) => break,
+            Err(e) => {
+                log("warn", "chain_seal_failed", serde_json::json!({"error": e.to_string()}));
+                break;
+            }
+        }
+    }
+}
 
 /// The backend `STORAGE` chose.
 pub enum Store {
@@ -41,6 +69,15 @@ impl Store {
             Storage::D1 => Self::D1(d1::D1Store::open(env, probe)?),
             Storage::DynamoDb(ddb) => Self::DynamoDb(dynamo::DynamoStore::new(cfg.clone(), ddb.clone(), probe)),
         })
+    }
+
+    /// Seals unsealed events into their approvals' hash chains (`ringi_core::domain::audit_chain`): on D1 all of
+    /// them (a bounded number per call), on DynamoDB those of `approvals`. How many it sealed.
+    pub async fn seal_events(&self, approvals: &[String]) -> Result<usize, ApiError> {
+        match self {
+            Self::D1(s) => s.seal_events().await,
+            Self::DynamoDb(s) => s.seal_events(approvals).await,
+        }
     }
 
     /// This request's round trips.

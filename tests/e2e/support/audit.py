@@ -37,3 +37,30 @@ def wait_for_kind(stack, url, approval_id, kind, timeout=20.0):
             return
         time.sleep(0.3)
     raise AssertionError(f"no {kind} event for {approval_id}: {events_of(stack, url, approval_id)}")
+
+
+def _verifier():
+    """deploy/verify_audit.py, the operators' checker, as a module."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[3] / "deploy" / "verify_audit.py"
+    spec = importlib.util.spec_from_file_location("verify_audit", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+verify_audit = _verifier()
+
+
+def chained_events(stack, url, approval_id, count: int | None = None, timeout=20.0):
+    """The approval's exported events once every one of them (`count` at least) is sealed into its chain: each
+    request seals what it wrote right after its response."""
+    deadline = time.monotonic() + timeout
+    while True:
+        events = events_of(stack, url, approval_id)
+        if events and all(e.get("chain") for e in events) and (count is None or len(events) >= count):
+            return events
+        if time.monotonic() > deadline:
+            raise AssertionError(f"events of {approval_id} not all chained: {events}")
+        time.sleep(0.2)

@@ -7,7 +7,10 @@
 
 use ringi_core::api::audit_export::AuditQuery;
 use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::audit_chain::{seal_in_order, Head};
+use ringi_core::sql::chain;
 use ringi_core::{ApiError, ApprovalId};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::JsValue;
 
@@ -87,7 +90,40 @@ pub(crate) fn timeline_stmt(id: &ApprovalId) -> Stmt {
     )
 }
 
+/// An unsealed event with the head of its approval's chain (`ringi_core::sql::chain::pending`).
+#[derive(Deserialize)]
+struct PendingRow {
+    #[serde(flatten)]
+    event: EventRow,
+    head_n: Option<f64>,
+    head_digest: Option<String>,
+}
+
 impl D1Store {
+    /// Seals the unsealed events into their approvals' hash chains, in the order they were written
+    /// (`ringi_core::domain::audit_chain`): one read, one batch of conditional UPDATEs, a bounded number at a
+    /// time. A seal that lost a race to another changes nothing. How many events this call sealed.
+    pub async fn seal_events(&self) -> Result<usize, ApiError> {
+        let rows: Vec<PendingRow> = self.rows(chain::pending().into(), "chain_pending").await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let mut pending = Vec::with_capacity(rows.len());
+        for r in rows {
+            let head = match (r.head_n, r.head_digest) {
+                (Some(n), Some(digest)) => Some(Head { n: n as i64, digest }),
+                _ => None,
+            };
+            let seq = r.event.seq as i64;
+            let event = events(vec![r.event])?.remove(0);
+            pending.push(((seq, event.approval_id.clone()), event, head));
+        }
+        let stmts: Vec<Stmt> =
+            seal_in_order(&pending).iter().map(|((seq, id), link)| chain::seal(*seq, id, link).into()).collect();
+        let results = self.batch_only(&stmts, "chain_seal").await?;
+        Ok((0..stmts.len()).map(|i| super::changed(results.get(i))).sum())
+    }
+
     /// Events with `from <= at < to` after the cursor, in `(at, seq)` order (the `approval_events_at` index).
     pub async fn audit_page(&self, q: &AuditQuery) -> Result<EventPage, ApiError> {
         let (c_at, c_seq) = q.cursor.map_or((q.from - 1, 0), |c| (c.at, c.seq));

@@ -196,21 +196,38 @@ impl D1Store {
     /// Runs a write; how many rows it changed.
     async fn changes(&self, stmt: Stmt, what: &'static str) -> Result<usize, ApiError> {
         let stmt = &stmt;
-        Ok(self
+        let changed = self
             .call(what, || async move {
                 let r = self.prepare(stmt)?.run().await?;
                 Ok(r.meta()?.and_then(|m| m.changes).unwrap_or(0))
             })
-            .await?)
+            .await?;
+        self.note_events(std::slice::from_ref(stmt));
+        Ok(changed)
     }
 
     /// Several statements in one D1 transaction.
     async fn batch(&self, stmts: &[Stmt], what: &'static str) -> Result<Vec<worker::D1Result>, D1Failure> {
+        let results = self.batch_only(stmts, what).await?;
+        self.note_events(stmts);
+        Ok(results)
+    }
+
+    /// [`Self::batch`] without noting the events it wrote (the seal's own writes).
+    async fn batch_only(&self, stmts: &[Stmt], what: &'static str) -> Result<Vec<worker::D1Result>, D1Failure> {
         self.call(what, || async move {
             let prepared = stmts.iter().map(|st| self.prepare(st)).collect::<worker::Result<Vec<_>>>()?;
             self.db.batch(prepared).await
         })
         .await
+    }
+
+    /// Notes for the seal after the response that events may have been written (every event insert starts with
+    /// [`events::INSERT`]; the seal reads which ones are unsealed).
+    fn note_events(&self, stmts: &[Stmt]) {
+        if stmts.iter().any(|st| st.sql.starts_with(events::INSERT)) {
+            self.probe.wrote_events([]);
+        }
     }
 }
 

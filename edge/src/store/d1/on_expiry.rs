@@ -6,6 +6,8 @@ use ringi_core::adapters::aws_target::AwsTarget;
 use ringi_core::base::status::Verdict;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
+use ringi_core::domain::quorum::Quorum;
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 
@@ -23,6 +25,10 @@ struct DueRow {
     expires_at: f64,
     aws_account: Option<String>,
     aws_region: Option<String>,
+    quorum: String,
+    approver_count: f64,
+    request_sha256: Option<String>,
+    approvals: f64,
 }
 
 impl DueRow {
@@ -34,6 +40,11 @@ impl DueRow {
             verdict,
             expires_at: self.expires_at as i64,
             target: AwsTarget::from_stored(self.aws_account.as_deref(), self.aws_region.as_deref()).ok()?,
+            quorum: Progress {
+                approvals: self.approvals as u32,
+                required: Quorum::from_stored(&self.quorum).ok()?.required(self.approver_count as usize),
+            },
+            request_sha256: self.request_sha256,
         })
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Map;
 use super::events::{event_once_stmt, timeline_stmt, Once};
 use super::{s, D1Store};
 use crate::error::OrInternal;
-use crate::store::port::records::{events, EventRow, Viewed};
+use crate::store::port::records::{page_events, EventRow, Viewed};
 
 impl D1Store {
     /// [`D1Store::load`] plus, in the same batch, the caller's first-view event (only if the caller — `keys`,
@@ -47,6 +47,6 @@ impl D1Store {
         let rows = results[timeline].results::<EventRow>();
         let rows = rows.internal("D1 event rows")?;
         let shown = super::schedule::read_view(id, &results[schedule..], window_ms)?;
-        Ok(Viewed { loaded: loaded.zip(shown), events: events(rows)? })
+        Ok(Viewed { loaded: loaded.zip(shown), events: page_events(rows)? })
     }
 }

@@ -4,14 +4,75 @@
 use futures_util::future::{join, join3};
 use ringi_core::adapters::dynamo::{self as item};
 use ringi_core::api::audit_export::AuditQuery;
-use ringi_core::domain::audit::{Actor, EventKind};
+use ringi_core::domain::audit::{Actor, Event, EventKind};
+use ringi_core::domain::audit_chain::seal;
 use ringi_core::{ApiError, ApprovalId};
 use serde_json::{json, Map, Value};
 
-use super::items::{columns, event_row, event_rows, plain};
+use super::items::{columns, event_row, event_rows, plain, secs_ceil};
 use super::DynamoStore;
-use crate::store::port::records::{events, EventPage, EventRow, Viewed, TIMELINE_MAX};
+use crate::platform::now_ms;
+use crate::store::port::records::{events, page_events, EventPage, EventRow, Viewed, TIMELINE_MAX};
 use crate::store::port::AuditStore;
+
+impl DynamoStore {
+    /// Seals the unsealed events of `approvals` into their hash chains (`ringi_core::domain::audit_chain`): per
+    /// approval, the chain's head (GetItem, consistent) and its unsealed events (the approval's index, in
+    /// `(at, seq)` order), then one transaction that moves the head on only if it is still where it was read and
+    /// seals each event only if it is still unsealed. A transaction that lost a race to another seal is read
+    /// and made again. An event the index does not show yet is sealed by the approval's next seal. How many
+    /// events this call sealed.
+    pub async fn seal_events(&self, approvals: &[String]) -> Result<usize, ApiError> {
+        let mut sealed = 0;
+        for id in approvals {
+            for _ in 0..4 {
+                let (head, pending) = join(self.item(&item::chain_key(id)), self.unsealed(id)).await;
+                let (head, mut pending) = (head?.as_ref().and_then(item::chain_head), pending?);
+                if pending.is_empty() {
+                    break;
+                }
+                // One transaction holds 100 writes: the head and 99 events.
+                pending.truncate(99);
+                let events: Vec<Event> = pending.iter().map(|(_, e)| e.clone()).collect();
+                let links = seal(id, head.as_ref(), &events);
+                let keyed: Vec<(String, _)> = pending.into_iter().map(|(k, _)| k).zip(links).collect();
+                let expires = secs_ceil(now_ms() + self.cfg.audit_retention_ms);
+                let updates = item::seal_updates(id, head.as_ref(), &keyed, expires);
+                if self.transact(updates.into_iter().map(|u| self.tx_update(u)).collect()).await? {
+                    sealed += keyed.len();
+                }
+            }
+        }
+        Ok(sealed)
+    }
+
+    /// The approval's unsealed events (item key, event), oldest first.
+    async fn unsealed(&self, id: &str) -> Result<Vec<(String, Event)>, ApiError> {
+        let mut out = Vec::new();
+        let mut next: Option<Value> = None;
+        loop {
+            let mut body = json!({"IndexName": item::EVENTS_BY_APPROVAL, "KeyConditionExpression": "#o = :id",
+                "FilterExpression": "attribute_exists(#p)",
+                "ExpressionAttributeNames": {"#o": item::EVENT_OF, "#p": item::CHAIN_PENDING},
+                "ExpressionAttributeValues": {":id": {"S": id}}});
+            if let Some(k) = next.take() {
+                body["ExclusiveStartKey"] = k;
+            }
+            let answer = self.ok("Query", body).await?;
+            for i in answer["Items"].as_array().into_iter().flatten().filter_map(Value::as_object) {
+                let plain = plain("event", i)?;
+                let k = plain.get(item::KEY).and_then(Value::as_str).unwrap_or_default().to_owned();
+                let row: EventRow = columns(id, "event", event_row(&plain)?)?;
+                out.push((k, events(vec![row])?.remove(0)));
+            }
+            match answer.get("LastEvaluatedKey") {
+                Some(k) if !k.is_null() => next = Some(k.clone()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+}
 
 impl AuditStore for DynamoStore {
     /// The approval, its timeline and the caller's first-view event at once (GetItem, the timeline's Query
@@ -74,7 +135,7 @@ impl AuditStore for DynamoStore {
         let rows: Vec<EventRow> =
             rows.into_iter().map(|r| columns(id.as_str(), "event", r)).collect::<Result<_, _>>()?;
         let schedule = Self::schedule_view(&found, window_ms)?;
-        Ok(Viewed { loaded: Some((Self::loaded(&found)?, schedule)), events: events(rows)? })
+        Ok(Viewed { loaded: Some((Self::loaded(&found)?, schedule)), events: page_events(rows)? })
     }
 
     /// Events with `from <= at < to` after the cursor, in `(at, seq)` order: the months of the range, oldest

@@ -58,6 +58,18 @@ pub(super) const MAIL_RETRY_LIMIT: usize = 50;
 /// Keys one BatchGetItem may ask for.
 pub(super) const BATCH_GET_MAX: usize = 100;
 
+/// The approvals whose event items a write (`PutItem`, or the Puts of a `TransactWriteItems`) puts.
+fn written_events(op: &str, body: &Value) -> Vec<String> {
+    let of = |i: &Value| i[item::EVENT_OF]["S"].as_str().map(str::to_owned);
+    match op {
+        "PutItem" => of(&body["Item"]).into_iter().collect(),
+        "TransactWriteItems" => {
+            body["TransactItems"].as_array().into_iter().flatten().filter_map(|a| of(&a["Put"]["Item"])).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 pub struct DynamoStore {
     cfg: Rc<Config>,
     ddb: DynamoDbConfig,
@@ -82,6 +94,7 @@ impl DynamoStore {
             o.insert("TableName".into(), Value::from(self.ddb.table.as_str()));
         }
         one_line_expressions(&mut body);
+        let events = written_events(op, &body);
         let body = body.to_string();
         let url = format!("{}/", self.ddb.endpoint.trim_end_matches('/'));
         let target = format!("{TARGET_PREFIX}{op}");
@@ -111,7 +124,13 @@ impl DynamoStore {
                     log("warn", "ddb_failed", json!({"op": op, "tries": attempt, "error": ty}));
                     return Err(ApiError::storage_unavailable());
                 }
-                other => return Ok(other),
+                other => {
+                    if matches!(other, DdbOutcome::Ok(_)) && !events.is_empty() {
+                        // Sealed into their approvals' hash chains after the response.
+                        self.probe.wrote_events(events);
+                    }
+                    return Ok(other);
+                }
             }
         }
     }

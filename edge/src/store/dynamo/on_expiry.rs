@@ -5,6 +5,7 @@ use ringi_core::adapters::dynamo::{self as item, attempt_columns, KEY};
 use ringi_core::base::status::Verdict;
 use ringi_core::domain::audit::{Actor, EventKind};
 use ringi_core::domain::on_expiry::{event_detail, OnExpiry};
+use ringi_core::domain::vote::{approvals_so_far, Progress};
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde_json::{json, Map, Value};
 
@@ -29,6 +30,7 @@ impl OnExpiryStore for DynamoStore {
             .filter_map(|i| {
                 // A corrupt item is skipped, as on D1: it does not stop the others.
                 let verdict = OnExpiry::from_stored(i.get("onExpiry")?.as_str()?).ok()?.verdict()?;
+                let loaded = Self::loaded(i).ok()?;
                 Some(DueOutcome {
                     id: ApprovalId::parse(i.get(KEY)?.as_str()?).ok()?,
                     token: TaskToken::parse(i.get("taskToken")?.as_str()?).ok()?,
@@ -39,6 +41,11 @@ impl OnExpiryStore for DynamoStore {
                         i.get("awsRegion").and_then(Value::as_str),
                     )
                     .ok()?,
+                    quorum: Progress {
+                        approvals: approvals_so_far(&loaded.votes),
+                        required: loaded.approval.required(),
+                    },
+                    request_sha256: loaded.approval.request_sha256,
                 })
             })
             .collect();

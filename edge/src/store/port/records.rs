@@ -7,7 +7,9 @@ use ringi_core::base::corrupt::CorruptValue;
 use ringi_core::base::status::Verdict;
 use ringi_core::base::time::format_rfc3339;
 use ringi_core::domain::audit::{Actor, Event, EventKind};
+use ringi_core::domain::audit_chain::Link;
 use ringi_core::domain::schedule::{EntryKind, Escalation, ScheduleView};
+use ringi_core::domain::vote::Progress;
 use ringi_core::{ApiError, ApprovalId, TaskToken};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -32,7 +34,8 @@ pub(crate) fn random_key(id: &ApprovalId) -> String {
     format!("{}:r:{}", id.as_str(), URL_SAFE_NO_PAD.encode(random_bytes::<12>()))
 }
 
-pub(crate) const EVENT_COLUMNS: &str = "seq, approval_id, at, kind, actor, actor_display, detail_json";
+pub(crate) const EVENT_COLUMNS: &str =
+    "seq, approval_id, at, kind, actor, actor_display, detail_json, chain_n, prev_digest, digest";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct EventRow {
@@ -43,6 +46,13 @@ pub(crate) struct EventRow {
     actor: String,
     actor_display: Option<String>,
     detail_json: String,
+    /// The event's place in its approval's hash chain: absent or 0 while it is unchained.
+    #[serde(default)]
+    chain_n: Option<f64>,
+    #[serde(default)]
+    prev_digest: Option<String>,
+    #[serde(default)]
+    digest: Option<String>,
 }
 
 impl EventRow {
@@ -51,7 +61,12 @@ impl EventRow {
         let detail: Map<String, Value> = serde_json::from_str(&self.detail_json).map_err(|_| {
             CorruptValue::new("approval_events.detail_json", self.detail_json.chars().take(40).collect::<String>())
         })?;
+        let chain = match (self.chain_n, self.prev_digest, self.digest) {
+            (Some(n), Some(prev_digest), Some(digest)) if n >= 1.0 => Some(Link { n: n as i64, prev_digest, digest }),
+            _ => None,
+        };
         Ok(Event {
+            chain,
             actor: Actor::from_stored(&self.actor, self.actor_display.as_deref())?,
             approval_id: self.approval_id,
             at: format_rfc3339(self.at as i64),
@@ -69,6 +84,12 @@ pub(crate) fn events(rows: Vec<EventRow>) -> Result<Vec<Event>, ApiError> {
             r.event().map_err(super::rows::corrupt(&id))
         })
         .collect()
+}
+
+/// The approval page's timeline: what happened, without the hash chain (the export's; an event the page shows
+/// may be sealed a moment after the response).
+pub(crate) fn page_events(rows: Vec<EventRow>) -> Result<Vec<Event>, ApiError> {
+    Ok(events(rows)?.into_iter().map(|e| Event { chain: None, ..e }).collect())
 }
 
 /// One export page: the events and the position of the last one.
@@ -101,6 +122,10 @@ pub struct DueOutcome {
     pub expires_at: i64,
     /// Where the callback goes (`None`: this ringi's one account).
     pub target: Option<AwsTarget>,
+    /// What ringi's receipt states besides its outcome: the quorum's progress when nobody completed it, the
+    /// registration's digest.
+    pub quorum: Progress,
+    pub request_sha256: Option<String>,
 }
 
 /// How long a run holds the entries it took: longer than a run mailing a full batch takes.
