@@ -82,6 +82,7 @@ async fn success_text(response: Response) -> Result<(u16, String), ApiError> {
         code: String::new(),
         message: format!("HTTP {status}"),
         field: None,
+        require_sign_in: None,
     });
     Err(match status {
         401 => ApiError::Unauthorized,
@@ -276,7 +277,8 @@ mod tests {
         assert_eq!(e.to_string(), "HTTP 502: upstream rejected");
         assert_eq!(ApiError::Unavailable("network".into()).to_string(), "unavailable: network");
         assert!(!ApiError::NotFound.to_string().contains("NotFound"), "not the Debug form");
-        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        let conflict =
+            ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None, require_sign_in: None };
         assert_eq!(ApiError::Conflict(conflict).to_string(), "HTTP 409 already_decided: m");
     }
 }

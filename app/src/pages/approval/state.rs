@@ -276,7 +276,8 @@ mod tests {
         let nowhere = |_: &str, _: &str| false;
         let ok = Outcome::of(Verdict::Approve, Ok(response(ApprovalStatus::Approved)), nowhere);
         assert!(matches!(ok, Outcome::Done { verdict: Verdict::Approve, .. }));
-        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        let conflict =
+            ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None, require_sign_in: None };
         assert_eq!(
             Outcome::of(Verdict::Reject, Err(ApiError::Conflict(conflict.clone())), nowhere),
             Outcome::Conflict(conflict)
