@@ -4,16 +4,26 @@ authentication context (`acr`) or with a second factor (`mfa`); the worker check
 `insufficient_user_authentication` challenge) before anything is recorded — also when the app is bypassed and an
 old token is sent straight to the API. The API on both storage backends (`backend`: D1, then DynamoDB), with the
 test clock aging a token's sign-in; `acr` and `mfa` on the generic OpenID Connect profile, whose tokens carry them
-(a Cognito pool's do not: registration refuses them there)."""
+(a Cognito pool's do not: registration refuses them there). In Chromium on a phone-sized screen, in English and
+Japanese and with both bearers (`TOKEN_USE`): the app sends the approver through the IdP stand-in with `prompt=login`
+and `max_age` — before the click when the approval says the sign-in is too old, after a refused decision otherwise —
+and comes back to the same approval with the answers kept."""
 from __future__ import annotations
 
 import json
 import secrets
 import time
+from urllib.parse import parse_qs, urlsplit
 
+import jwt
+import pytest
 import requests
+from playwright.sync_api import expect
 
+from support import ARTIFACTS
 from support.api import Api, Workflows
+from support.pages import HostedUi, Tab, sub
+from test_first_load import with_session
 
 FIVE_MINUTES = {"maxAge": "PT5M"}
 
@@ -130,3 +140,118 @@ def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
     r = decide(acr="urn:example:loa:3", amr=["pwd", "otp"])
     assert r.status_code == 200 and r.json()["status"] == "approved", r.text
     assert Workflows(s).wait_done(arn)["status"] == "SUCCEEDED"
+
+
+# ---------------------------------------------------------------- the app (Chromium, a phone-sized screen)
+
+STEP_UP_NOTICE = {"en-US": "Deciding this request needs a recent sign-in", "ja-JP": "この申請の決裁には直近のサインインが必要です"}
+DRAFT_RESTORED = {"en-US": "your answers were restored", "ja-JP": "入力内容を復元しました"}
+FORM = [{"name": "ticket", "label": "Change ticket", "type": "text", "required": True}]
+
+
+@pytest.mark.parametrize("token_use,locale", [("access", "en-US"), ("id", "ja-JP")])
+def test_the_app_signs_in_again_as_the_approval_asks_and_keeps_the_answers(stack, workflows, browser, token_use,
+                                                                           locale):
+    """An approver whose sign-in at the provider is older than `maxAge` opens the link: the app (signing in silently
+    on the provider's session) gets a token with that old `auth_time`, says the approval needs a recent sign-in, and
+    on Approve sends them through the provider with `prompt=login` and `max_age`; back on the same approval, the
+    answers are there, and the decision goes through with the new sign-in. Both bearers (`TOKEN_USE`)."""
+    base = stack.base_url if token_use == "access" else stack.extra_worker("idtokens", {"TOKEN_USE": "id"},
+                                                                           signs_in=True)
+    arn, task_token = workflows.start_paused()
+    r = Api(stack, base).register(task_token, approvers=[{"sub": sub("alice")}], title="Rotate the payment keys",
+                                  form=FORM, requireSignIn=FIVE_MINUTES, timeoutSeconds=3600)
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    link = f"{base}/a/{approval_id}"
+    with Tab(browser, locale=locale) as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}", base_url=base)
+        expect(t.approval.by("step-up-notice")).to_contain_text(STEP_UP_NOTICE[locale])
+        # Ten minutes on, in a fresh tab of the same browser: the provider's session signs in silently, with the
+        # sign-in time it has.
+        r = requests.post(f"{stack.idp_url}/test/age-sessions", data={"seconds": "600"}, timeout=10)
+        assert r.status_code == 200 and r.json()["aged"] >= 1, r.text
+        page.evaluate("sessionStorage.removeItem('ringi.session')")
+        page.goto(link)
+        page.wait_for_url(link, timeout=30_000)
+        approval = t.approval
+        expect(approval.title).to_have_text("Rotate the payment keys")
+        old = bearer_claims(page)
+        assert old["auth_time"] <= time.time() - 590, old
+        approval.field("ticket").fill("CHG-4711")
+        approval.comment.fill("Key ceremony log checked")
+        approval.by("approve").click()
+        # Straight to the provider (no confirmation yet): a new sign-in, at most five minutes old.
+        HostedUi(page, stack).wait()
+        authorize = [u for u in t.navigations if "/oauth2/authorize?" in u][-1]
+        query = parse_qs(urlsplit(authorize).query)
+        assert query["prompt"] == ["login"] and query["max_age"] == ["300"], query
+        assert workflows.status(arn) == "RUNNING"
+        HostedUi(page, stack).sign_in("alice")
+        page.wait_for_url(link, timeout=30_000)
+        expect(approval.by("draft-restored")).to_contain_text(DRAFT_RESTORED[locale], timeout=30_000)
+        expect(approval.field("ticket")).to_have_value("CHG-4711")
+        expect(approval.comment).to_have_value("Key ceremony log checked")
+        fresh = bearer_claims(page)
+        assert fresh["auth_time"] >= time.time() - 60 and fresh["token_use"] == token_use, fresh
+        page.screenshot(path=str(ARTIFACTS / f"step-up-restored-{token_use}-mobile.png"), full_page=True)
+        approval.decide("approve")
+        approval.expect_result("approved")
+        out = json.loads(workflows.wait_done(arn)["output"])["approval"]
+        assert out["feedback"] == {"ticket": "CHG-4711"} and out["comment"] == "Key ceremony log checked", out
+        assert not t.problems, t.problems
+
+
+def test_a_refused_decision_steps_up_too(stack, workflows, browser):
+    """The page said the sign-in was fresh, but the worker refuses the decision with `step_up_required` (it aged in
+    between): the app signs in again as the refusal asks and comes back with the answers."""
+    arn, task_token = workflows.start_paused()
+    approval_id = Api(stack).register(task_token, approvers=[{"sub": sub("alice")}], form=FORM,
+                                      requireSignIn=FIVE_MINUTES, timeoutSeconds=3600).json()["id"]
+    with Tab(browser) as t:
+        page = t.open_signed_in(stack, f"/a/{approval_id}")
+        approval = t.approval
+        approval.field("ticket").fill("CHG-9")
+        refused = []
+
+        def once(route):
+            if refused:
+                return route.continue_()
+            refused.append(route.request.url)
+            needed = {"maxAgeSeconds": 300}
+            route.fulfill(status=401, content_type="application/json",
+                          headers={"WWW-Authenticate": 'Bearer error="insufficient_user_authentication", max_age="300"'},
+                          body=json.dumps({"error": {"code": "step_up_required", "message": "sign in again",
+                                                     "requireSignIn": needed}}))
+
+        page.route("**/api/v1/approvals/*/decision", once)
+        approval.decide("approve")
+        HostedUi(page, stack).sign_in("alice")
+        page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
+        expect(approval.by("draft-restored")).to_be_visible(timeout=30_000)
+        expect(approval.field("ticket")).to_have_value("CHG-9")
+        assert refused and workflows.status(arn) == "RUNNING"
+        authorize = [u for u in t.navigations if "/oauth2/authorize?" in u][-1]
+        assert parse_qs(urlsplit(authorize).query)["max_age"] == ["300"]
+        approval.decide("approve")
+        approval.expect_result("approved")
+
+
+def test_no_early_form_for_an_approval_that_asks_for_a_sign_in(stack, workflows, browser):
+    """The decision form drawn before the wasm leaves such an approval to the app, which steps up first."""
+    arn, task_token = workflows.start_paused()
+    approval_id = Api(stack).register(task_token, approvers=[{"sub": sub("alice")}], title="Needs a fresh sign-in",
+                                      requireSignIn=FIVE_MINUTES).json()["id"]
+    with Tab(browser) as t:
+        with_session(t, stack)
+        t.page.route("**/*.wasm", lambda route: route.abort())
+        t.page.goto(f"{stack.base_url}/a/{approval_id}")
+        expect(t.page.get_by_test_id("approval-preview")).to_be_visible(timeout=30_000)
+        expect(t.page.locator("#boot-status")).to_have_text("The app could not start. Please reload the page.",
+                                                            timeout=30_000)
+        expect(t.page.get_by_test_id("boot-form")).to_have_count(0)
+
+
+def bearer_claims(page) -> dict:
+    token = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
+    return jwt.decode(token, options={"verify_signature": False})
