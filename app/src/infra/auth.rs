@@ -220,9 +220,18 @@ fn start(
         .ok_or_else(|| AuthError::Config("unreadable".into()))?;
     // app/boot.js: writes the pending record `complete` reads (and forgets an explicit sign-out), then leaves
     // for the Hosted UI.
-    // A step-up asks the provider for a new sign-in: `prompt=login`, `max_age`, `acr_values` (boot.js).
-    let step_up = step_up.and_then(|r| serde_json::to_string(r).ok()).and_then(|json| js_sys::JSON::parse(&json).ok());
-    let leaving = ringi_sign_in(&config, &safe_return(return_to), lang, reauth, &step_up.unwrap_or(JsValue::UNDEFINED))
+    // A step-up asks the provider for a new sign-in: `prompt=login`, `max_age`, `acr_values` (boot.js). Built
+    // field by field rather than serialized: the approval page's wasm stays without a serializer for it.
+    let step_up = step_up.map_or(JsValue::UNDEFINED, |r| {
+        let o = js_sys::Object::new();
+        if let Some(max) = r.max_age_seconds {
+            let _ = js_sys::Reflect::set(&o, &"maxAgeSeconds".into(), &max.into());
+        }
+        let acr = r.acr.iter().map(|a| JsValue::from_str(a)).collect::<js_sys::Array>();
+        let _ = js_sys::Reflect::set(&o, &"acr".into(), &acr);
+        o.into()
+    });
+    let leaving = ringi_sign_in(&config, &safe_return(return_to), lang, reauth, &step_up)
         .map_err(|e| AuthError::Config(js_message(&e)))?;
     wasm_bindgen_futures::spawn_local(async move {
         // Only fails before the browser leaves (no Web Crypto): the page stays on "Redirecting…".
