@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import Api, Workflows
-from support.pages import HostedUi, Tab, sub
+from support.pages import PASSWORD, HostedUi, Tab, sub
 from test_first_load import with_session
 
 FIVE_MINUTES = {"maxAge": "PT5M"}
@@ -235,6 +235,46 @@ def test_a_refused_decision_steps_up_too(stack, workflows, browser):
         assert parse_qs(urlsplit(authorize).query)["max_age"] == ["300"]
         approval.decide("approve")
         approval.expect_result("approved")
+
+
+def test_okta_two_factors_asked_through_the_app(okta_stack, browser):
+    """Okta as docs/deploy.md configures it (the ID token as the bearer, with `acr` and `amr`): the approval asks for
+    Okta's two-factor level and a second factor; alice signed in with her password only. On Approve the app asks
+    the provider for that level (`acr_values`, `prompt=login`), the provider wants her one-time code too, and back
+    on the approval with the ID token saying so, her decision goes through."""
+    s = okta_stack
+    workflows = Workflows(s)
+    arn, task_token = workflows.start_paused()
+    r = Api(s).register(task_token, approvers=[{"email": "alice@example.com"}], title="Pay the supplier",
+                        requireSignIn={"acr": "urn:okta:loa:2fa:any", "mfa": True})
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    link = f"{s.base_url}/a/{approval_id}"
+    with Tab(browser) as t:
+        page = t.open_signed_in(s, f"/a/{approval_id}")
+        approval = t.approval
+        expect(approval.by("step-up-notice")).to_be_visible()
+        one = bearer_claims(page)
+        assert (one["acr"], one["amr"]) == ("urn:okta:loa:1fa:pwd", ["pwd"]), one
+        approval.comment.fill("Invoice matches the order")
+        approval.by("approve").click()
+        HostedUi(page, s).wait()
+        authorize = [u for u in t.navigations if "/oauth2/authorize?" in u][-1]
+        query = parse_qs(urlsplit(authorize).query)
+        assert query["acr_values"] == ["urn:okta:loa:2fa:any"] and query["prompt"] == ["login"], query
+        assert "max_age" not in query
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", PASSWORD)
+        page.fill("input[name=code]", "246810")
+        page.click("input[name=signInSubmitButton]")
+        page.wait_for_url(link, timeout=30_000)
+        expect(approval.by("draft-restored")).to_be_visible(timeout=30_000)
+        expect(approval.comment).to_have_value("Invoice matches the order")
+        two = bearer_claims(page)
+        assert two["acr"] == "urn:okta:loa:2fa:any" and "mfa" in two["amr"], two
+        approval.decide("approve")
+        approval.expect_result("approved")
+        assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
 def test_no_early_form_for_an_approval_that_asks_for_a_sign_in(stack, workflows, browser):
