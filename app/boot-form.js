@@ -14,9 +14,12 @@
 // front of this script at build time (app/src/early.rs, scripts/build/spa.sh).
 
 // Whether to draw the form: the worker says whether this caller may decide (`canDecide`, the rule the app
-// follows too), and only a form of field types this script draws; anything else is left to the app.
+// follows too), and only a form of field types this script draws; anything else is left to the app — also an
+// approval that asks for a particular sign-in (`requireSignIn`): the app signs in again as it asks, keeping what
+// was typed, before it sends the decision.
 function mayDecide(view) {
-  return view.canDecide === true && Array.isArray(view.form) && view.form.every((f) => FIELD_TYPES.includes(f.type));
+  return view.canDecide === true && !view.requireSignIn && Array.isArray(view.form)
+    && view.form.every((f) => FIELD_TYPES.includes(f.type));
 }
 
 // The id of a field's control (`boot-` + the app's `field-{name}`: the draft's focus maps one onto the other).

@@ -123,7 +123,9 @@ try {
 const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 const randomB64url = (n) => b64url(crypto.getRandomValues(new Uint8Array(n)));
 
-async function startSignIn(config, returnTo, lang, reauth) {
+// `stepUp` (an approval's `requireSignIn`, when it asks for a fresher or stronger sign-in than the session's): the
+// provider is asked for a new sign-in (`prompt=login`), at most `max_age` seconds old, at one of `acr_values`.
+async function startSignIn(config, returnTo, lang, reauth, stepUp) {
   // As many random bytes as the oauth2 crate's own CsrfToken::new_random / PkceCodeChallenge::new_random_sha256.
   const state = randomB64url(16);
   const verifier = randomB64url(32);
@@ -143,6 +145,11 @@ async function startSignIn(config, returnTo, lang, reauth) {
   // Cognito's managed login picks its language from `lang`; OpenID Connect providers from `ui_locales`.
   if (config.provider === "oidc") params.ui_locales = lang;
   else params.lang = lang;
+  if (stepUp) {
+    params.prompt = "login";
+    if (Number.isInteger(stepUp.maxAgeSeconds)) params.max_age = String(stepUp.maxAgeSeconds);
+    if (Array.isArray(stepUp.acr) && stepUp.acr.length) params.acr_values = stepUp.acr.join(" ");
+  }
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   sessionStorage.setItem(STORAGE.pending, JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));
   sessionStorage.removeItem(STORAGE.signedOut);

@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 use ringi_core::base::locale::Locale;
+use ringi_core::base::sign_in::SignInRequirement;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
@@ -41,10 +42,11 @@ impl AppContext {
         }
     }
 
-    /// Signs in again (token expired or refused) and comes back to the current page.
-    pub fn reauthenticate(&self) -> Result<(), AuthError> {
+    /// Signs in again (token expired or refused, or — `step_up` — a fresher or stronger sign-in asked for) and
+    /// comes back to the current page.
+    pub fn reauthenticate(&self, step_up: Option<&SignInRequirement>) -> Result<(), AuthError> {
         let cfg = self.config.get_untracked().ok_or_else(|| AuthError::Config("not loaded".into()))?;
-        auth::reauthenticate(&cfg, &auth::current_path(), self.lang())
+        auth::reauthenticate(&cfg, &auth::current_path(), self.lang(), step_up)
     }
 
     pub fn sign_out(&self) {

@@ -14,6 +14,9 @@ pub fn error_response(e: &ApiError) -> Response {
         ApiError::Unauthorized => {
             let _ = resp.headers_mut().set("www-authenticate", "Bearer");
         }
+        ApiError::StepUpRequired(needed) => {
+            let _ = resp.headers_mut().set("www-authenticate", &ringi_core::domain::step_up::challenge(needed));
+        }
         ApiError::MethodNotAllowed { allow } => {
             let _ = resp.headers_mut().set("allow", allow);
         }

@@ -173,6 +173,7 @@ ringi is ready in {time.monotonic() - t0:.1f}s
                  notify [{{"channel": "deploys"}}] in a registration)
   sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):
 {demo_logins()}
+                 one-time code (the second factor a step-up can ask for): 246810
   demo approvers {demo_approvers()}
   another demo   make demo        (starts the demo workflow again: a new mail appears in the mailbox;
                  make demo ACCOUNT=member: in the member account)

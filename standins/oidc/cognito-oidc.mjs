@@ -25,6 +25,7 @@
 //   REFRESH_TTL                refresh-token lifetime in seconds (default 2592000 = 30 days, as Cognito)
 //   PROFILE                    cognito (default); entra: an Entra-ID-like generic OpenID Connect provider;
 //                              okta: an Okta-like one (see "Entra profile" and "Okta profile" below)
+//   OTP_CODE                   the one-time code every user's second factor accepts (default 246810)
 //
 // Hosted-UI endpoints ("COGNITO_DOMAIN" = http://127.0.0.1:$PORT):
 //   GET  /oauth2/authorize    code flow; PKCE required, S256 only; scopes openid email profile; no consent screen
@@ -33,7 +34,18 @@
 //   POST /oauth2/revoke       token=<refresh token>&client_id=...
 //   GET  /logout              ?client_id=..&logout_uri=<registered sign-out URL>: ends the session, 302 to logout_uri
 //                             ?client_id=..&redirect_uri=..&response_type=code&...: ends the session, 302 to authorize
-//   /interaction/<uid>        the login form (username, password, signInSubmitButton); no script
+//   /interaction/<uid>        the login form (username, password, an optional one-time code, signInSubmitButton);
+//                             no script
+//   POST /test/age-sessions   seconds=N: every live sign-in session counts as N seconds older (its auth_time), as
+//                             if the user had signed in that long ago; a test's way to a stale sign-in
+//
+// Step-up (OpenID Connect Core §3.1.2.1): max_age and prompt=login show the login form again even with a live
+// session, and the new sign-in's auth_time is now. A one-time code (OTP_CODE) given with the password is a second
+// factor. acr_values asking for a two-factor level makes the code required. auth_time, acr and amr in the tokens,
+// per profile as the real provider issues them by default: Cognito auth_time only (ID and access token); Entra
+// neither acr nor amr in v2.0 tokens (auth_time in the ID token only, an optional claim there); Okta auth_time in
+// both, amr (["pwd"], ["pwd","otp","mfa"] with the code) and acr (urn:okta:loa:1fa:pwd / urn:okta:loa:2fa:any)
+// in the ID token.
 //
 // Demo users (standins/oidc/users.json), all with password "Passw0rd!":
 //   alice  groups [finance]          email alice@example.com  verified
@@ -125,6 +137,10 @@ const ID_TTL = intEnv('ID_TTL', ACCESS_TTL);
 const SESSION_TTL = intEnv('SESSION_TTL', 3600);
 const REFRESH_TTL = intEnv('REFRESH_TTL', 30 * 24 * 3600);
 const CODE_TTL = 300; // Cognito authorization codes live 5 minutes
+const OTP_CODE = env.OTP_CODE || '246810';
+// Okta's authentication levels (acr): one factor (the password), two factors (password and code).
+const ACR_ONE = 'urn:okta:loa:1fa:pwd';
+const ACR_TWO = 'urn:okta:loa:2fa:any';
 
 const SCOPES = ['openid', 'email', 'profile'];
 // oidc-provider only issues JWT access tokens for a resource server, and such tokens must carry an audience.
@@ -290,7 +306,7 @@ ${body}
 `;
 }
 
-function loginPage(ctx, uid, { error, username } = {}) {
+function loginPage(ctx, uid, { error, username, needCode } = {}) {
   page(ctx, 200, 'Signin', `<h1>Sign in with your username and password</h1>
 ${error ? `<p id="loginErrorMessage" class="errorMessage" role="alert">${escapeHtml(error)}</p>` : ''}
 <form name="cognitoSignInForm" method="post" action="/interaction/${encodeURIComponent(uid)}">
@@ -299,6 +315,8 @@ ${error ? `<p id="loginErrorMessage" class="errorMessage" role="alert">${escapeH
          required value="${escapeHtml(username || '')}">
   <label for="signInFormPassword">Password</label>
   <input id="signInFormPassword" name="password" type="password" autocomplete="current-password" required>
+  <label for="signInFormCode">One-time code${needCode ? '' : ' (optional)'}</label>
+  <input id="signInFormCode" name="code" type="text" inputmode="numeric" autocomplete="one-time-code"${needCode ? ' required' : ''}>
   <input name="signInSubmitButton" type="submit" value="Sign in">
 </form>
 <p class="note">Local Cognito stand-in (${escapeHtml(POOL_ID)})</p>`);
@@ -377,7 +395,6 @@ async function findAccount(ctx, sub, token) {
           email_verified: user.email_verified,
           ver: 1,
           preferred_username: user.email,
-          amr: ['pwd'],
           idp: OKTA_IDP,
           ...(user.groups.length ? { groups: user.groups } : {}),
         };
@@ -499,9 +516,14 @@ const configuration = {
   responseTypes: ['code'],
   scopes: SCOPES,
   claims: ENTRA
-    ? { openid: ['sub', 'roles', 'email', 'preferred_username', 'name', 'oid', 'tid', 'ver'], email: ['email'], profile: [] }
+    ? {
+      openid: ['sub', 'roles', 'email', 'preferred_username', 'name', 'oid', 'tid', 'ver', 'auth_time'],
+      email: ['email'],
+      profile: [],
+    }
     : OKTA ? {
-      openid: ['sub', 'name', 'email', 'email_verified', 'ver', 'preferred_username', 'amr', 'idp', 'groups'],
+      openid: ['sub', 'name', 'email', 'email_verified', 'ver', 'preferred_username', 'amr', 'acr', 'auth_time', 'idp',
+        'groups'],
       email: ['email', 'email_verified'],
       profile: [],
     } : {
@@ -511,6 +533,8 @@ const configuration = {
       profile: [],
     },
   conformIdTokenClaims: false,
+  // Okta's levels are the only acr this stand-in issues (oidc-provider drops acr without them).
+  acrValues: OKTA ? [ACR_ONE, ACR_TWO] : [],
   allowOmittingSingleRegisteredRedirectUri: false,
   pkce: { required: () => true },
   features: {
@@ -656,7 +680,9 @@ async function interaction(ctx, uid) {
     return finish({ consent: { grantId: await grant.save() } });
   }
 
-  if (ctx.method === 'GET') return loginPage(ctx, uid);
+  // acr_values asking for two factors (Okta's 2fa levels) make the one-time code required.
+  const needCode = String(details.params.acr_values || '').split(' ').some((v) => v.includes(':2fa:'));
+  if (ctx.method === 'GET') return loginPage(ctx, uid, { needCode });
   if (ctx.method !== 'POST') { ctx.status = 405; return undefined; }
 
   const form = await readForm(ctx.req);
@@ -664,9 +690,17 @@ async function interaction(ctx, uid) {
   const user = USERS.byLogin.get(login.toLowerCase());
   const passwordOk = safeEqual(form.password ?? '', user ? user.password : '\0no-such-user');
   if (!user || !passwordOk) {
-    return loginPage(ctx, uid, { error: 'Incorrect username or password.', username: login });
+    return loginPage(ctx, uid, { error: 'Incorrect username or password.', username: login, needCode });
   }
-  return finish({ login: { accountId: user.sub, remember: true } });
+  const code = String(form.code || '').trim();
+  if (code ? !safeEqual(code, OTP_CODE) : needCode) {
+    const error = code ? 'Incorrect one-time code.' : 'This sign-in needs your one-time code.';
+    return loginPage(ctx, uid, { error, username: login, needCode });
+  }
+  // How the user authenticated (RFC 8176), as the session and so every token of it records it; only Okta's
+  // tokens carry it (see the top of this file).
+  const methods = OKTA ? { amr: code ? ['pwd', 'otp', 'mfa'] : ['pwd'], acr: code ? ACR_TWO : ACR_ONE } : {};
+  return finish({ login: { accountId: user.sub, remember: true, ...methods } });
 }
 
 // Cognito GET /logout: client_id + logout_uri (a registered sign-out URL), or client_id + redirect_uri +
@@ -766,6 +800,23 @@ async function userInfo(ctx) {
   };
 }
 
+// POST /test/age-sessions seconds=N: every live session's sign-in moves N seconds into the past, so the tokens of
+// its next silent sign-in carry an old auth_time and max_age counts it as that old.
+function ageSessions(ctx, form) {
+  const seconds = Number(form.seconds);
+  if (ctx.method !== 'POST' || !Number.isInteger(seconds) || seconds <= 0) {
+    ctx.status = 400;
+    ctx.body = { error: 'invalid_request', error_description: 'POST seconds=<positive integer>' };
+    return;
+  }
+  let aged = 0;
+  for (const key of STORE.keys()) {
+    const session = key.startsWith('Session:') ? storeGet(key) : undefined;
+    if (session?.loginTs) { session.loginTs -= seconds; aged += 1; }
+  }
+  ctx.body = { aged };
+}
+
 // oidc-provider adds RFC 9207 "iss" to authorization responses; Cognito does not.
 const REDIRECT_BASES = new Set(REDIRECT_URIS.map((r) => { const u = new URL(r); return `${u.origin}${u.pathname}`; }));
 function stripIss(location) {
@@ -831,6 +882,7 @@ provider.use(async (ctx, next) => {
     return;
   }
   if (p === '/oauth2/userInfo') { await userInfo(ctx); return; }
+  if (p === '/test/age-sessions') { ageSessions(ctx, await readForm(ctx.req)); return; }
   if (!/^\/oauth2\/(authorize(\/[\w-]+)?|token|revoke)$/.test(p)) {
     ctx.status = 404;
     ctx.body = { error: 'not_found' };

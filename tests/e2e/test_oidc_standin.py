@@ -519,3 +519,84 @@ def test_generated_key_and_keys_out(tmp_path):
     finally:
         rc = _stop(proc)
     assert rc == 0, err_path.read_text()
+
+
+# ---------------------------------------------------------------- step-up: auth_time, max_age, prompt=login, acr, amr
+
+def login_with(sess, srv, page_resp, username="alice", code=None):
+    page = parse_page(page_resp.text)
+    action = urljoin(page_resp.url, page.forms[0]["action"])
+    data = {"username": username, "password": PASSWORD, "signInSubmitButton": "Sign in",
+            **({"code": code} if code is not None else {})}
+    return follow(sess, srv, action, method="POST", data=data)
+
+
+def code_of(url):
+    assert url.startswith(REDIRECT_URI + "?"), url
+    return parse_qs(urlsplit(url).query)["code"][0]
+
+
+def test_an_aged_session_signs_in_silently_with_its_old_auth_time_until_max_age_or_prompt_login(srv, jwks):
+    sess = requests.Session()
+    code, verifier, _ = sign_in(sess, srv, "carol")
+    first = exchange(srv, code, verifier).json()
+    signed_in_at = verify_id(srv, jwks, first["id_token"])["auth_time"]
+    assert verify_access(srv, jwks, first["access_token"])["auth_time"] == signed_in_at
+    r = requests.post(f"{srv['base']}/test/age-sessions", data={"seconds": "600"}, timeout=5)
+    assert r.status_code == 200 and r.json()["aged"] >= 1, r.text
+    assert requests.post(f"{srv['base']}/test/age-sessions", data={"seconds": "-1"}, timeout=5).status_code == 400
+
+    # Silently (the session's cookie): the tokens say the sign-in was ten minutes ago. Cognito: no acr, no amr.
+    verifier, challenge = new_pkce()
+    resp, url, _ = follow(sess, srv, authorize_url(srv, challenge))
+    assert resp is None
+    tokens = exchange(srv, code_of(url), verifier).json()
+    old = verify_id(srv, jwks, tokens["id_token"])
+    assert old["auth_time"] == signed_in_at - 600
+    assert verify_access(srv, jwks, tokens["access_token"])["auth_time"] == signed_in_at - 600
+    assert not {"acr", "amr"} & (set(old) | set(verify_access(srv, jwks, tokens["access_token"])))
+
+    # max_age shorter than that, or prompt=login: the form again, and the new sign-in is now.
+    for extra in ({"max_age": "300"}, {"prompt": "login"}):
+        verifier, challenge = new_pkce()
+        resp, _, _ = follow(sess, srv, authorize_url(srv, challenge, **extra))
+        assert resp is not None and "signInSubmitButton" in resp.text, extra
+        resp, url, _ = login_with(sess, srv, resp, "carol")
+        fresh = verify_id(srv, jwks, exchange(srv, code_of(url), verifier).json()["id_token"])
+        assert fresh["auth_time"] >= int(time.time()) - 5, extra
+    # A max_age the session meets signs in silently.
+    verifier, challenge = new_pkce()
+    resp, url, _ = follow(sess, srv, authorize_url(srv, challenge, max_age="300"))
+    assert resp is None and url.startswith(REDIRECT_URI)
+
+
+def test_okta_tokens_carry_acr_and_amr_and_a_two_factor_level_needs_the_code(tmp_path, test_key):
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(json.dumps({"keys": [test_key[1]]}))
+    proc, base, _, err_path = _start(tmp_path, {"PROFILE": "okta", "CLIENT_ID": CLIENT_ID, "REDIRECT_URIS": REDIRECT_URI,
+                                                "KEYS_FILE": str(keys_file), "OTP_CODE": "135790"})
+    srv = {"base": base, "issuer": f"{base}/oauth2/default"}
+    claims = lambda t: jwt.decode(t, test_key[0].public_key(), algorithms=["RS256"], audience=CLIENT_ID)  # noqa: E731
+    try:
+        sess = requests.Session()
+        verifier, challenge = new_pkce()
+        resp, _, _ = follow(sess, srv, authorize_url(srv, challenge))
+        assert 'name="code"' in resp.text and "(optional)" in resp.text
+        resp, url, _ = login_with(sess, srv, resp)
+        one = claims(exchange(srv, code_of(url), verifier).json()["id_token"])
+        assert (one["acr"], one["amr"]) == ("urn:okta:loa:1fa:pwd", ["pwd"]) and one["auth_time"], one
+
+        # Two factors asked for: the code is required, a wrong one refused; with it, the ID token says so.
+        verifier, challenge = new_pkce()
+        resp, _, _ = follow(sess, srv, authorize_url(srv, challenge, acr_values="urn:okta:loa:2fa:any", prompt="login"))
+        assert "(optional)" not in resp.text
+        page, _, _ = login_with(sess, srv, resp)
+        assert page is not None and "needs your one-time code" in page.text
+        page, _, _ = login_with(sess, srv, page, code="000000")
+        assert page is not None and "Incorrect one-time code" in page.text
+        _, url, _ = login_with(sess, srv, page, code="135790")
+        two = claims(exchange(srv, code_of(url), verifier).json()["id_token"])
+        assert (two["acr"], two["amr"]) == ("urn:okta:loa:2fa:any", ["pwd", "otp", "mfa"]), two
+        assert two["auth_time"] >= one["auth_time"]
+    finally:
+        assert _stop(proc) == 0, err_path.read_text()

@@ -150,6 +150,8 @@ pub(super) const EN: Texts = Texts {
     audit_rejected: "rejected",
     feedback_label: "Feedback",
     draft_restored: "You were signed in again and your answers were restored. Review them and choose again.",
+    step_up_notice: "Deciding this request needs a recent sign-in. If yours is older, you will be asked to sign in \
+                     again first; your answers are kept.",
     yes: "Yes",
     no: "No",
     err_already_decided: "Someone else decided this request in the meantime. The current state is shown below.",

@@ -147,6 +147,8 @@ pub(super) const JA: Texts = Texts {
     audit_rejected: "却下",
     feedback_label: "回答",
     draft_restored: "再度サインインし、入力内容を復元しました。内容を確認して、もう一度選んでください。",
+    step_up_notice: "この申請の決裁には直近のサインインが必要です。前回のサインインから時間が経っている場合は、\
+                     先にもう一度サインインしていただきます。入力内容は保持されます。",
     yes: "はい",
     no: "いいえ",
     err_already_decided: "この依頼は他の人がすでに決定しました。現在の状態を下に表示しています。",

@@ -125,6 +125,8 @@ pub struct Texts {
     pub audit_rejected: &'static str,
     pub feedback_label: &'static str,
     pub draft_restored: &'static str,
+    /// The approval asks for a recent (or stronger) sign-in (`requireSignIn`).
+    pub step_up_notice: &'static str,
     pub yes: &'static str,
     pub no: &'static str,
     // errors

@@ -10,6 +10,7 @@ use ringi_core::api::decision::DecisionRequest;
 use ringi_core::api::wire::{ApprovalView, DecisionResponse, InboxPage};
 use ringi_core::base::error::ErrorDetail;
 use ringi_core::base::principal::Principal;
+use ringi_core::base::sign_in::SignInRequirement;
 use ringi_core::domain::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
 use ringi_core::domain::inbox::InboxFilter;
 use ringi_core::ErrorBody;
@@ -24,6 +25,9 @@ use crate::infra::auth;
 pub enum ApiError {
     /// No usable token, or the worker answered 401: sign in again.
     Unauthorized,
+    /// 401 `step_up_required`: the approval asks for a fresher or stronger sign-in; sign in again asking the
+    /// provider for it.
+    StepUp(SignInRequirement),
     /// 404: unknown approval or not one of its approvers (deliberately the same).
     NotFound,
     /// 409: `already_decided`, `expired`, `in_progress`, `already_voted`, `already_satisfied`, and the 403
@@ -43,6 +47,7 @@ impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ApiError::Unauthorized => f.write_str("HTTP 401: sign-in required"),
+            ApiError::StepUp(_) => f.write_str("HTTP 401: a fresh sign-in is required"),
             ApiError::NotFound => f.write_str("HTTP 404: not found"),
             ApiError::Conflict(e) => write!(f, "HTTP 409 {}: {}", e.code, e.message),
             ApiError::Invalid { field: Some(field), message } => write!(f, "{field}: {message}"),
@@ -82,9 +87,15 @@ async fn success_text(response: Response) -> Result<(u16, String), ApiError> {
         code: String::new(),
         message: format!("HTTP {status}"),
         field: None,
+        require_sign_in: None,
     });
     Err(match status {
-        401 => ApiError::Unauthorized,
+        401 => match error.require_sign_in {
+            Some(needed) if error.error_code() == Some(ringi_core::base::error::ErrorCode::StepUpRequired) => {
+                ApiError::StepUp(needed)
+            }
+            _ => ApiError::Unauthorized,
+        },
         404 => ApiError::NotFound,
         // 409, and a 403 that names a rule (`delegate_is_requester`): explained by their code.
         409 => ApiError::Conflict(error),
@@ -276,7 +287,8 @@ mod tests {
         assert_eq!(e.to_string(), "HTTP 502: upstream rejected");
         assert_eq!(ApiError::Unavailable("network".into()).to_string(), "unavailable: network");
         assert!(!ApiError::NotFound.to_string().contains("NotFound"), "not the Debug form");
-        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        let conflict =
+            ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None, require_sign_in: None };
         assert_eq!(ApiError::Conflict(conflict).to_string(), "HTTP 409 already_decided: m");
     }
 }

@@ -29,6 +29,7 @@ use oauth2::{
 };
 use ringi_core::adapters::idp::{IdpProfile, TokenUse};
 use ringi_core::api::wire::SpaConfig;
+use ringi_core::base::sign_in::SignInRequirement;
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsValue;
 
@@ -203,18 +204,35 @@ pub fn capture_callback() {
 /// Starts a sign-in: a new PKCE verifier and state, remembered in sessionStorage with the page to return
 /// to, then the browser goes to the Hosted UI.
 pub fn sign_in(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<(), AuthError> {
-    start(cfg, return_to, lang, false)
+    start(cfg, return_to, lang, false, None)
 }
 
-fn start(cfg: &SpaConfig, return_to: &str, lang: &str, reauth: bool) -> Result<(), AuthError> {
+fn start(
+    cfg: &SpaConfig,
+    return_to: &str,
+    lang: &str,
+    reauth: bool,
+    step_up: Option<&SignInRequirement>,
+) -> Result<(), AuthError> {
     let config = serde_json::to_string(cfg)
         .ok()
         .and_then(|json| js_sys::JSON::parse(&json).ok())
         .ok_or_else(|| AuthError::Config("unreadable".into()))?;
     // app/boot.js: writes the pending record `complete` reads (and forgets an explicit sign-out), then leaves
     // for the Hosted UI.
-    let leaving =
-        ringi_sign_in(&config, &safe_return(return_to), lang, reauth).map_err(|e| AuthError::Config(js_message(&e)))?;
+    // A step-up asks the provider for a new sign-in: `prompt=login`, `max_age`, `acr_values` (boot.js). Built
+    // field by field rather than serialized: the approval page's wasm stays without a serializer for it.
+    let step_up = step_up.map_or(JsValue::UNDEFINED, |r| {
+        let o = js_sys::Object::new();
+        if let Some(max) = r.max_age_seconds {
+            let _ = js_sys::Reflect::set(&o, &"maxAgeSeconds".into(), &max.into());
+        }
+        let acr = r.acr.iter().map(|a| JsValue::from_str(a)).collect::<js_sys::Array>();
+        let _ = js_sys::Reflect::set(&o, &"acr".into(), &acr);
+        o.into()
+    });
+    let leaving = ringi_sign_in(&config, &safe_return(return_to), lang, reauth, &step_up)
+        .map_err(|e| AuthError::Config(js_message(&e)))?;
     wasm_bindgen_futures::spawn_local(async move {
         // Only fails before the browser leaves (no Web Crypto): the page stays on "Redirecting…".
         if let Err(e) = wasm_bindgen_futures::JsFuture::from(leaving).await {
@@ -228,7 +246,13 @@ fn start(cfg: &SpaConfig, return_to: &str, lang: &str, reauth: bool) -> Result<(
 extern "C" {
     /// `globalThis.ringiSignIn` (app/boot.js): the one place that starts a sign-in (state, PKCE, record).
     #[wasm_bindgen(js_namespace = globalThis, js_name = ringiSignIn, catch)]
-    fn ringi_sign_in(config: &JsValue, return_to: &str, lang: &str, reauth: bool) -> Result<js_sys::Promise, JsValue>;
+    fn ringi_sign_in(
+        config: &JsValue,
+        return_to: &str,
+        lang: &str,
+        reauth: bool,
+        step_up: &JsValue,
+    ) -> Result<js_sys::Promise, JsValue>;
 }
 
 fn js_message(e: &JsValue) -> String {
@@ -237,16 +261,22 @@ fn js_message(e: &JsValue) -> String {
         .unwrap_or_else(|| "sign-in could not start".into())
 }
 
-/// Signs in again after the token expired or was refused, coming back to `return_to`. Refuses (instead of
-/// looping through the Hosted UI) when the current token came from such a sign-in seconds ago.
-pub fn reauthenticate(cfg: &SpaConfig, return_to: &str, lang: &str) -> Result<(), AuthError> {
+/// Signs in again after the token expired or was refused (or, `step_up`, was not a fresh or strong enough
+/// sign-in), coming back to `return_to`. Refuses (instead of looping through the Hosted UI) when the current
+/// token came from such a sign-in seconds ago.
+pub fn reauthenticate(
+    cfg: &SpaConfig,
+    return_to: &str,
+    lang: &str,
+    step_up: Option<&SignInRequirement>,
+) -> Result<(), AuthError> {
     let current = session();
     if current.as_ref().is_some_and(|s| s.via_reauth && now() - s.obtained_at < FRESH_TOKEN_MS) {
         return Err(AuthError::Refused);
     }
     forget();
     // Without a session this is simply the first sign-in of the tab (a short link opened signed-out).
-    start(cfg, return_to, lang, current.is_some())
+    start(cfg, return_to, lang, current.is_some(), step_up)
 }
 
 /// Completes the sign-in on `/auth/callback`: checks `state`, exchanges the code (with the PKCE verifier) and

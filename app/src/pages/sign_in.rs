@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::use_navigate;
 use leptos_router::NavigateOptions;
 use ringi_core::adapters::assets::in_full_bundle;
+use ringi_core::base::sign_in::SignInRequirement;
 
 use crate::components::{Block, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};
@@ -13,10 +14,11 @@ use crate::infra::auth::{self, AuthError};
 
 /// Sends the user through the Hosted UI, coming back to the current page. Shown for the instant before the
 /// browser leaves; if the API refused a token that was just issued, explains that instead of looping.
+/// `step_up`: what a fresh or stronger sign-in must show (an approval's `requireSignIn`).
 #[component]
-pub fn Reauthenticate() -> impl IntoView {
+pub fn Reauthenticate(#[prop(default = None)] step_up: Option<SignInRequirement>) -> impl IntoView {
     let ctx = use_app();
-    let refused = match ctx.reauthenticate() {
+    let refused = match ctx.reauthenticate(step_up.as_ref()) {
         Ok(()) => false,
         Err(AuthError::Refused) => true,
         Err(e) => {

@@ -191,6 +191,7 @@ pub fn approval_columns(item: &Map<String, Value>) -> Result<Value, CorruptValue
         "aws_account": item.get("awsAccount").and_then(Value::as_str),
         "aws_region": item.get("awsRegion").and_then(Value::as_str),
         "request_sha256": item.get("requestSha256").and_then(Value::as_str),
+        "require_sign_in_json": item.get("requireSignInJson").and_then(Value::as_str),
     }))
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::adapters::idp::{AudienceRule, EmailPolicy, JwtRules, ScopeClaim, TokenUse};
 use crate::base::principal::Identity;
+use crate::base::sign_in::SignIn;
 
 /// Tokens larger than this are rejected before any parsing.
 pub const MAX_JWT_BYTES: usize = 8 * 1024;
@@ -168,7 +169,20 @@ pub fn validate_claims(claims: &Map<String, Value>, rules: &JwtRules, now: i64) 
         .or(string(claims, "username")?)
         .or(string(claims, "preferred_username")?)
         .map(str::to_owned);
-    Ok(Identity { sub: sub.to_owned(), email, groups, username, scopes, client_id: client_id.to_owned() })
+    let sign_in = sign_in(claims);
+    Ok(Identity { sub: sub.to_owned(), email, groups, username, scopes, client_id: client_id.to_owned(), sign_in })
+}
+
+/// `auth_time`, `acr` and `amr` as the token carries them. A claim in another shape is read as absent rather
+/// than refusing the token: it then proves nothing, and only an approval that asks for it is refused.
+fn sign_in(claims: &Map<String, Value>) -> SignIn {
+    let auth_time = claims.get("auth_time").and_then(Value::as_f64).filter(|t| t.is_finite() && *t >= 0.0);
+    let acr = claims.get("acr").and_then(Value::as_str).filter(|a| !a.is_empty()).map(str::to_owned);
+    let amr = match claims.get("amr") {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    SignIn { auth_time: auth_time.map(|t| t as i64), acr, amr }
 }
 
 /// The client a token was issued to, checked against the rules' audience rule and client ids.
@@ -311,6 +325,22 @@ mod tests {
             None => c.remove(k),
         };
         c
+    }
+
+    #[test]
+    fn sign_in_claims_are_read_and_odd_shapes_prove_nothing() {
+        let r = oidc_rules(false);
+        let c = edit(edit(entra_claims(), "auth_time", Some(json!(1_200))), "acr", Some(json!("urn:x:loa:2")));
+        let c = edit(c, "amr", Some(json!(["pwd", "mfa", 7])));
+        let id = validate_claims(&c, &r, 1_500).unwrap();
+        assert_eq!(id.sign_in.auth_time, Some(1_200));
+        assert_eq!(id.sign_in.acr.as_deref(), Some("urn:x:loa:2"));
+        assert_eq!(id.sign_in.amr, vec!["pwd", "mfa"]);
+        // Another shape is no claim, and the token is still accepted.
+        let odd = edit(edit(entra_claims(), "auth_time", Some(json!("1200"))), "acr", Some(json!(2)));
+        let odd = edit(odd, "amr", Some(json!("mfa")));
+        let id = validate_claims(&odd, &r, 1_500).unwrap();
+        assert_eq!(id.sign_in, SignIn::default());
     }
 
     #[test]

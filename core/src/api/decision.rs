@@ -255,6 +255,7 @@ mod tests {
             username: Some("alice".into()),
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
 

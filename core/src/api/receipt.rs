@@ -97,6 +97,7 @@ mod tests {
             username: None,
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         };
         let prior = [PriorApproval {
             sub: "alice-sub".into(),

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::adapters::idp::{IdpProfile, TokenUse};
 use crate::base::error::ErrorCode;
 use crate::base::principal::Principal;
+use crate::base::sign_in::SignInRequirement;
 use crate::base::status::{ApprovalStatus, Verdict};
 use crate::domain::form::FormField;
 use crate::domain::on_expiry::OnExpiry;
@@ -129,6 +130,13 @@ pub struct ApprovalView {
     /// The caller's standing: deciding, deciding for someone, or handed on.
     #[serde(default)]
     pub my_seat: crate::domain::delegation::MySeat,
+    /// The sign-in a decision needs (`requireSignIn`; `crate::domain::step_up`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_sign_in: Option<SignInRequirement>,
+    /// The caller's sign-in does not meet `require_sign_in` now: the app signs them in again before it sends
+    /// a decision (the worker refuses one with `step_up_required` either way).
+    #[serde(default)]
+    pub step_up: bool,
 }
 
 impl ApprovalView {

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::sign_in::SignInRequirement;
 use crate::base::status::ApprovalStatus;
 
 /// The stable machine-readable `error.code` of every API error; the SPA keys its messages on it.
@@ -37,6 +38,7 @@ pub enum ErrorCode {
     DelegateIsRequester,
     GroupSeat,
     NotSupportedByBackend,
+    StepUpRequired,
 }
 
 impl ErrorCode {
@@ -70,10 +72,11 @@ impl ErrorCode {
             Self::DelegateIsRequester => "delegate_is_requester",
             Self::GroupSeat => "group_seat",
             Self::NotSupportedByBackend => "not_supported_by_backend",
+            Self::StepUpRequired => "step_up_required",
         }
     }
 
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -101,6 +104,7 @@ impl ErrorCode {
         Self::DelegateIsRequester,
         Self::GroupSeat,
         Self::NotSupportedByBackend,
+        Self::StepUpRequired,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -189,6 +193,10 @@ pub enum ApiError {
     /// The configured storage backend (`STORAGE`) does not implement this feature; it names the feature.
     #[error("{0} is not supported by the configured storage backend (STORAGE=dynamodb); use STORAGE=d1")]
     NotSupportedByBackend(&'static str),
+    /// The approval asks for a fresher or stronger sign-in than the caller's token shows (`requireSignIn`):
+    /// signing in again as it says lets them decide. RFC 9470's `insufficient_user_authentication`.
+    #[error("this approval needs a fresh or stronger sign-in: sign in again, then decide")]
+    StepUpRequired(SignInRequirement),
 }
 
 impl ApiError {
@@ -232,7 +240,8 @@ impl ApiError {
     pub fn status(&self) -> u16 {
         match self {
             Self::Invalid { .. } | Self::MalformedBody(_) => 400,
-            Self::Unauthorized => 401,
+            // RFC 9470: a token that is valid but whose sign-in is not enough is a 401 challenge.
+            Self::Unauthorized | Self::StepUpRequired(_) => 401,
             Self::Forbidden(_) | Self::SelfApproval | Self::DelegateIsRequester | Self::GroupSeat => 403,
             Self::NotFound | Self::NoRoute => 404,
             Self::MethodNotAllowed { .. } => 405,
@@ -285,6 +294,7 @@ impl ApiError {
             Self::DelegateIsRequester => ErrorCode::DelegateIsRequester,
             Self::GroupSeat => ErrorCode::GroupSeat,
             Self::NotSupportedByBackend(_) => ErrorCode::NotSupportedByBackend,
+            Self::StepUpRequired(_) => ErrorCode::StepUpRequired,
         }
     }
 
@@ -309,7 +319,13 @@ impl ApiError {
             Self::Invalid { field, .. } => Some(field.clone()),
             _ => None,
         };
-        ErrorBody { error: ErrorDetail { code: self.code().to_owned(), message: self.to_string(), field } }
+        let require_sign_in = match self {
+            Self::StepUpRequired(r) => Some(r.clone()),
+            _ => None,
+        };
+        ErrorBody {
+            error: ErrorDetail { code: self.code().to_owned(), message: self.to_string(), field, require_sign_in },
+        }
     }
 }
 
@@ -327,6 +343,9 @@ pub struct ErrorDetail {
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// `step_up_required`: the sign-in that lets the caller decide (what to ask the provider for).
+    #[serde(default, rename = "requireSignIn", skip_serializing_if = "Option::is_none")]
+    pub require_sign_in: Option<SignInRequirement>,
 }
 
 impl ErrorDetail {
@@ -388,6 +407,10 @@ mod tests {
         assert_eq!(body["error"]["field"], "approvers");
         let body = serde_json::to_value(ApiError::NotFound.body()).unwrap();
         assert!(body["error"].get("field").is_none());
+        let step_up = ApiError::StepUpRequired(SignInRequirement { max_age_seconds: Some(300), ..Default::default() });
+        assert_eq!((step_up.status(), step_up.code()), (401, "step_up_required"));
+        let body = serde_json::to_value(step_up.body()).unwrap();
+        assert_eq!(body["error"]["requireSignIn"], serde_json::json!({"maxAgeSeconds": 300}));
     }
 
     #[test]

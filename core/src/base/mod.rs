@@ -9,6 +9,7 @@ pub mod hex;
 pub mod ids;
 pub mod locale;
 pub mod principal;
+pub mod sign_in;
 pub mod status;
 pub mod text;
 pub mod time;

@@ -76,6 +76,8 @@ pub struct Identity {
     pub scopes: Vec<String>,
     /// `client_id` (access) or `aud` (id) of the token.
     pub client_id: String,
+    /// How and when the person signed in (`auth_time`, `acr`, `amr`): what `requireSignIn` is checked against.
+    pub sign_in: crate::base::sign_in::SignIn,
 }
 
 impl Identity {
@@ -141,6 +143,7 @@ mod tests {
             username: Some("alice".into()),
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
 

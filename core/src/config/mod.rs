@@ -221,6 +221,14 @@ impl Config {
         !(self.profile == IdpProfile::Cognito && self.token_use == TokenUse::Access)
     }
 
+    /// Which sign-in claims the provider's tokens can carry, for `requireSignIn` at registration: every OpenID
+    /// Connect provider may send `acr` and `amr` (Entra, Okta do, as configured there); a Cognito user pool's
+    /// tokens carry `auth_time` only, so there only `maxAge` can be required.
+    pub fn sign_in_provable(&self) -> crate::domain::step_up::Provable {
+        let oidc = self.profile == IdpProfile::Oidc;
+        crate::domain::step_up::Provable { acr: oidc, amr: oidc }
+    }
+
     /// Whether out-of-office routing may match an absent approver by email: only a verified email, never
     /// one a provider sends unchecked (`EMAIL_VERIFIED=trust`), which anyone could claim.
     pub fn routes_by_email(&self) -> bool {

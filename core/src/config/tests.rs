@@ -82,6 +82,7 @@ fn operators_and_audit_retention() {
         username: None,
         scopes: vec![],
         client_id: "client".into(),
+        sign_in: Default::default(),
     };
     assert!(!c.is_admin(&ops), "no ADMIN_GROUP: nobody is an operator");
     let mut set = BASE.to_vec();
@@ -291,6 +292,14 @@ fn which_emails_the_rules_can_rely_on() {
     // An unchecked email (EMAIL_VERIFIED=trust) never routes someone's approvals: anyone could claim it.
     assert!(oidc(&[]).unwrap().routes_by_email());
     assert!(!oidc(&[("EMAIL_VERIFIED", "trust")]).unwrap().routes_by_email());
+}
+
+#[test]
+fn only_openid_connect_providers_can_prove_acr_and_amr() {
+    let cognito = with(&[("TOKEN_USE", "id")]).unwrap().sign_in_provable();
+    assert_eq!((cognito.acr, cognito.amr), (false, false));
+    let generic = oidc(&[]).unwrap().sign_in_provable();
+    assert_eq!((generic.acr, generic.amr), (true, true));
 }
 
 #[test]

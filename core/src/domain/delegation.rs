@@ -323,7 +323,7 @@ mod tests {
     const NONE: Requesters<'static> = Requesters { principals: &[], allow_self_approval: false };
 
     fn snap<'a>(seats: &'a [Seat], requesters: Requesters<'a>) -> Snapshot<'a> {
-        Snapshot { state: OPEN, seats, votes: &[], requesters, quorum: Quorum::Any }
+        Snapshot { state: OPEN, seats, votes: &[], requesters, quorum: Quorum::Any, sign_in: None }
     }
 
     fn plan_delegation(
@@ -343,6 +343,7 @@ mod tests {
             username: None,
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
 

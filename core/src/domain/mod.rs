@@ -15,4 +15,5 @@ pub mod recipients;
 pub mod rules;
 pub mod schedule;
 pub mod self_approval;
+pub mod step_up;
 pub mod vote;

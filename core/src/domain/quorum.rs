@@ -165,6 +165,7 @@ mod tests {
             username: None,
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
 

@@ -15,6 +15,7 @@
 
 use crate::base::error::ApiError;
 use crate::base::principal::{Identity, Principal};
+use crate::base::sign_in::SignInRequirement;
 use crate::base::status::Verdict;
 use crate::domain::approval::{check_decidable, ApprovalState};
 use crate::domain::delegation::{check_holder, Seat, MAX_DELEGATION_DEPTH};
@@ -61,6 +62,8 @@ pub struct Snapshot<'a> {
     pub votes: &'a [RecordedVote],
     pub requesters: Requesters<'a>,
     pub quorum: Quorum,
+    /// The sign-in a verdict needs (`requireSignIn`), if the registration asked for one.
+    pub sign_in: Option<&'a SignInRequirement>,
 }
 
 impl Snapshot<'_> {
@@ -79,10 +82,19 @@ pub fn requester_guard(who: &Identity, requesters: &Requesters<'_>) -> Result<Gu
     Ok(Guard::NotRequester { people, email_unknown: who.email.is_none() })
 }
 
-/// What a caller's verdict needs before the quorum rules run: an approver (else the same 404 as for no
-/// approval), not a requester, a seat that still holds its slot, an approval still decidable. Returns the
-/// guards the vote or claim commits under (the quorum step adds the slot it claims).
+/// What a caller's verdict needs before the quorum rules run: what any act on the approval needs
+/// ([`may_act`]) and, last, the sign-in the registration asks for (401 `step_up_required`: only an approver who
+/// could decide now is sent to sign in again). Returns the guards the vote or claim commits under (the quorum
+/// step adds the slot it claims). The sign-in needs no guard: the requirement never changes once registered.
 pub fn decide(a: &Snapshot<'_>, who: &Identity, now: i64) -> Result<Vec<Guard>, ApiError> {
+    let guards = may_act(a, who, now)?;
+    crate::domain::step_up::check(a.sign_in, &who.sign_in, now)?;
+    Ok(guards)
+}
+
+/// What any act of an approver on the approval needs: an approver (else the same 404 as for no approval), not
+/// a requester, a seat that still holds its slot, an approval still decidable.
+fn may_act(a: &Snapshot<'_>, who: &Identity, now: i64) -> Result<Vec<Guard>, ApiError> {
     if !crate::domain::delegation::may_view(a.seats, who) {
         return Err(ApiError::NotFound);
     }
@@ -136,7 +148,8 @@ pub fn delegate(
     allowed_domains: &[String],
     now: i64,
 ) -> Result<Handover, ApiError> {
-    let mut guards = decide(a, who, now)?;
+    // Handing a seat on decides nothing: the delegate's own verdict meets the sign-in requirement.
+    let mut guards = may_act(a, who, now)?;
     if a.votes.iter().any(|v| v.sub == who.sub) {
         return Err(ApiError::AlreadyVoted);
     }
@@ -298,6 +311,7 @@ mod tests {
             username: None,
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
     fn sub(s: &str) -> Principal {
@@ -317,7 +331,22 @@ mod tests {
         Requesters { principals: p, allow_self_approval: false }
     }
     fn snap<'a>(seats: &'a [Seat], requesters: Requesters<'a>) -> Snapshot<'a> {
-        Snapshot { state: open(), seats, votes: &[], requesters, quorum: Quorum::Any }
+        Snapshot { state: open(), seats, votes: &[], requesters, quorum: Quorum::Any, sign_in: None }
+    }
+
+    #[test]
+    fn a_verdict_needs_the_sign_in_the_registration_asks_for_and_a_hand_over_does_not() {
+        let seats = vec![Seat::listed(sub("ann"))];
+        let fresh = SignInRequirement { max_age_seconds: Some(60), ..Default::default() };
+        let a = Snapshot { sign_in: Some(&fresh), ..snap(&seats, strict(&[])) };
+        let mut ann = who("ann", None, &[]);
+        ann.sign_in.auth_time = Some(NOW / 1000 - 3600);
+        assert_eq!(decide(&a, &ann, NOW), Err(ApiError::StepUpRequired(fresh.clone())));
+        assert!(delegate(&a, &ann, &sub("bob"), &[], NOW).is_ok());
+        // The other refusals come first: a stranger still gets the 404, not a prompt to sign in.
+        assert_eq!(decide(&a, &who("eve", None, &[]), NOW), Err(ApiError::NotFound));
+        ann.sign_in.auth_time = Some(NOW / 1000);
+        assert!(decide(&a, &ann, NOW).is_ok());
     }
 
     #[test]

@@ -143,6 +143,7 @@ mod tests {
             username: None,
             scopes: vec![],
             client_id: "c".into(),
+            sign_in: Default::default(),
         }
     }
     fn field(r: Result<(), ApiError>) -> String {

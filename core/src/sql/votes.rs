@@ -82,13 +82,14 @@ const REQUIRED: &str = "(CASE approvals.quorum WHEN 'any' THEN 1 WHEN 'all' THEN
 
 /// The conditions a guessed claim adds to [`super::decision::claim`] (its ?3 approval, ?5 verdict, ?6 sub),
 /// with ?8 the caller's keys (JSON array) and ?9 their verified email: the caller holds a slot that was not
-/// handed on, is not a requester, the approval has no form, and the verdict decides — a rejection, or an
+/// handed on, is not a requester, the approval has no form and asks for no particular sign-in (whose check,
+/// `crate::domain::step_up`, is Rust's: such an approval is loaded first), and the verdict decides — a rejection, or an
 /// approval that satisfies a listed principal nobody else satisfied, from a person who did not approve under
 /// another account, and completes the quorum; never when the caller voted the other way.
 pub fn guessed_claim_condition(keys_json: &str, email: Option<&str>) -> SqlCond {
     let others = "FROM decisions d WHERE d.approval_id = ?3 AND d.decision = 'approve' AND d.sub != ?6";
     let sql = format!(
-        "AND form_json = '[]' AND EXISTS (SELECT 1 FROM approval_principals p
+        "AND form_json = '[]' AND require_sign_in_json IS NULL AND EXISTS (SELECT 1 FROM approval_principals p
            WHERE p.approval_id = ?3 AND p.delegated_to IS NULL AND p.pkey IN (SELECT value FROM json_each(?8)))
          AND {not_requester}
          AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?3 AND d.sub = ?6 AND d.decision != ?5)
@@ -119,7 +120,8 @@ pub struct GuessedVote<'a> {
 
 /// The caller's approval that does not complete the quorum, as `crate::domain::quorum::next_step` places it:
 /// on the first of the caller's keys that is listed and not satisfied yet, unless the caller voted already or
-/// their verified email approved under another account; only on an open approval without a form.
+/// their verified email approved under another account; only on an open approval without a form or a sign-in
+/// requirement.
 pub fn guessed_vote(id: &str, g: &GuessedVote<'_>) -> SqlCond {
     let sql = format!(
         "INSERT OR IGNORE INTO decisions (approval_id, sub, principal, email, username, decision, comment,
@@ -128,6 +130,7 @@ pub fn guessed_vote(id: &str, g: &GuessedVote<'_>) -> SqlCond {
          FROM approval_principals p JOIN json_each(?8) k ON k.value = p.pkey
            JOIN approvals ON approvals.id = p.approval_id
          WHERE p.approval_id = ?1 AND p.delegated_to IS NULL AND ?9 = 'approve' AND approvals.form_json = '[]'
+           AND approvals.require_sign_in_json IS NULL
            AND approvals.expires_at > ?7 AND approvals.task_token IS NOT NULL
            AND (approvals.status = 'pending' OR (approvals.status = 'claimed' AND approvals.claimed_until <= ?7))
            AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.approval_id = ?1 AND d.sub = ?2)

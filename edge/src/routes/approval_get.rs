@@ -50,6 +50,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
     let cannot_decide = a.refusal(who).map(|e| e.error_code());
+    let step_up = a.require_sign_in.as_ref().is_some_and(|r| !ringi_core::domain::step_up::met(r, &who.sign_in, now));
     let mut shown = ApprovalView {
         cannot_decide,
         can_decide: false,
@@ -79,6 +80,8 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         registered_by: a.registered_by,
         events: Vec::new(),
         schedule,
+        require_sign_in: a.require_sign_in,
+        step_up,
     };
     shown.can_decide = shown.decidable();
     shown

@@ -60,6 +60,9 @@ pub async fn post(req: &mut Request, ctx: &Ctx, store: &Store, caller: &str) -> 
         new.allow_self_approval,
         ctx.cfg.emails_verifiable(),
     )?;
+    if let Some(required) = &new.require_sign_in {
+        ringi_core::domain::step_up::check_provable(required, ctx.cfg.sign_in_provable())?;
+    }
     let id = new.id.clone().unwrap_or_else(|| ApprovalId::from_random(random_bytes::<APPROVAL_ID_RANDOM_BYTES>()));
     let registrant = Registrant { label: caller, rate_per_minute: ctx.cfg.register_rate_per_minute };
     let inserted = store.insert(&id, &new, &registrant, now, ctx.cfg.reminder_window_ms).await?;

@@ -77,7 +77,7 @@ fn Content() -> impl IntoView {
     let phase = Memo::new(move |_| state.phase());
     move || match phase.get() {
         Phase::Loading => ().into_any(),
-        Phase::SignIn => view! { <Reauthenticate /> }.into_any(),
+        Phase::SignIn => view! { <Reauthenticate step_up=state.step_up.get_untracked() /> }.into_any(),
         Phase::NotFound => view! { <NotYours /> }.into_any(),
         Phase::Failed => view! {
             <ErrorCard

@@ -46,7 +46,7 @@ fn outcome_view(t: &'static Texts, outcome: Outcome, state: ApprovalState) -> An
         }
         Outcome::Failed(detail) => problem_view("failed".into(), t.err_server, Some(detail), None),
         // Shown in the form, next to the fields (see DecisionForm); the sign-in replaces the page.
-        Outcome::FixFields | Outcome::SignIn => ().into_any(),
+        Outcome::FixFields | Outcome::SignIn | Outcome::StepUp(_) => ().into_any(),
     }
 }
 

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use ringi_core::api::decision::DecisionRequest;
 use ringi_core::api::wire::{ApprovalView, DecisionResponse};
 use ringi_core::base::error::ErrorDetail;
+use ringi_core::base::sign_in::SignInRequirement;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
 
 use super::form_state::FormState;
@@ -57,6 +58,8 @@ pub enum Outcome {
     FixFields,
     /// 401: the page signs in again, keeping the answers.
     SignIn,
+    /// 401 `step_up_required`: the page signs in again as the approval asks, keeping the answers.
+    StepUp(SignInRequirement),
 }
 
 impl Outcome {
@@ -69,6 +72,7 @@ impl Outcome {
         match result {
             Ok(response) => Outcome::Done { verdict, response },
             Err(ApiError::Unauthorized) => Outcome::SignIn,
+            Err(ApiError::StepUp(needed)) => Outcome::StepUp(needed),
             Err(ApiError::NotFound) => Outcome::NotFound,
             Err(ApiError::Conflict(e)) => Outcome::Conflict(e),
             Err(ApiError::Invalid { field: Some(field), message }) if place(&field, &message) => Outcome::FixFields,
@@ -80,7 +84,7 @@ impl Outcome {
 
     /// Announced in the outcome area, which takes focus; field problems take it to the first bad field.
     pub fn announced(&self) -> bool {
-        !matches!(self, Outcome::FixFields | Outcome::SignIn)
+        !matches!(self, Outcome::FixFields | Outcome::SignIn | Outcome::StepUp(_))
     }
 }
 
@@ -102,6 +106,8 @@ pub struct ApprovalState {
     pub confirming: RwSignal<Option<Verdict>>,
     pub dialog: NodeRef<html::Dialog>,
     signing_in: RwSignal<bool>,
+    /// What the sign-in the page is leaving for must show (a step-up), if anything.
+    pub step_up: RwSignal<Option<SignInRequirement>>,
     id: StoredValue<String>,
 }
 
@@ -139,6 +145,7 @@ impl ApprovalState {
             })
         });
         let signing_in = RwSignal::new(false);
+        let step_up = RwSignal::new(None);
         let decide = Action::new_local(move |(verdict, request): &(Verdict, DecisionRequest)| {
             let (verdict, request, id) = (*verdict, request.clone(), id.get_value());
             async move {
@@ -152,6 +159,11 @@ impl ApprovalState {
                     Outcome::Conflict(_) => approval.refetch(),
                     Outcome::SignIn => {
                         form.stash(&id);
+                        signing_in.set(true);
+                    }
+                    Outcome::StepUp(needed) => {
+                        form.stash(&id);
+                        step_up.set(Some(needed.clone()));
                         signing_in.set(true);
                     }
                     Outcome::FixFields => form.focus_first_problem(),
@@ -182,6 +194,7 @@ impl ApprovalState {
             confirming: RwSignal::new(None),
             dialog: NodeRef::new(),
             signing_in,
+            step_up,
             id,
         }
     }
@@ -211,9 +224,13 @@ impl ApprovalState {
             self.form.focus_first_problem();
             return;
         }
-        // The token may run out while the user reads: sign in again first, keeping the answers.
-        if auth::bearer().is_none() {
+        // The token may run out while the user reads, or be an older sign-in than the approval takes: sign in
+        // again first (as the approval asks), keeping the answers.
+        let needed =
+            self.view.with_untracked(|v| v.as_ref().filter(|v| v.step_up).and_then(|v| v.require_sign_in.clone()));
+        if auth::bearer().is_none() || needed.is_some() {
             self.form.stash(&self.id.get_value());
+            self.step_up.set(needed);
             self.signing_in.set(true);
             return;
         }
@@ -276,7 +293,8 @@ mod tests {
         let nowhere = |_: &str, _: &str| false;
         let ok = Outcome::of(Verdict::Approve, Ok(response(ApprovalStatus::Approved)), nowhere);
         assert!(matches!(ok, Outcome::Done { verdict: Verdict::Approve, .. }));
-        let conflict = ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None };
+        let conflict =
+            ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None, require_sign_in: None };
         assert_eq!(
             Outcome::of(Verdict::Reject, Err(ApiError::Conflict(conflict.clone())), nowhere),
             Outcome::Conflict(conflict)
@@ -288,6 +306,10 @@ mod tests {
         let server = ApiError::Server { status: 502, message: "upstream".into() };
         assert_eq!(Outcome::of(Verdict::Approve, Err(server), nowhere), Outcome::Failed("HTTP 502: upstream".into()));
         assert_eq!(Outcome::of(Verdict::Approve, Err(ApiError::Unauthorized), nowhere), Outcome::SignIn);
+        let fresh = SignInRequirement { max_age_seconds: Some(300), ..Default::default() };
+        let step_up = Outcome::of(Verdict::Approve, Err(ApiError::StepUp(fresh.clone())), nowhere);
+        assert_eq!(step_up, Outcome::StepUp(fresh));
+        assert!(!step_up.announced());
         assert!(!Outcome::SignIn.announced() && !Outcome::FixFields.announced() && Outcome::NotFound.announced());
     }
 

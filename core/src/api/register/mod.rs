@@ -15,6 +15,7 @@ use crate::base::ids::{ApprovalId, TaskToken};
 use crate::base::locale::Locale;
 use crate::base::principal::Principal;
 use crate::base::principal::{approvers, checked_principal, MAX_APPROVERS};
+use crate::base::sign_in::SignInRequirement;
 use crate::base::text::strip_invisible;
 use crate::base::time::parse_rfc3339;
 use crate::domain::form::{strip_form, validate_form, FormField};
@@ -62,6 +63,8 @@ pub struct NewApproval {
     pub schedule: Schedule,
     /// The account and region the callback goes to (`AWS_TARGETS`); `None`: this ringi's one account.
     pub target: Option<AwsTarget>,
+    /// The sign-in whoever decides must show (`requireSignIn`; `crate::domain::step_up`).
+    pub require_sign_in: Option<SignInRequirement>,
 }
 
 /// The registration body as sent. Every member is optional here (`null` = absent) so that a missing one is
@@ -91,6 +94,8 @@ pub struct RegistrationBody {
     escalation: Option<Value>,
     /// Where the workflow runs, for callers that send no EventBridge envelope.
     aws: Option<AwsField>,
+    /// Checked member by member (core::domain::step_up), so that each error names `requireSignIn.<member>`.
+    require_sign_in: Option<Value>,
 }
 
 /// `aws`: only the account and region; a role or an endpoint is never the registrant's to choose.
@@ -294,6 +299,7 @@ impl RegistrationBody {
             request_sha256,
             schedule,
             target: None,
+            require_sign_in: self.require_sign_in.as_ref().map(crate::domain::step_up::parse).transpose()?,
         })
     }
 }

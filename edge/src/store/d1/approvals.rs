@@ -75,14 +75,18 @@ impl InsertBatch<'_> {
             a.task_expires_at.map_or(JsValue::NULL, n),
             opt(a.target.as_ref().map(|t| t.account.as_str())),
             opt(a.target.as_ref().map(|t| t.region.as_str())),
+            match &a.require_sign_in {
+                Some(r) => s(&serde_json::to_string(r).internal("requireSignIn json")?),
+                None => JsValue::NULL,
+            },
         ];
         Ok(self.within_rate(
             "INSERT INTO approvals (id, task_token, token_sha256, status, title, summary, details_json, form_json,
                quorum, approver_count, context_json, notify_json, locale, created_at, expires_at, reminded_at,
                mail_state, request_sha256, registered_by, requested_by_json, allow_self_approval, on_expiry,
-               chat_json, chat_due_json, chat_state, task_expires_at, aws_account, aws_region)
+               chat_json, chat_due_json, chat_state, task_expires_at, aws_account, aws_region, require_sign_in_json)
              SELECT ?1, ?2, ?3, 'pending', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-               ?20, ?21, ?22, ?22, ?23, ?24, ?25, ?26
+               ?20, ?21, ?22, ?22, ?23, ?24, ?25, ?26, ?27
              WHERE {rate} ON CONFLICT DO NOTHING",
             args,
         ))

@@ -424,6 +424,10 @@ impl DynamoStore {
         if let Some(l) = a.locale {
             approval.insert("locale".into(), json!({"S": l.as_str()}));
         }
+        if let Some(r) = &a.require_sign_in {
+            let r = serde_json::to_string(r).unwrap_or_else(|_| "{}".into());
+            approval.insert("requireSignInJson".into(), json!({"S": r}));
+        }
         if let Some(t) = &a.target {
             approval.insert("awsAccount".into(), json!({"S": t.account.as_str()}));
             approval.insert("awsRegion".into(), json!({"S": t.region.as_str()}));

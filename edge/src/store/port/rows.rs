@@ -8,6 +8,7 @@ use ringi_core::base::context::ApprovalContext;
 use ringi_core::base::corrupt::CorruptValue;
 use ringi_core::base::locale::Locale;
 use ringi_core::base::principal::{Identity, Principal};
+use ringi_core::base::sign_in::SignInRequirement;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
 use ringi_core::base::time::format_rfc3339;
 use ringi_core::domain::approval::ApprovalState;
@@ -50,7 +51,7 @@ fn locale(s: Option<&str>) -> Result<Option<Locale>, CorruptValue> {
 pub(crate) const APPROVAL_COLUMNS: &str = "id, task_token, status, confirmed, title, summary, details_json, \
      form_json, quorum, approver_count, context_json, locale, created_at, expires_at, claimed_until, decided_at, \
      attempt_sub, attempt_by, registered_by, requested_by_json, allow_self_approval, on_expiry, decided_on_expiry, \
-     aws_account, aws_region, request_sha256";
+     aws_account, aws_region, request_sha256, require_sign_in_json";
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ApprovalRow {
@@ -80,6 +81,8 @@ pub(crate) struct ApprovalRow {
     aws_account: Option<String>,
     aws_region: Option<String>,
     request_sha256: Option<String>,
+    #[serde(default)]
+    require_sign_in_json: Option<String>,
 }
 
 /// An approval as stored, typed.
@@ -116,6 +119,8 @@ pub struct Approval {
     pub target: Option<AwsTarget>,
     /// Hex SHA-256 of the registration as received (what the decision receipt names).
     pub request_sha256: Option<String>,
+    /// The sign-in whoever decides must show (`requireSignIn`), if any.
+    pub require_sign_in: Option<SignInRequirement>,
 }
 
 /// The stored `requested_by_json`: principal keys.
@@ -159,6 +164,11 @@ impl TryFrom<ApprovalRow> for Approval {
             decided_on_expiry: r.decided_on_expiry != 0.0,
             target: AwsTarget::from_stored(r.aws_account.as_deref(), r.aws_region.as_deref())?,
             request_sha256: r.request_sha256,
+            require_sign_in: r
+                .require_sign_in_json
+                .as_deref()
+                .map(|j| parse_json("approvals.require_sign_in_json", j))
+                .transpose()?,
         })
     }
 }
@@ -200,6 +210,7 @@ impl Loaded {
             votes: &self.votes,
             requesters: self.approval.requesters(),
             quorum: self.approval.quorum,
+            sign_in: self.approval.require_sign_in.as_ref(),
         }
     }
 }

@@ -1,0 +1,32 @@
+//! How a person signed in, as their verified token says (`auth_time`, `acr`, `amr`), and the sign-in an
+//! approval asks of its deciders (`requireSignIn`). Value types only: the rule is `crate::domain::step_up`.
+
+use serde::{Deserialize, Serialize};
+
+/// The sign-in claims of a verified token. Each is absent when the token does not carry it (or carries it in
+/// a shape no provider uses): an absent claim proves nothing, so a requirement on it is not met.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignIn {
+    /// `auth_time`: when the person last authenticated with the provider (Unix seconds).
+    pub auth_time: Option<i64>,
+    /// `acr`: the authentication context class the sign-in satisfied.
+    pub acr: Option<String>,
+    /// `amr`: the authentication methods used (RFC 8176: `pwd`, `otp`, `mfa`, `hwk`, …).
+    pub amr: Vec<String>,
+}
+
+/// What an approval asks of the sign-in of whoever decides it; stored with the approval, shown by its GET and
+/// carried by a `step_up_required` error. At least one member is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignInRequirement {
+    /// The sign-in may be at most this old (seconds; OpenID Connect's `max_age`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_seconds: Option<u32>,
+    /// The token's `acr` must be one of these (OpenID Connect's `acr_values`, in order of preference).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acr: Vec<String>,
+    /// The token's `amr` must show a second factor.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mfa: bool,
+}
