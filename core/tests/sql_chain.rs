@@ -4,7 +4,7 @@
 //! chain existed stay unchained.
 
 mod common;
-use common::{migrated, run, values};
+use common::{migrated, migration_files, run, values};
 
 use ringi_core::base::time::format_rfc3339;
 use ringi_core::domain::audit::{Actor, Event, EventKind};
@@ -130,13 +130,8 @@ fn a_sealed_event_is_never_rewritten_nor_sealed_again() {
 #[test]
 fn events_written_before_the_chain_stay_unchained_and_the_chain_starts_after_them() {
     let db = Connection::open_in_memory().unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
     let (before, after): (Vec<_>, Vec<_>) =
-        files.into_iter().partition(|f| f.file_name().unwrap().to_string_lossy().as_ref() < "0014");
+        migration_files().into_iter().partition(|f| f.file_name().unwrap().to_string_lossy().as_ref() < "0014");
     for f in &before {
         db.execute_batch(&std::fs::read_to_string(f).unwrap()).unwrap();
     }

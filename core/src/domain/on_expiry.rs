@@ -97,6 +97,7 @@ pub fn decider(issuer: &str) -> Identity {
         username: None,
         scopes: Vec::new(),
         client_id: String::new(),
+        sign_in: Default::default(),
     }
 }
 

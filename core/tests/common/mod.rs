@@ -2,15 +2,20 @@
 
 use rusqlite::Connection;
 
-/// An in-memory SQLite database with the worker's real migrations applied, in order, as wrangler applies them.
-pub fn migrated() -> Connection {
-    let db = Connection::open_in_memory().unwrap();
+/// The worker's migration files, in the order wrangler applies them.
+pub fn migration_files() -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../edge/migrations"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    for file in files {
+    files
+}
+
+/// An in-memory SQLite database with the worker's real migrations applied, in order, as wrangler applies them.
+pub fn migrated() -> Connection {
+    let db = Connection::open_in_memory().unwrap();
+    for file in migration_files() {
         db.execute_batch(&std::fs::read_to_string(file).unwrap()).unwrap();
     }
     db
