@@ -274,7 +274,11 @@ def test_example_workflow_waits_for_the_approval_then_resumes(aws, stack, probe_
     assert detail["context"] == {"executionArn": execution, "stateName": "RequestApproval"}
     assert arn in event["resources"]
     assert sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
-    history = [e["type"] for e in sfn.get_execution_history(executionArn=execution)["events"]]
+    # moto writes TaskSubmitted once the put returned, which may be after the event reached the queue.
+    def paused():
+        history = [e["type"] for e in sfn.get_execution_history(executionArn=execution)["events"]]
+        return history if "TaskSubmitted" in history else None
+    history = wait_for(paused)
     assert history[-2:] == ["TaskStarted", "TaskSubmitted"], history
 
     # The worker's answer to an approval; the execution resumes with the decision next to its input.
