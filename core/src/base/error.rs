@@ -221,13 +221,13 @@ impl ApiError {
 
     /// The claim is held until `until` (ms): retry once its lease has run out.
     pub fn claimed_until(until: i64, now: i64) -> Self {
-        Self::InProgress { retry_after: secs_until(until, now) }
+        Self::InProgress { retry_after: retry_secs(until, now) }
     }
 
     /// This request may have left its claim behind (taken, then not released): a retry before the lease runs
     /// out would be told `in_progress`, so a temporary failure asks to wait out the lease instead.
     pub fn claim_left_held(self, lease_ms: i64) -> Self {
-        let lease = secs_until(lease_ms, 0);
+        let lease = retry_secs(lease_ms, 0);
         match self {
             Self::StorageUnavailable { retry_after } => {
                 Self::StorageUnavailable { retry_after: retry_after.max(lease) }
@@ -355,8 +355,8 @@ impl ErrorDetail {
     }
 }
 
-/// Whole seconds from `now` to `until` (ms), at least one: what `Retry-After` says.
-fn secs_until(until: i64, now: i64) -> u32 {
+/// Whole seconds from `now` to `until` (ms), at least one: what a `Retry-After` says.
+pub fn retry_secs(until: i64, now: i64) -> u32 {
     u32::try_from((until - now).max(0)).unwrap_or(u32::MAX).div_ceil(1000).max(1)
 }
 

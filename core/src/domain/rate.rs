@@ -1,6 +1,8 @@
 //! The registration rate: each credential's registrations are counted per minute (`RATE_LIMIT_PER_MINUTE`);
 //! both backends keep one counter per credential and window and answer a full one with 429 and Retry-After.
 
+use crate::base::error::retry_secs;
+
 /// The length of one counting window.
 pub const WINDOW_MS: i64 = 60_000;
 
@@ -16,8 +18,7 @@ pub struct RateWindow {
 impl RateWindow {
     pub fn at(now: i64) -> Self {
         let start = now - now.rem_euclid(WINDOW_MS);
-        let retry_after_secs = u32::try_from(start + WINDOW_MS - now).unwrap_or(0).div_ceil(1000).max(1);
-        Self { start, retry_after_secs }
+        Self { start, retry_after_secs: retry_secs(start + WINDOW_MS, now) }
     }
 }
 

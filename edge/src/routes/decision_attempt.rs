@@ -148,13 +148,12 @@ impl DecisionAttempt<'_> {
         }
     }
 
-    /// Nothing was sent under this request's claim: release it and forget its attempt. If storage is still
-    /// failing, its lease frees it, and `e` (what the caller is told) asks them to wait that long.
+    /// Nothing was sent under this request's claim (if it took one): see [`give_back`].
     async fn undo(&self, claimed: bool, e: ApiError) -> ApiError {
-        if claimed && self.store.release(self.id(), self.claim.claim_id, true).await.is_err() {
-            return e.claim_left_held(self.ctx.cfg.claim_lease_ms);
+        if !claimed {
+            return e;
         }
-        e
+        give_back(self.ctx, self.store, self.id(), self.claim.claim_id, e).await
     }
 
     /// Calls Step Functions under the claim and records what came of it.
@@ -245,6 +244,15 @@ impl DecisionAttempt<'_> {
             return Err(ApiError::AlreadyDecided(ApprovalStatus::DecidedUnconfirmed));
         }
         respond(id, ApprovalStatus::DecidedUnconfirmed, Some(recorded), self.progress(recorded))
+    }
+}
+
+/// Nothing was sent under the claim `claim_id`: release it and forget its attempt. If storage is still failing,
+/// its lease frees it, and `e` (what the caller is told) asks them to wait that long.
+pub(super) async fn give_back(ctx: &Ctx, store: &Store, id: &ApprovalId, claim_id: &str, e: ApiError) -> ApiError {
+    match store.release(id, claim_id, true).await {
+        Ok(()) => e,
+        Err(_) => e.claim_left_held(ctx.cfg.claim_lease_ms),
     }
 }
 

@@ -17,7 +17,7 @@ use worker::{Request, Response};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::domain::vote::RecordedVote;
 
-use super::decision_attempt::{respond, Completion, DecisionAttempt};
+use super::decision_attempt::{give_back, respond, Completion, DecisionAttempt};
 use super::http::Ctx;
 use crate::platform::{now_ms, random_bytes};
 use crate::store::{ApprovalStore, ClaimRequest, Guess, Loaded, Opened, Store, Vote};
@@ -58,8 +58,8 @@ pub async fn post(
         Ok(o) => o,
         Err(e) => {
             // The guess may have taken the claim with its answer lost: nothing was sent under it.
-            if guess.is_some() && store.release(id, &claim_id, true).await.is_err() {
-                return Err(e.claim_left_held(ctx.cfg.claim_lease_ms));
+            if guess.is_some() {
+                return Err(give_back(ctx, store, id, &claim_id, e).await);
             }
             return Err(e);
         }
@@ -80,10 +80,10 @@ async fn decide(
 ) -> Result<Response, ApiError> {
     let Opened { loaded, claimed, voted, votes_after } = opened;
     let release_unused = |e: ApiError| async {
-        if claimed.is_some() && store.release(id, claim.claim_id, true).await.is_err() {
-            return e.claim_left_held(ctx.cfg.claim_lease_ms);
+        match claimed {
+            Some(_) => give_back(ctx, store, id, claim.claim_id, e).await,
+            None => e,
         }
-        e
     };
     let checked = check(loaded, who, parsed);
     let (Loaded { approval, seats, votes, .. }, request) = match checked {
