@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from support.api import log_with
 from support.clock import Clock
 
 REFETCH_LIMIT_S = 10  # core/src/adapters/jwks.rs JWKS_MIN_REFETCH_MS
@@ -186,7 +187,7 @@ def test_discovery_is_fetched_once_and_a_stalled_one_fails_fast(generic_stack, g
         assert len(server.paths) == 3, f"cached: no more requests to the issuer, got {server.paths}"
         # A token of the stack's own issuer is not this worker's.
         assert inbox(url, generic_stack.mint("alice"))[0].status_code == 401
-        log = (generic_stack.state / "worker-discovery.log").read_text(errors="replace")
+        log = log_with(generic_stack.state / "worker-discovery.log", "discovery_fetch_failed")
         assert "discovery_fetch_failed" in log
     finally:
         generic_stack.stop_component("worker-discovery")
@@ -207,7 +208,8 @@ def test_the_issuers_redirects_are_not_followed(generic_stack):
         config = requests.get(f"{url}/config.json", timeout=10)
         assert config.status_code != 200, config.text
         assert set(server.paths) == {"/keys", "/.well-known/openid-configuration"}, "never the redirect's target"
-        log = (generic_stack.state / "worker-redirects.log").read_text(errors="replace")
+        log = log_with(generic_stack.state / "worker-redirects.log", "jwks_fetch_failed", "discovery_fetch_failed",
+                       "a redirect, not followed")
         assert "jwks_fetch_failed" in log and "discovery_fetch_failed" in log
         assert "a redirect, not followed" in log
     finally:

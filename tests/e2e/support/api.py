@@ -104,6 +104,17 @@ def d1(stack, sql: str, persist=None) -> list:
     return query_d1(persist or stack.d1_dir, sql)
 
 
+def log_with(path, *lines: str, timeout: float = 10.0) -> str:
+    """A component's log once it names every one of `lines` (or as it is after `timeout` s): wrangler writes a
+    worker's log lines from its output pipe, which may be a moment behind the response that caused them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        if all(line in text for line in lines) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
+
+
 def wait_execution_done(sfn, arn: str, timeout: float = 20, poll: float = 0.2) -> dict:
     """describe_execution once the execution has left RUNNING (else the test fails after `timeout` seconds)."""
     deadline = time.monotonic() + timeout
