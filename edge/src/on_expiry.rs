@@ -7,7 +7,6 @@
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ringi_core::adapters::sfn::CallbackOutcome;
 use ringi_core::api::decision::DecisionRecord;
-use ringi_core::api::receipt::{ReceiptFacts, RECEIPT_TYP};
 use ringi_core::config::Config;
 use ringi_core::domain::on_expiry::{callback, decider};
 use ringi_core::ApiError;
@@ -33,21 +32,9 @@ pub async fn run(cfg: &Config, store: &Store, now: i64) -> Result<usize, ApiErro
 /// ringi's receipt of its own outcome (`ringi_core::api::receipt`: the claims of a person's decision, decided by
 /// ringi's issuer, `"reason": "expiry"`), where ringi has a key ring.
 async fn receipt(cfg: &Config, due: &DueOutcome, now: i64) -> Result<Option<String>, ApiError> {
-    let Some(ring) = cfg.keys.as_ref() else { return Ok(None) };
     let ringi = decider(cfg.issuer_url());
     let record = DecisionRecord::on_expiry(&due.id, due.verdict, &ringi, now);
-    let token_sha256 = due.token.fingerprint();
-    let facts = ReceiptFacts {
-        issuer: cfg.issuer_url(),
-        quorum: due.quorum,
-        registration_sha256: due.request_sha256.as_deref(),
-        task_token_sha256: &token_sha256,
-        on_expiry: true,
-    };
-    crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
-        log("error", "receipt_not_signed", json!({"approvalId": due.id.as_str(), "error": e}));
-        ApiError::Internal
-    })
+    crate::receipt::sign(cfg, &record, due.quorum, due.request_sha256.as_deref(), &due.token).await
 }
 
 /// One approval: `Ok(true)` once its outcome is on record, `Ok(false)` when someone else holds it (a person

@@ -124,6 +124,9 @@ pub struct DecisionRecord<'a> {
     pub on_behalf_of: Option<&'a crate::base::principal::Principal>,
     /// The signed receipt of this decision (`crate::api::receipt`), where ringi has a key ring.
     pub receipt: Option<&'a str>,
+    /// ringi decided itself when the approvers' deadline passed (`onExpiry`; `DecisionRecord::on_expiry`): its
+    /// receipt says `"reason": "expiry"`.
+    pub on_expiry: bool,
 }
 
 impl DecisionRecord<'_> {
@@ -312,6 +315,7 @@ mod tests {
             prior_approvals: &[],
             on_behalf_of: None,
             receipt: None,
+            on_expiry: false,
         };
         let SfnCallback::Success { output } = rec.callback().unwrap() else { panic!() };
         let v: Value = serde_json::from_str(&output).unwrap();
@@ -340,6 +344,7 @@ mod tests {
             prior_approvals: &[],
             on_behalf_of: None,
             receipt: None,
+            on_expiry: false,
         };
         let SfnCallback::Failure { error, cause } = rec.callback().unwrap() else { panic!() };
         assert_eq!(error, "Rejected");
@@ -380,6 +385,7 @@ mod tests {
             prior_approvals: prior,
             on_behalf_of: None,
             receipt: None,
+            on_expiry: false,
         };
         match rec.callback()? {
             SfnCallback::Failure { cause, .. } => {

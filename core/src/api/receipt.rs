@@ -27,8 +27,6 @@ pub struct ReceiptFacts<'a> {
     pub registration_sha256: Option<&'a str>,
     /// Hex SHA-256 of the task token: a state can compare it with `$$.Task.Token`'s.
     pub task_token_sha256: &'a str,
-    /// ringi decided itself when the approvers' deadline passed (`onExpiry`): the receipt says `"reason": "expiry"`.
-    pub on_expiry: bool,
 }
 
 impl<'a> DecisionRecord<'a> {
@@ -45,6 +43,7 @@ impl<'a> DecisionRecord<'a> {
             prior_approvals: &[],
             on_behalf_of: None,
             receipt: None,
+            on_expiry: true,
         }
     }
 
@@ -65,7 +64,7 @@ impl<'a> DecisionRecord<'a> {
         if let Some(p) = self.on_behalf_of {
             claims["onBehalfOf"] = crate::domain::delegation::principal_value(p);
         }
-        if facts.on_expiry {
+        if self.on_expiry {
             claims["reason"] = Value::from("expiry");
         }
         if !self.prior_approvals.is_empty() {
@@ -116,13 +115,13 @@ mod tests {
             prior_approvals: &prior,
             on_behalf_of: None,
             receipt: None,
+            on_expiry: false,
         };
         let facts = ReceiptFacts {
             issuer: "https://ringi.example.com",
             quorum: Progress { approvals: 2, required: 2 },
             registration_sha256: Some("ab"),
             task_token_sha256: "cd",
-            on_expiry: false,
         };
         let c = record.receipt_claims(&facts);
         assert_eq!(c["iss"], "https://ringi.example.com");
@@ -149,7 +148,6 @@ mod tests {
             quorum: Progress { approvals: 1, required: 2 },
             registration_sha256: Some("ab"),
             task_token_sha256: "cd",
-            on_expiry: true,
         };
         let c = DecisionRecord::on_expiry(&id, Verdict::Reject, &ringi, 1_796_461_200_123).receipt_claims(&facts);
         assert_eq!(c["decision"], "rejected");

@@ -4,7 +4,6 @@
 use ringi_core::adapters::sfn::CallbackOutcome;
 
 use ringi_core::api::decision::{DecisionRecord, DecisionRequest, PriorApproval};
-use ringi_core::api::receipt::{ReceiptFacts, RECEIPT_TYP};
 use ringi_core::api::wire::DecisionResponse;
 use ringi_core::base::principal::Identity;
 use ringi_core::base::status::{ApprovalStatus, Verdict};
@@ -76,6 +75,7 @@ impl DecisionAttempt<'_> {
             // A vote through a delegated seat satisfies another principal's slot: the workflow learns whose.
             on_behalf_of: Some(&self.vote.principal).filter(|p| !self.who.principals().contains(*p)),
             receipt: None,
+            on_expiry: false,
         };
         let receipt = match self.receipt(&unsigned, verdict).await {
             Ok(r) => r,
@@ -104,24 +104,11 @@ impl DecisionAttempt<'_> {
         }
     }
 
-    /// The decision's signed receipt (`ringi_core::api::receipt`), where ringi has a key ring: signed here, in the
-    /// worker, before anything is claimed — no round trip.
+    /// The decision's signed receipt, where ringi has a key ring and the approval still has its token.
     async fn receipt(&self, record: &DecisionRecord<'_>, verdict: Verdict) -> Result<Option<String>, ApiError> {
-        let (Some(ring), Some(token)) = (self.ctx.cfg.keys.as_ref(), self.approval.token.as_ref()) else {
-            return Ok(None);
-        };
-        let token_sha256 = token.fingerprint();
-        let facts = ReceiptFacts {
-            issuer: self.ctx.cfg.issuer_url(),
-            quorum: self.progress(verdict),
-            registration_sha256: self.approval.request_sha256.as_deref(),
-            task_token_sha256: &token_sha256,
-            on_expiry: false,
-        };
-        crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
-            log("error", "receipt_not_signed", json!({"approvalId": self.id().as_str(), "error": e}));
-            ApiError::Internal
-        })
+        let Some(token) = self.approval.token.as_ref() else { return Ok(None) };
+        crate::receipt::sign(&self.ctx.cfg, record, self.progress(verdict), self.approval.request_sha256.as_deref(), token)
+            .await
     }
 
     /// Takes the claim; `None` if another request holds it or the approval is no longer decidable. An approval
