@@ -142,6 +142,31 @@ def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
     assert Workflows(s).wait_done(arn)["status"] == "SUCCEEDED"
 
 
+def test_entras_authentication_context_meets_an_acr_requirement(generic_stack):
+    """Entra ID says which Conditional Access authentication contexts a sign-in satisfied in `acrs` (its `acr` is
+    only "0"/"1"): a registration asking for `acr: c3` is met by a token with `acrs: ["c3"]`, not by another
+    context nor by `acr` "1"."""
+    s = generic_stack
+    arn, token = Workflows(s).start_paused()
+    body = {"taskToken": token, "approvers": [{"sub": "alice"}], "title": "Open the production vault",
+            "timeoutSeconds": 600, "requireSignIn": {"acr": "c3"}}
+    r = requests.post(f"{s.base_url}/api/v1/approvals", json=body,
+                      headers={"authorization": f"Bearer {s.api_key}"}, timeout=30)
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+
+    def decide(**claims):
+        return requests.post(f"{s.base_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                             headers={"authorization": f"Bearer {s.mint('alice', **claims)}"}, timeout=60)
+
+    refused_for_sign_in(decide(acr="1", acrs=["c1", "c2"]), acr=["c3"])
+    refused_for_sign_in(decide(acr="1"), acr=["c3"])
+    assert Workflows(s).status(arn) == "RUNNING"
+    r = decide(acr="1", acrs=["c1", "c3"])
+    assert r.status_code == 200 and r.json()["status"] == "approved", r.text
+    assert Workflows(s).wait_done(arn)["status"] == "SUCCEEDED"
+
+
 # ---------------------------------------------------------------- the app (Chromium, a phone-sized screen)
 
 STEP_UP_NOTICE = {"en-US": "Deciding this request needs a recent sign-in", "ja-JP": "この申請の決裁には直近のサインインが必要です"}
@@ -263,6 +288,9 @@ def test_okta_two_factors_asked_through_the_app(okta_stack, browser):
         query = parse_qs(urlsplit(authorize).query)
         assert query["acr_values"] == ["urn:okta:loa:2fa:any"] and query["prompt"] == ["login"], query
         assert "max_age" not in query
+        # The same level as Entra would be asked (the claims parameter), which this provider leaves aside.
+        acrs = {"essential": True, "value": "urn:okta:loa:2fa:any"}
+        assert json.loads(query["claims"][0]) == {"id_token": {"acrs": acrs}, "access_token": {"acrs": acrs}}, query
         page.fill("input[name=username]", "alice")
         page.fill("input[name=password]", PASSWORD)
         page.fill("input[name=code]", "246810")
