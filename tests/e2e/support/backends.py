@@ -14,7 +14,8 @@ from .api import Api, Workflows, d1, paused_factory
 
 # The columns `Backend.stored` answers, as D1 names them, and the DynamoDB attribute each one is read from.
 _DDB_ATTRIBUTES = {"status": "status", "task_token": "taskToken", "claim_id": "claimId", "mail_state": "mailState",
-                   "mail_attempts": "mailAttempts", "confirmed": "confirmed", "decided_on_expiry": "decidedOnExpiry"}
+                   "mail_attempts": "mailAttempts", "confirmed": "confirmed", "decided_on_expiry": "decidedOnExpiry",
+                   "claimed_until": "claimedUntil"}
 
 
 def _plain(attr: dict | None):
