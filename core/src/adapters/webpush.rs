@@ -63,13 +63,46 @@ impl std::fmt::Debug for Subscription {
     }
 }
 
-/// What the API takes (`PushSubscription.toJSON()`): `{endpoint, expirationTime?, keys: {p256dh, auth}}`.
+/// A subscribe or unsubscribe body over this many bytes is a 413.
+pub const BODY_MAX: usize = 4096;
+
+/// What the API takes (`PushSubscription.toJSON()`): `{endpoint, expirationTime?, keys: {p256dh, auth}}`, and
+/// the language the SPA shows (`lang`, `en` or `ja`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionBody {
     pub endpoint: String,
     #[serde(default)]
     pub keys: Option<SubscriptionKeys>,
+    #[serde(default)]
+    pub lang: Option<String>,
+}
+
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.len() > BODY_MAX {
+        return Err(ApiError::PayloadTooLarge(format!("a push subscription is at most {BODY_MAX} bytes")));
+    }
+    crate::base::body::from_object(crate::base::body::json_value(body)?, |path, m| ApiError::invalid(path, m))
+}
+
+impl SubscriptionBody {
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        parse_body(body)
+    }
+
+    /// `en` or `ja` (anything else: `en`).
+    pub fn lang(&self) -> &'static str {
+        match self.lang.as_deref() {
+            Some("ja") => "ja",
+            _ => "en",
+        }
+    }
+}
+
+impl UnsubscribeBody {
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        parse_body(body)
+    }
 }
 
 #[derive(Deserialize)]
@@ -127,7 +160,7 @@ impl PushHosts {
 
 impl SubscriptionBody {
     /// The checks a subscription passes before it is stored: an allowed push service's URL, the key lengths.
-    pub fn check(self, hosts: &PushHosts) -> Result<Subscription, ApiError> {
+    pub fn check(&self, hosts: &PushHosts) -> Result<Subscription, ApiError> {
         let endpoint = self.endpoint.trim().to_owned();
         if endpoint.len() > MAX_ENDPOINT {
             return Err(ApiError::invalid("endpoint", format!("must be at most {MAX_ENDPOINT} characters")));
@@ -138,7 +171,7 @@ impl SubscriptionBody {
                 "must be an https:// URL of a push service this installation allows (PUSH_ALLOWED_HOSTS)",
             ));
         }
-        let keys = self.keys.ok_or_else(|| ApiError::invalid("keys", "required: {p256dh, auth}"))?;
+        let keys = self.keys.as_ref().ok_or_else(|| ApiError::invalid("keys", "required: {p256dh, auth}"))?;
         let decode = |field: &str, v: &str, len: usize| {
             URL_SAFE_NO_PAD
                 .decode(v.trim_end_matches('='))

@@ -134,6 +134,7 @@ fn body(endpoint: &str, p256dh: &str, auth: &str) -> SubscriptionBody {
     SubscriptionBody {
         endpoint: endpoint.into(),
         keys: Some(SubscriptionKeys { p256dh: p256dh.into(), auth: auth.into() }),
+        lang: None,
     }
 }
 
@@ -181,7 +182,7 @@ fn subscriptions_name_an_allowed_push_service_and_keys_of_the_right_length() {
     assert_eq!(field(body(e, AUTH, AUTH).check(&prod)), "keys.p256dh");
     assert_eq!(field(body(e, UA_PUBLIC, "c2hvcnQ").check(&prod)), "keys.auth");
     assert_eq!(field(body(e, UA_PUBLIC, "!!").check(&prod)), "keys.auth");
-    let no_keys = SubscriptionBody { endpoint: e.into(), keys: None };
+    let no_keys = SubscriptionBody { endpoint: e.into(), keys: None, lang: None };
     assert_eq!(field(no_keys.check(&prod)), "keys");
     assert_eq!(endpoint_hash(e).len(), 16);
 }
@@ -249,4 +250,18 @@ fn a_push_services_answer_decides_what_happens_to_the_subscription() {
     assert_eq!(PushOutcome::of(Some(429)), PushOutcome::Retry);
     assert_eq!(PushOutcome::of(None), PushOutcome::Retry);
     assert_eq!(PushOutcome::of(Some(403)), PushOutcome::Refused);
+}
+
+#[test]
+fn bodies_are_json_objects_of_bounded_size() {
+    let ok = SubscriptionBody::parse(
+        br#"{"endpoint": "https://fcm.googleapis.com/x", "expirationTime": null,
+        "keys": {"p256dh": "a", "auth": "b"}, "lang": "ja"}"#,
+    )
+    .unwrap();
+    assert_eq!((ok.endpoint.as_str(), ok.lang()), ("https://fcm.googleapis.com/x", "ja"));
+    assert!(matches!(SubscriptionBody::parse(b"[]"), Err(ApiError::Invalid { .. })));
+    assert!(matches!(SubscriptionBody::parse(b"{"), Err(ApiError::MalformedBody(_))));
+    assert!(matches!(SubscriptionBody::parse(&[b' '; BODY_MAX + 1]), Err(ApiError::PayloadTooLarge(_))));
+    assert_eq!(UnsubscribeBody::parse(br#"{"endpoint": "x"}"#).unwrap().endpoint, "x");
 }
