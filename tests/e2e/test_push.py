@@ -17,8 +17,9 @@ import time
 import pytest
 import requests
 
-from support import leaks
+from support import ARTIFACTS, leaks
 from support.api import Api
+from support.pages import MOBILE, Tab, axe_check, sub as demo_sub
 
 LINK_TIMEOUT = 30.0
 
@@ -27,7 +28,8 @@ LINK_TIMEOUT = 30.0
 def push(stack):
     """The push worker's URL (VAPID_KEY on, the stand-in running): its own D1, the stack's IdP."""
     stack.start_pushbox()
-    url = stack.extra_worker("push", stack.push_vars())
+    # On the sign-in port: the browser test signs in to it.
+    url = stack.extra_worker("push", stack.push_vars(), signs_in=True)
     return url
 
 
@@ -222,3 +224,95 @@ def test_unsubscribing_stops_the_messages_and_touches_nobody_elses_device(stack,
 
 def push_base(stack) -> str:
     return f"http://127.0.0.1:{stack.extra_ports['push']}"
+
+
+# The browser's own push service (FCM for Chromium) is out of reach here: the page's PushManager hands out a test
+# subscription of the stand-in instead (kept across the page's navigations), so that the settings page's real code
+# path — permission, subscribe with the applicationServerKey, PUT — runs against the stand-in.
+STUB_PUSH_MANAGER = """
+(() => {
+  const sub = %s;
+  const current = () => sessionStorage.getItem("stub-push") ? {
+    endpoint: sub.endpoint, toJSON: () => sub,
+    unsubscribe: async () => { sessionStorage.removeItem("stub-push"); return true; },
+  } : null;
+  PushManager.prototype.subscribe = async function (options) {
+    const key = new Uint8Array(options.applicationServerKey);
+    sessionStorage.setItem("stub-push-key", btoa(String.fromCharCode(...key)));
+    sessionStorage.setItem("stub-push", "1");
+    return current();
+  };
+  PushManager.prototype.getSubscription = async function () { return current(); };
+})();
+"""
+
+
+def test_settings_turns_notifications_on_the_service_worker_shows_them_and_a_tap_opens_the_approval(
+        stack, api, push, browser):
+    """375×812: turn on in settings (notifications granted via CDP), the worker's message to the device delivered to
+    the service worker (CDP ServiceWorker.deliverPushMessage) shows one notification, tapping it opens /a/{id};
+    Japanese texts; sign-out removes the device. Screenshots: tests/artifacts/push-*.png."""
+    from playwright.sync_api import expect
+
+    import json as _json
+    device = stack.push_subscription()
+    leaks.SEEN.push_endpoints.add(device["endpoint"])
+    with Tab(browser, viewport=MOBILE, bypass_csp=True) as t:
+        t.ctx.add_init_script(STUB_PUSH_MANAGER % _json.dumps(device))
+        page = t.open_signed_in(stack, "/settings", user="alice", base_url=push)
+        # The service worker controls the page from its next load (the click below navigates this tab).
+        page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        page.reload()
+        expect(page.get_by_test_id("push-state")).to_have_attribute("data-state", "off")
+        t.ctx.grant_permissions(["notifications"], origin=push)
+        page.get_by_test_id("push-toggle").click()
+        expect(page.get_by_test_id("push-state")).to_have_attribute("data-state", "on")
+        vapid = requests.get(f"{push}/config.json", timeout=30).json()["vapidPublicKey"]
+        sent_key = base64.b64decode(page.evaluate("sessionStorage.getItem('stub-push-key')"))
+        assert sent_key == base64.urlsafe_b64decode(vapid + "="), "subscribed with the installation's VAPID key"
+        axe_check(page, "settings, notifications on")
+        page.screenshot(path=str(ARTIFACTS / "push-settings-on-mobile.png"), full_page=True)
+        t.inbox.switch_language()
+        expect(page.get_by_test_id("push-state")).to_contain_text("オン")
+        expect(page.get_by_test_id("push-section")).to_contain_text("この端末への通知")
+        t.inbox.switch_language()
+
+        answer, token = register(api, [{"sub": demo_sub("alice")}])
+        [m] = messages_to(stack, device)
+        assert m["payload"]["url"] == answer["url"]
+        # The push service hands the (decrypted) message to the browser's service worker.
+        cdp = t.ctx.new_cdp_session(page)
+        registrations = []
+        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda e: registrations.extend(e["registrations"]))
+        cdp.send("ServiceWorker.enable")
+        deadline = time.monotonic() + 10
+        while not [r for r in registrations if r["scopeURL"] == push + "/"] and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        [reg] = [r for r in registrations if r["scopeURL"] == push + "/" and not r.get("isDeleted")][:1]
+        cdp.send("ServiceWorker.deliverPushMessage",
+                 {"origin": push, "registrationId": reg["registrationId"], "data": m["plaintext"]})
+        shown = []
+        deadline = time.monotonic() + 10
+        while not shown and time.monotonic() < deadline:
+            shown = page.evaluate("""async () => (await (await navigator.serviceWorker.ready).getNotifications())
+                .map(n => ({title: n.title, body: n.body, tag: n.tag, data: n.data, lang: n.lang}))""")
+        [n] = shown
+        assert n["title"] == "Deploy payments v2.4" and "Requested by ci@example.com" in n["body"]
+        assert n["tag"] == f"/a/{answer['id']}" and n["data"] == {"url": answer["url"]} and n["lang"] == "en"
+        assert token not in _json.dumps(n)
+        # A tap: the service worker's notificationclick opens the approval in this tab.
+        [sw] = [w for w in t.ctx.service_workers if w.url.startswith(push)]
+        sw.evaluate("""async () => {
+            const [n] = await self.registration.getNotifications();
+            self.dispatchEvent(new NotificationEvent("notificationclick", {notification: n}));
+        }""")
+        page.wait_for_url(answer["url"], timeout=15_000)
+        expect(t.approval.title).to_have_text("Deploy payments v2.4")
+
+        # Signing out forgets this device first: the next approval is not pushed to it.
+        page.get_by_test_id("sign-out").click()
+        page.wait_for_function("() => !sessionStorage.getItem('stub-push')", timeout=15_000)
+        later, _ = register(api, [{"sub": demo_sub("alice")}])
+        assert pushed(api, later["id"], demo_sub("alice"), timeout=2) == []
+        assert len(messages_to(stack, device, timeout=1)) == 1
+        assert not t.csp_problems(), t.problems
