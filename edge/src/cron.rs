@@ -71,15 +71,18 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         chat_retried += step("chat_retry", crate::chat::send(&cfg, &store, &row).await.map(|_| 1));
     }
 
-    // Push messages whose push service failed (or whose sender died), through the outbox.
+    // Push messages whose push service failed (or whose sender died), through the outbox; no step at all (no
+    // round trip) where push is off.
     let mut push_retried = 0;
-    let push_due = step_rows(
-        &mut step,
-        "push_retries",
-        store.push_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
-    );
-    for r in push_due {
-        push_retried += step("push_retry", crate::push::deliver(&cfg, &store, &r.job, &r.kind, &r.devices).await);
+    if cfg.push.is_some() {
+        let push_due = step_rows(
+            &mut step,
+            "push_retries",
+            store.push_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
+        );
+        for r in push_due {
+            push_retried += step("push_retry", crate::push::deliver(&cfg, &store, &r.job, &r.kind, &r.devices).await);
+        }
     }
 
     let mut reminded = 0;

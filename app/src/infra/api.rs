@@ -277,6 +277,21 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
     Ok(csv)
 }
 
+const PUSH: &str = "/api/v1/me/push";
+
+/// `PUT /api/v1/me/push`: this device's subscription (`PushSubscription.toJSON()` and `lang`).
+#[cfg(feature = "admin")]
+pub async fn push_subscribe(body: &serde_json::Value) -> Result<(), ApiError> {
+    send_json::<serde_json::Value, _>(Request::put(PUSH), body).await.map(drop)
+}
+
+/// `DELETE /api/v1/me/push` `{endpoint}`: this device is no longer told (turned off, or signing out).
+pub async fn push_unsubscribe(endpoint: &str) -> Result<(), ApiError> {
+    send_json::<serde_json::Value, _>(Request::delete(PUSH), &serde_json::json!({ "endpoint": endpoint }))
+        .await
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,19 +306,4 @@ mod tests {
             ErrorDetail { code: "already_decided".into(), message: "m".into(), field: None, require_sign_in: None };
         assert_eq!(ApiError::Conflict(conflict).to_string(), "HTTP 409 already_decided: m");
     }
-}
-
-const PUSH: &str = "/api/v1/me/push";
-
-/// `PUT /api/v1/me/push`: this device's subscription (`PushSubscription.toJSON()` and `lang`).
-#[cfg(feature = "admin")]
-pub async fn push_subscribe(body: &serde_json::Value) -> Result<(), ApiError> {
-    send_json::<serde_json::Value, _>(Request::put(PUSH), body).await.map(drop)
-}
-
-/// `DELETE /api/v1/me/push` `{endpoint}`: this device is no longer told (turned off, or signing out).
-pub async fn push_unsubscribe(endpoint: &str) -> Result<(), ApiError> {
-    send_json::<serde_json::Value, _>(Request::delete(PUSH), &serde_json::json!({ "endpoint": endpoint }))
-        .await
-        .map(drop)
 }
