@@ -316,3 +316,52 @@ def test_settings_turns_notifications_on_the_service_worker_shows_them_and_a_tap
         assert pushed(api, later["id"], demo_sub("alice"), timeout=2) == []
         assert len(messages_to(stack, device, timeout=1)) == 1
         assert not t.csp_problems(), t.problems
+
+
+@pytest.fixture(scope="module")
+def push_ddb(stack):
+    """A push worker on the DynamoDB backend (a table of its own in moto)."""
+    stack.start_pushbox()
+    return stack.extra_worker("push-ddb", {**stack.dynamodb_vars("ringi-push-approvals"), **stack.push_vars()})
+
+
+def test_on_dynamodb_devices_are_reached_retried_dropped_limited_and_unsubscribed(stack, push_ddb):
+    api = Api(stack, push_ddb)
+    sub, email = person("ddb")
+    phone = subscribe(stack, api, sub, email=email, groups=["ddb-team"])
+    # By email, by group, by sub: each reaches the device, VAPID checked and decrypted by the stand-in.
+    by_email, token = register(api, [{"email": email}])
+    [m] = messages_to(stack, phone)
+    assert m["payload"]["url"] == by_email["url"] and m["payload"]["title"] == "Deploy payments v2.4"
+    assert token not in m["plaintext"] and m["topic"] == by_email["id"]
+    by_group, _ = register(api, [{"group": "ddb-team"}])
+    assert [x["payload"]["url"] for x in messages_to(stack, phone, 2)][1] == by_group["url"]
+    [event] = pushed(api, by_group["id"], sub, groups=["ddb-team"])
+    assert event["detail"]["delivered"] is True and event["detail"]["mail"] == "request"
+    # A failing push service: retried by the cron (its outbox Scan).
+    stack.push_control("fail", {"count": 1, "status": 503})
+    retried, _ = register(api, [{"sub": sub}])
+    [failed] = pushed(api, retried["id"], sub)
+    assert failed["detail"]["delivered"] is False and failed["detail"]["error"] == "HTTP 503"
+    stack.run_cron(push_ddb)
+    assert messages_to(stack, phone, 3)[2]["payload"]["url"] == retried["url"]
+    assert [e["detail"]["delivered"] for e in pushed(api, retried["id"], sub, n=2)] == [False, True]
+    # Gone: dropped, and not tried again.
+    stack.push_control("gone", {"endpoint": phone["endpoint"]})
+    gone, _ = register(api, [{"sub": sub}])
+    [dropped] = pushed(api, gone["id"], sub)
+    assert dropped["detail"]["dropped"] is True
+    after, _ = register(api, [{"sub": sub}])
+    assert pushed(api, after["id"], sub, timeout=2) == []
+    # At most 10 devices; unsubscribing is the owner's alone.
+    many, _ = person("ddbmany")
+    devices = [subscribe(stack, api, many) for _ in range(10)]
+    r = api.call("PUT", "/api/v1/me/push", as_user=many, body=stack.push_subscription())
+    assert r.status_code == 409 and r.json()["error"]["code"] == "too_many_devices", r.text
+    assert api.call("DELETE", "/api/v1/me/push", as_user="stranger", body={"endpoint": devices[0]["endpoint"]}).ok
+    kept, _ = register(api, [{"sub": many}])
+    assert [x["payload"]["url"] for x in messages_to(stack, devices[0])] == [kept["url"]]
+    for d in devices:
+        assert api.call("DELETE", "/api/v1/me/push", as_user=many, body={"endpoint": d["endpoint"]}).ok
+    quiet, _ = register(api, [{"sub": many}])
+    assert pushed(api, quiet["id"], many, timeout=2) == []
