@@ -277,19 +277,13 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
     Ok(csv)
 }
 
+#[cfg(feature = "admin")]
 const PUSH: &str = "/api/v1/me/push";
 
 /// `PUT /api/v1/me/push`: this device's subscription (`PushSubscription.toJSON()` and `lang`).
 #[cfg(feature = "admin")]
 pub async fn push_subscribe(body: &serde_json::Value) -> Result<(), ApiError> {
     send_json::<serde_json::Value, _>(Request::put(PUSH), body).await.map(drop)
-}
-
-/// `DELETE /api/v1/me/push` `{endpoint}`: this device is no longer told (turned off, or signing out).
-pub async fn push_unsubscribe(endpoint: &str) -> Result<(), ApiError> {
-    send_json::<serde_json::Value, _>(Request::delete(PUSH), &serde_json::json!({ "endpoint": endpoint }))
-        .await
-        .map(drop)
 }
 
 #[cfg(test)]

@@ -1,19 +1,39 @@
 //! This device's Web Push subscription (design.md §9 "Push"), through the browser's service worker registration
-//! (`public/sw.js` shows the notifications). Reached through `js_sys::Reflect` rather than web-sys bindings, so
-//! that the sign-out's one use of it (forget this device first) adds next to nothing to the approval page's wasm;
-//! the settings page (full bundle) turns it on and off.
+//! (`public/sw.js` shows the notifications). Forgetting it (sign-out, turning it off) is `app/boot.js`'s
+//! `ringiForgetPushDevice`, so that the approval page's wasm only calls it; the settings page (full bundle)
+//! reads the state and turns notifications on, through `js_sys::Reflect` rather than more web-sys bindings.
 
 use js_sys::{Function, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::infra::api;
-
 fn get(target: &JsValue, key: &str) -> Option<JsValue> {
     Reflect::get(target, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null())
 }
 
+/// Can this device hold a push subscription at all? Only with notifications granted (a subscription is
+/// `userVisibleOnly`): otherwise sign-out has nothing to forget and leaves at once.
+pub fn may_be_subscribed() -> bool {
+    get(&js_sys::global(), "Notification")
+        .and_then(|n| get(&n, "permission"))
+        .and_then(|p| p.as_string())
+        .is_some_and(|p| p == "granted")
+}
+
+/// Signing out (or turning notifications off): the worker forgets this device, then the browser does
+/// (`app/boot.js`, with this tab's bearer). Best effort.
+pub async fn forget_this_device() {
+    let Some(f) = get(&js_sys::global(), "ringiForgetPushDevice").and_then(|f| f.dyn_into::<Function>().ok()) else {
+        return;
+    };
+    let bearer = crate::infra::auth::bearer().map_or(JsValue::NULL, |b| JsValue::from_str(&b));
+    if let Ok(p) = f.call1(&JsValue::NULL, &bearer).and_then(JsCast::dyn_into::<Promise>) {
+        let _ = JsFuture::from(p).await;
+    }
+}
+
 /// `target.method(...args)` awaited (a promise) or as returned.
+#[cfg(feature = "admin")]
 async fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
     let f: Function = get(target, method).ok_or_else(|| JsValue::from_str(method))?.dyn_into()?;
     let out = f.apply(target, &args.iter().collect())?;
@@ -24,25 +44,17 @@ async fn call(target: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValu
 }
 
 /// The service worker registration of this page, if any (none: push is not possible here).
+#[cfg(feature = "admin")]
 async fn registration() -> Option<JsValue> {
     let container = get(&get(&js_sys::global(), "navigator")?, "serviceWorker")?;
     call(&container, "getRegistration", &[]).await.ok().filter(|r| !r.is_undefined())
 }
 
 /// This device's current subscription, if any.
+#[cfg(feature = "admin")]
 async fn subscription() -> Option<JsValue> {
     let manager = get(&registration().await?, "pushManager")?;
     call(&manager, "getSubscription", &[]).await.ok().filter(|s| !s.is_null() && !s.is_undefined())
-}
-
-/// Signing out (or turning notifications off): the worker forgets this device, then the browser does. Best
-/// effort: a failure leaves at most a subscription the push service will report gone.
-pub async fn forget_this_device() {
-    let Some(sub) = subscription().await else { return };
-    if let Some(endpoint) = get(&sub, "endpoint").and_then(|e| e.as_string()) {
-        let _ = api::push_unsubscribe(&endpoint).await;
-    }
-    let _ = call(&sub, "unsubscribe", &[]).await;
 }
 
 /// What the settings page shows about this device.
@@ -111,7 +123,7 @@ pub async fn turn_on(vapid: &str, lang: &str) -> Result<(), String> {
     let text = js_sys::JSON::stringify(&json).map_err(|e| describe(&e))?;
     let mut body: serde_json::Value = serde_json::from_str(&String::from(text)).map_err(|e| e.to_string())?;
     body["lang"] = lang.into();
-    if let Err(e) = api::push_subscribe(&body).await {
+    if let Err(e) = crate::infra::api::push_subscribe(&body).await {
         // The worker refused it: the browser's subscription would only be a dangling one.
         let _ = call(&sub, "unsubscribe", &[]).await;
         return Err(e.to_string());

@@ -101,7 +101,11 @@ impl SubscriptionBody {
 
 impl UnsubscribeBody {
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        parse_body(body)
+        let b: Self = parse_body(body)?;
+        if b.endpoint.len() > MAX_ENDPOINT {
+            return Err(ApiError::invalid("endpoint", format!("must be at most {MAX_ENDPOINT} characters")));
+        }
+        Ok(b)
     }
 }
 

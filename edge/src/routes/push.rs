@@ -3,8 +3,9 @@
 //! group reach the device) or removed (sign-out, notifications turned off). Without `VAPID_KEY` the installation
 //! sends no push: `push_not_configured`.
 
-use ringi_core::adapters::webpush::{SubscriptionBody, UnsubscribeBody};
+use ringi_core::adapters::webpush::{PushHosts, SubscriptionBody, UnsubscribeBody};
 use ringi_core::base::principal::Identity;
+use ringi_core::base::text::is_loopback_origin;
 use ringi_core::config::Config;
 use ringi_core::ApiError;
 use serde_json::json;
@@ -17,9 +18,15 @@ pub async fn handle(req: &mut Request, cfg: &Config, store: &Store, who: &Identi
     let body = super::http::body_bytes(req).await?;
     match req.method() {
         Method::Put => {
-            let push = cfg.push.as_ref().ok_or(ApiError::PushNotConfigured)?;
+            // What is wrong with the request first (the same checks with push off: the default push services),
+            // then whether this installation pushes at all.
             let parsed = SubscriptionBody::parse(&body)?;
-            let subscription = parsed.check(&push.hosts)?;
+            let hosts = cfg
+                .push
+                .as_ref()
+                .map_or_else(|| PushHosts::defaults(is_loopback_origin(&cfg.public_base_url)), |p| p.hosts.clone());
+            let subscription = parsed.check(&hosts)?;
+            cfg.push.as_ref().ok_or(ApiError::PushNotConfigured)?;
             // The email reaches approvals naming the person by email: only a verified one.
             let email = who.email.as_deref().filter(|_| cfg.routes_by_email()).map(str::to_ascii_lowercase);
             let owner = PushOwner { sub: &who.sub, email: email.as_deref(), groups: &who.groups };

@@ -264,4 +264,6 @@ fn bodies_are_json_objects_of_bounded_size() {
     assert!(matches!(SubscriptionBody::parse(b"{"), Err(ApiError::MalformedBody(_))));
     assert!(matches!(SubscriptionBody::parse(&[b' '; BODY_MAX + 1]), Err(ApiError::PayloadTooLarge(_))));
     assert_eq!(UnsubscribeBody::parse(br#"{"endpoint": "x"}"#).unwrap().endpoint, "x");
+    let long = format!(r#"{{"endpoint": "{}"}}"#, "x".repeat(MAX_ENDPOINT + 1));
+    assert!(matches!(UnsubscribeBody::parse(long.as_bytes()), Err(ApiError::Invalid { .. })));
 }
