@@ -276,6 +276,13 @@ def test_settings_turns_notifications_on_the_service_worker_shows_them_and_a_tap
         expect(page.get_by_test_id("push-state")).to_contain_text("オン")
         expect(page.get_by_test_id("push-section")).to_contain_text("この端末への通知")
         t.inbox.switch_language()
+        # Off (the worker forgets the device, then the browser does) and on again.
+        page.get_by_test_id("push-toggle").click()
+        expect(page.get_by_test_id("push-state")).to_have_attribute("data-state", "off")
+        off, _ = register(api, [{"sub": demo_sub("alice")}])
+        assert pushed(api, off["id"], demo_sub("alice"), timeout=2) == []
+        page.get_by_test_id("push-toggle").click()
+        expect(page.get_by_test_id("push-state")).to_have_attribute("data-state", "on")
 
         answer, token = register(api, [{"sub": demo_sub("alice")}])
         [m] = messages_to(stack, device)
