@@ -124,7 +124,8 @@ const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-"
 const randomB64url = (n) => b64url(crypto.getRandomValues(new Uint8Array(n)));
 
 // `stepUp` (an approval's `requireSignIn`, when it asks for a fresher or stronger sign-in than the session's): the
-// provider is asked for a new sign-in (`prompt=login`), at most `max_age` seconds old, at one of `acr_values`.
+// provider is asked for a new sign-in (`prompt=login`), at most `max_age` seconds old, at one of `acr_values` (or
+// of Entra's authentication contexts, `acrs`).
 async function startSignIn(config, returnTo, lang, reauth, stepUp) {
   // As many random bytes as the oauth2 crate's own CsrfToken::new_random / PkceCodeChallenge::new_random_sha256.
   const state = randomB64url(16);
@@ -148,7 +149,13 @@ async function startSignIn(config, returnTo, lang, reauth, stepUp) {
   if (stepUp) {
     params.prompt = "login";
     if (Number.isInteger(stepUp.maxAgeSeconds)) params.max_age = String(stepUp.maxAgeSeconds);
-    if (Array.isArray(stepUp.acr) && stepUp.acr.length) params.acr_values = stepUp.acr.join(" ");
+    if (Array.isArray(stepUp.acr) && stepUp.acr.length) {
+      params.acr_values = stepUp.acr.join(" ");
+      // Entra ID ignores acr_values: it asks for an authentication context through the claims parameter (OpenID
+      // Connect Core 5.5, which a provider that does not support it ignores). One value as Entra documents it.
+      const acrs = stepUp.acr.length === 1 ? { essential: true, value: stepUp.acr[0] } : { essential: true, values: stepUp.acr };
+      params.claims = JSON.stringify({ id_token: { acrs }, access_token: { acrs } });
+    }
   }
   for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
   sessionStorage.setItem(STORAGE.pending, JSON.stringify({ state, verifier, returnTo, createdAt: Date.now(), reauth }));

@@ -204,6 +204,8 @@ def query_d1(persist: Path, sql: str) -> list[dict]:
 
 
 MIGRATIONS = ROOT / "edge" / "migrations"
+# The wrangler every tree's workers run with (PATH: this checkout's node_modules), whatever tree they run from.
+WRANGLER_PACKAGE = ROOT / "node_modules" / "wrangler" / "package.json"
 
 
 def apply_migrations(db: Path) -> list[str]:
@@ -221,6 +223,31 @@ def apply_migrations(db: Path) -> list[str]:
         return applied
     finally:
         con.close()
+
+
+def d1_template() -> Path:
+    """An empty D1 database at the current schema, laid out as wrangler lays it out: made once by `wrangler d1
+    migrations apply` (a runtime started for it: seconds of CPU, on every stack start otherwise) and kept under
+    RINGI_HOME, keyed by wrangler's version, the worker's wrangler.toml and the migrations. Every worker's
+    database starts as a copy. Several processes may make it at once: one rename wins, the others' are dropped."""
+    key = hashlib.sha256(json.loads(WRANGLER_PACKAGE.read_text())["version"].encode())
+    for f in [ROOT / "edge" / "wrangler.toml", *sorted((ROOT / "edge" / "migrations").glob("*.sql"))]:
+        key.update(f.name.encode() + b"\0" + f.read_bytes())
+    home = Path(os.environ.get("RINGI_HOME") or Path.home() / ".cache" / "ringi")
+    template = home / "d1-template" / key.hexdigest()[:16]
+    if template.exists():
+        return template
+    staging = template.with_name(f"{template.name}.{os.getpid()}.new")
+    shutil.rmtree(staging, ignore_errors=True)
+    migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", str(staging)],
+                             cwd=ROOT / "edge", env={**os.environ, "CI": "true"}, capture_output=True, text=True)
+    if migrate.returncode != 0:
+        raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
+    try:
+        staging.rename(template)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return template
 
 
 def moto_client(url: str, service: str, region: str = REGION, *, account: str | None = None, key: str = ADMIN_KEY,
@@ -753,21 +780,11 @@ class Stack:
     _d1_template_lock = threading.Lock()
 
     def _migrated_d1(self, persist: Path) -> None:
-        """Brings the D1 database under `persist` to the current schema. wrangler creates one database per state
-        dir (`wrangler d1 migrations apply`: a runtime started for it, seconds of CPU); every other worker's
-        database starts as a copy of that one, and migrations it lacks are applied as wrangler applies them."""
-        template = self.state / "d1-template"
-        with self._d1_template_lock:
-            if not template.exists():
-                staging = self.state / "d1-template.new"
-                shutil.rmtree(staging, ignore_errors=True)
-                migrate = subprocess.run(["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to",
-                                          str(staging)], cwd=ROOT / "edge", env={**os.environ, "CI": "true"},
-                                         capture_output=True, text=True)
-                if migrate.returncode != 0:
-                    raise StackError(f"D1 migrations failed:\n{migrate.stdout}\n{migrate.stderr}")
-                staging.rename(template)
+        """Brings the D1 database under `persist` to the current schema: a copy of the template (`d1_template`),
+        then any migration it lacks, applied as wrangler applies them."""
         if not persist.exists():
+            with self._d1_template_lock:
+                template = d1_template()
             shutil.copytree(template, persist)
         apply_migrations(d1_file(persist))
 
@@ -785,6 +802,16 @@ class Stack:
         self.extra_ports[name] = port
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides}, assets)
+
+    def stop_extra_workers(self, names) -> None:
+        """Stops these extra workers together and forgets their ports (a later `extra_worker` of the same name
+        starts afresh on its D1, on a new port unless it signs in)."""
+        names = set(names)
+        named = [p for p in self.procs if p.name in {f"worker-{n}" for n in names}]
+        self._terminate_all(named)
+        self.procs[:] = [p for p in self.procs if p not in named]
+        for n in names:
+            self.extra_ports.pop(n, None)
 
     def kill(self, name: str) -> None:
         """SIGKILLs a component's whole process group (a crash, not a shutdown)."""

@@ -49,6 +49,20 @@ def main_state_dir() -> Path:
     return state if XDIST_INDEX == 0 else state.with_name(f"{state.name}-{XDIST_WORKER}")
 
 
+# Extra workers that session fixtures hold (they outlive the module that started them).
+SESSION_WORKERS: set[str] = set()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_workers():
+    """Stops the extra workers a module started when it ends: left running, a session's few dozen idle workerd
+    pairs hold memory the later modules' stacks compete for, and make the session's teardown slow."""
+    before = {id(s): set(s.extra_ports) for s in STARTED}
+    yield
+    for s in STARTED:
+        s.stop_extra_workers(set(s.extra_ports) - before.get(id(s), set()) - SESSION_WORKERS)
+
+
 @pytest.fixture(scope="session")
 def stack():
     ports = Ports(worker=suite_port("WORKER", 8797), moto=suite_port("MOTO", 5010), idp=suite_port("IDP", 9010),
@@ -107,6 +121,7 @@ def dynamodb_url(stack):
     needs it: test_dynamodb.py and every backend-parametrized module share it. The latency switch is on (no
     delay asked for): responses carry their round-trip counts."""
     # ADMIN_GROUP and AUDIT_RETENTION_DAYS: test_dynamodb.py's audit export and event retention.
+    SESSION_WORKERS.add("dynamodb")
     return stack.extra_worker("dynamodb", {**stack.dynamodb_vars(DDB_TABLE), "INJECT_LATENCY": "header",
                                            "ADMIN_GROUP": "admin", "AUDIT_RETENTION_DAYS": "30"})
 

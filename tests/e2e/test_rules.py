@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 
 from support.api import Api
-from support.audit import OPS, chained_events, verify_audit
+from support.audit import OPS, chained_events, events_of, verify_audit
 from support.backends import api  # noqa: F401  (fixture: the module's backend's)
 
 ROUNDS = 25
@@ -135,3 +135,23 @@ def test_votes_at_the_same_moment_extend_the_approvals_hash_chain_without_forkin
         after = chained_events(backend.stack, url, approval_id, count=len(events) + 1)
         decided = next(e for e in after if e["kind"] == "decided")
         assert decided["chain"]["n"] == len(after) and verify_audit.check(after)[approval_id]["ok"], after
+
+
+def test_an_event_left_unsealed_is_sealed_by_the_next_cron_run(backend, workflows):
+    """A request that wrote an event and died before sealing it (or whose seal failed) leaves the event out of
+    the chain: the next cron run finds it — on D1 by its index, on DynamoDB by its mark — and seals it, and the
+    approval's chain verifies with it at the end."""
+    url = backend.extra_worker("chain", {"ADMIN_GROUP": OPS})
+    api = Api(backend.stack, url)
+    arn, token = workflows.start_paused()
+    r = api.register(token, approvers=[{"sub": "alice"}])
+    assert r.status_code == 201, r.text
+    approval_id = r.json()["id"]
+    sealed = chained_events(backend.stack, url, approval_id, count=1)
+    backend.leave_unsealed(approval_id, "chain")
+    left = events_of(backend.stack, url, approval_id)
+    assert len(left) == len(sealed) + 1 and left[-1].get("chain") is None, left
+    backend.run_cron(url)
+    after = chained_events(backend.stack, url, approval_id, count=len(left), timeout=5)
+    assert [e["chain"]["n"] for e in after] == list(range(1, len(after) + 1)), after
+    assert verify_audit.check(after)[approval_id]["ok"], verify_audit.check(after)

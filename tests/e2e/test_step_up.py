@@ -117,11 +117,12 @@ def test_a_stale_approver_still_hands_the_seat_on_and_the_delegate_steps_up(stac
     assert r.status_code == 200 and r.json()["status"] == "approved", r.text
 
 
-def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
-    s = generic_stack
+def alices_approval(s, title: str, require_sign_in: dict):
+    """An approval for alice on a provider stack asking `require_sign_in`: (execution ARN, decide), where
+    `decide(**claims)` approves it with a token of alice's carrying those claims."""
     arn, token = Workflows(s).start_paused()
-    body = {"taskToken": token, "approvers": [{"sub": "alice"}], "title": "Rotate the signing keys",
-            "timeoutSeconds": 600, "requireSignIn": {"acr": ["urn:example:loa:2", "urn:example:loa:3"], "mfa": True}}
+    body = {"taskToken": token, "approvers": [{"sub": "alice"}], "title": title, "timeoutSeconds": 600,
+            "requireSignIn": require_sign_in}
     r = requests.post(f"{s.base_url}/api/v1/approvals", json=body,
                       headers={"authorization": f"Bearer {s.api_key}"}, timeout=30)
     assert r.status_code == 201, r.text
@@ -130,7 +131,13 @@ def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
     def decide(**claims):
         return requests.post(f"{s.base_url}/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
                              headers={"authorization": f"Bearer {s.mint('alice', **claims)}"}, timeout=60)
+    return arn, decide
 
+
+def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
+    s = generic_stack
+    arn, decide = alices_approval(s, "Rotate the signing keys",
+                                  {"acr": ["urn:example:loa:2", "urn:example:loa:3"], "mfa": True})
     needed = {"acr": ["urn:example:loa:2", "urn:example:loa:3"], "mfa": True}
     error = refused_for_sign_in(decide(), **needed)
     assert "sign in again" in error["message"]
@@ -138,6 +145,20 @@ def test_acr_and_mfa_on_an_openid_connect_provider(generic_stack):
     refused_for_sign_in(decide(acr="urn:example:loa:1", amr=["pwd", "mfa"]), **needed)
     refused_for_sign_in(decide(acr="urn:example:loa:2", amr=["pwd"]), **needed)
     r = decide(acr="urn:example:loa:3", amr=["pwd", "otp"])
+    assert r.status_code == 200 and r.json()["status"] == "approved", r.text
+    assert Workflows(s).wait_done(arn)["status"] == "SUCCEEDED"
+
+
+def test_entras_authentication_context_meets_an_acr_requirement(generic_stack):
+    """Entra ID says which Conditional Access authentication contexts a sign-in satisfied in `acrs` (its `acr` is
+    only "0"/"1"): a registration asking for `acr: c3` is met by a token with `acrs: ["c3"]`, not by another
+    context nor by `acr` "1"."""
+    s = generic_stack
+    arn, decide = alices_approval(s, "Open the production vault", {"acr": "c3"})
+    refused_for_sign_in(decide(acr="1", acrs=["c1", "c2"]), acr=["c3"])
+    refused_for_sign_in(decide(acr="1"), acr=["c3"])
+    assert Workflows(s).status(arn) == "RUNNING"
+    r = decide(acr="1", acrs=["c1", "c3"])
     assert r.status_code == 200 and r.json()["status"] == "approved", r.text
     assert Workflows(s).wait_done(arn)["status"] == "SUCCEEDED"
 
@@ -263,6 +284,9 @@ def test_okta_two_factors_asked_through_the_app(okta_stack, browser):
         query = parse_qs(urlsplit(authorize).query)
         assert query["acr_values"] == ["urn:okta:loa:2fa:any"] and query["prompt"] == ["login"], query
         assert "max_age" not in query
+        # The same level as Entra would be asked (the claims parameter), which this provider leaves aside.
+        acrs = {"essential": True, "value": "urn:okta:loa:2fa:any"}
+        assert json.loads(query["claims"][0]) == {"id_token": {"acrs": acrs}, "access_token": {"acrs": acrs}}, query
         page.fill("input[name=username]", "alice")
         page.fill("input[name=password]", PASSWORD)
         page.fill("input[name=code]", "246810")

@@ -173,16 +173,16 @@ pub fn validate_claims(claims: &Map<String, Value>, rules: &JwtRules, now: i64) 
     Ok(Identity { sub: sub.to_owned(), email, groups, username, scopes, client_id: client_id.to_owned(), sign_in })
 }
 
-/// `auth_time`, `acr` and `amr` as the token carries them. A claim in another shape is read as absent rather
-/// than refusing the token: it then proves nothing, and only an approval that asks for it is refused.
+/// `auth_time`, `acr`, `amr` and Entra's `acrs` as the token carries them. A claim in another shape is read as
+/// absent rather than refusing the token: it then proves nothing, and only an approval that asks for it is refused.
 fn sign_in(claims: &Map<String, Value>) -> SignIn {
     let auth_time = claims.get("auth_time").and_then(Value::as_f64).filter(|t| t.is_finite() && *t >= 0.0);
     let acr = claims.get("acr").and_then(Value::as_str).filter(|a| !a.is_empty()).map(str::to_owned);
-    let amr = match claims.get("amr") {
+    let strings = |name: &str| match claims.get(name) {
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
         _ => Vec::new(),
     };
-    SignIn { auth_time: auth_time.map(|t| t as i64), acr, amr }
+    SignIn { auth_time: auth_time.map(|t| t as i64), acr, amr: strings("amr"), contexts: strings("acrs") }
 }
 
 /// The client a token was issued to, checked against the rules' audience rule and client ids.
@@ -336,9 +336,11 @@ mod tests {
         assert_eq!(id.sign_in.auth_time, Some(1_200));
         assert_eq!(id.sign_in.acr.as_deref(), Some("urn:x:loa:2"));
         assert_eq!(id.sign_in.amr, vec!["pwd", "mfa"]);
+        let entra = validate_claims(&edit(entra_claims(), "acrs", Some(json!(["c1", "c4"]))), &r, 1_500).unwrap();
+        assert_eq!(entra.sign_in.contexts, vec!["c1", "c4"]);
         // Another shape is no claim, and the token is still accepted.
         let odd = edit(edit(entra_claims(), "auth_time", Some(json!("1200"))), "acr", Some(json!(2)));
-        let odd = edit(odd, "amr", Some(json!("mfa")));
+        let odd = edit(edit(odd, "amr", Some(json!("mfa"))), "acrs", Some(json!("c1")));
         let id = validate_claims(&odd, &r, 1_500).unwrap();
         assert_eq!(id.sign_in, SignIn::default());
     }

@@ -13,6 +13,9 @@ pub struct SignIn {
     pub acr: Option<String>,
     /// `amr`: the authentication methods used (RFC 8176: `pwd`, `otp`, `mfa`, `hwk`, …).
     pub amr: Vec<String>,
+    /// `acrs`: the authentication contexts the sign-in satisfied (Entra ID's Conditional Access, `c1`–`c99`),
+    /// Entra's way of saying what other providers say in `acr`.
+    pub contexts: Vec<String>,
 }
 
 /// What an approval asks of the sign-in of whoever decides it; stored with the approval, shown by its GET and
@@ -23,7 +26,8 @@ pub struct SignInRequirement {
     /// The sign-in may be at most this old (seconds; OpenID Connect's `max_age`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age_seconds: Option<u32>,
-    /// The token's `acr` must be one of these (OpenID Connect's `acr_values`, in order of preference).
+    /// The token's `acr`, or one of its `acrs` (Entra ID), must be one of these (OpenID Connect's `acr_values`, in
+    /// order of preference).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acr: Vec<String>,
     /// The token's `amr` must show a second factor.

@@ -118,7 +118,8 @@ pub fn met(required: &SignInRequirement, signed_in: &SignIn, now_ms: i64) -> boo
     let fresh = required.max_age_seconds.is_none_or(|max| {
         signed_in.auth_time.is_some_and(|at| now_ms.div_euclid(1000).saturating_sub(at) <= i64::from(max))
     });
-    let context = required.acr.is_empty() || signed_in.acr.as_ref().is_some_and(|a| required.acr.contains(a));
+    let context = required.acr.is_empty()
+        || signed_in.acr.iter().chain(&signed_in.contexts).any(|a| required.acr.contains(a));
     fresh && context && (!required.mfa || two_factors(&signed_in.amr))
 }
 
@@ -161,7 +162,12 @@ mod tests {
     const NOW: i64 = NOW_MS / 1000;
 
     fn signed_in(auth_time: Option<i64>, acr: Option<&str>, amr: &[&str]) -> SignIn {
-        SignIn { auth_time, acr: acr.map(str::to_owned), amr: amr.iter().map(|m| m.to_string()).collect() }
+        SignIn {
+            auth_time,
+            acr: acr.map(str::to_owned),
+            amr: amr.iter().map(|m| m.to_string()).collect(),
+            contexts: Vec::new(),
+        }
     }
 
     fn field(r: Result<SignInRequirement, ApiError>) -> String {
@@ -275,5 +281,18 @@ mod tests {
             Err(ApiError::StepUpRequired(needed)) => assert_eq!(needed, r),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn entras_authentication_contexts_count_as_acr() {
+        let required = SignInRequirement { acr: vec!["c2".into(), "c7".into()], ..Default::default() };
+        let with = |contexts: &[&str], acr: Option<&str>| SignIn {
+            contexts: contexts.iter().map(|c| c.to_string()).collect(),
+            ..signed_in(Some(NOW), acr, &[])
+        };
+        assert!(met(&required, &with(&["c1", "c7"], Some("1")), NOW_MS));
+        assert!(!met(&required, &with(&["c1"], Some("1")), NOW_MS));
+        assert!(!met(&required, &with(&[], None), NOW_MS));
+        assert!(met(&required, &with(&[], Some("c2")), NOW_MS));
     }
 }

@@ -38,7 +38,7 @@ pub async fn seal_written(env: &Env, probe: &Probe, sweep: bool) {
     };
     // A full batch may leave more: a few more rounds, bounded.
     for _ in 0..5 {
-        match store.seal_events(&approvals).await {
+        match store.seal_events(&approvals, sweep).await {
             Ok(n) if n >= ringi_core::sql::chain::SEAL_BATCH as usize => continue,
             Ok(_) => break,
             Err(e) => {
@@ -74,11 +74,12 @@ impl Store {
     }
 
     /// Seals unsealed events into their approvals' hash chains (`ringi_core::domain::audit_chain`): on D1 all of
-    /// them (a bounded number per call), on DynamoDB those of `approvals`. How many it sealed.
-    pub async fn seal_events(&self, approvals: &[String]) -> Result<usize, ApiError> {
+    /// them (a bounded number per call); on DynamoDB those of `approvals` and, with `sweep` (the cron), of the
+    /// approvals whose events a request left unsealed. How many it sealed.
+    pub async fn seal_events(&self, approvals: &[String], sweep: bool) -> Result<usize, ApiError> {
         match self {
             Self::D1(s) => s.seal_events().await,
-            Self::DynamoDb(s) => s.seal_events(approvals).await,
+            Self::DynamoDb(s) => s.seal_events(approvals, sweep).await,
         }
     }
 

@@ -43,8 +43,11 @@ def build_baseline(rev: str = REV) -> dict:
         (src / "node_modules").symlink_to(ROOT / "node_modules")
         env = {k: v for k, v in os.environ.items() if k != "RINGI_ROOT"}
         env.update(RINGI_ROOT=str(src), CARGO_TARGET_DIR=str(BASE / "target"))
-        for what, cmd, cwd in [("worker", ["../scripts/build/wasm-env.sh", "worker-build", "--release"], src / "edge"),
-                               ("spa", ["scripts/build/wasm-env.sh", "trunk", "build", "--release"], src)]:
+        # Its own wasm-env.sh, wherever its scripts kept it then.
+        wasm_env = next(str(f) for f in (src / "scripts" / "build" / "wasm-env.sh", src / "scripts" / "wasm-env.sh")
+                        if f.exists())
+        for what, cmd, cwd in [("worker", [wasm_env, "worker-build", "--release"], src / "edge"),
+                               ("spa", [wasm_env, "trunk", "build", "--release"], src)]:
             t0 = time.monotonic()
             run = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
             if run.returncode != 0:

@@ -29,9 +29,14 @@ import time
 from collections import Counter, defaultdict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from common import Client, cpu_ticks, rss_kib
+import requests
+
+from common import Client, WorkerProcs, cpu_ticks, rss_kib
 from harness import e2e_support, log, setup_seed, worker_procs
+from measure import isolate
+from ringi_stack import free_port, http_ok
 from results import pct
 
 GROUPS = 10
@@ -40,6 +45,9 @@ RACE_CODES = {"already_decided", "in_progress", "already_voted", "already_satisf
 DECIDED = {"approved", "rejected"}
 # A registration not sent within this many seconds of its scheduled time is given up (and counted).
 LATE_S = 30.0
+# The soak's control worker's request rate: about what the soak's 100 approvers make of 5 registrations/s (inbox
+# looks, opens, decisions, registrations), so that both runtimes see a similar number of requests.
+CONTROL_RATE = 40.0
 TASK_TIMEOUT = 3600  # the paused executions' TimeoutSeconds, and the registrations' timeoutSeconds
 
 
@@ -151,6 +159,7 @@ class LoadRun:
     rss_mib: dict[str, tuple[float, float]]  # process → (start, end)
     memory: dict[str, MemorySeries] = field(default_factory=dict)  # the soak's series
     unsent: int = 0  # registrations given up: not sent within LATE_S of their time
+    control: dict = field(default_factory=dict)  # the soak's control worker: rate, requests, errors
     plan_counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -428,6 +437,76 @@ def _meters(stack, worker_name: str | None, port: int | None, extra: dict):
     return read, wp
 
 
+CONTROL = Path(__file__).resolve().parents[1] / "control"
+
+
+class Control:
+    """The soak's control (scripts/bench/control): a trivial JavaScript worker with a D1 write and a D1 read per
+    request, under its own `wrangler dev` of the same version, driven at `rate` requests/s by four keep-alive
+    clients for as long as the soak runs. What its runtime's memory does per request is the local runtime's share;
+    what ringi's does beyond that is ringi's."""
+
+    NAME = "soak-control"
+
+    def __init__(self, stack, rate: float):
+        self.stack, self.rate = stack, rate
+        self.requests = self.errors = 0
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> "Control":
+        port = free_port()
+        proc = self.stack._spawn(self.NAME, [
+            "wrangler", "dev", "--local", "--ip", "127.0.0.1", "--port", str(port), "--inspector-port",
+            str(free_port()), "--config", str(CONTROL / "wrangler.json"), "--persist-to",
+            str(self.stack.state / self.NAME), "--show-interactive-dev-session=false", "--log-level", "log"],
+            cwd=CONTROL)
+        self.stack._wait(proc, lambda: http_ok(f"http://127.0.0.1:{port}/"), 60)
+        self.port, self.wp = port, WorkerProcs(proc.popen.pid, port)
+        self.inspector = isolate.inspector_url(self.wp.node)
+        clients = 4
+        for i in range(clients):
+            t = threading.Thread(target=self._drive, args=(clients / self.rate, i / self.rate), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def _drive(self, every: float, offset: float) -> None:
+        c = Client(self.port, timeout=30)
+        due = time.monotonic() + offset
+        while not self.stopping.wait(max(0.0, due - time.monotonic())):
+            due += every
+            try:
+                status, _, _ = c.request("GET", "/")
+            except OSError:
+                status = 0
+            self.requests += 1
+            self.errors += status != 200
+        c.close()
+
+    def readings(self) -> dict[str, float]:
+        r = isolate.read(self.inspector, lambda: requests.get(f"http://127.0.0.1:{self.port}/ping", timeout=10))
+        return {"control: workerd runtime": sum(map(rss_kib, self.wp.runtime)) / 1024,
+                "control: workerd proxy": sum(map(rss_kib, self.wp.proxy)) / 1024,
+                "control: V8 heap after GC": r.heap_used_mib}
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for t in self.threads:
+            t.join(timeout=35)
+        self.stack.stop_component(self.NAME)
+
+
+def _isolate(wp) -> "Callable[[], dict[str, float]]":
+    """Readings of ringi's isolate (wasm memory, V8 heap after GC) through wrangler's inspector."""
+    url = isolate.inspector_url(wp.node)
+
+    def read() -> dict[str, float]:
+        r = isolate.read(url, lambda: requests.get(f"http://127.0.0.1:{wp.port}/healthz", timeout=10))
+        return {"ringi: wasm linear memory": r.wasm_mib, "ringi: V8 heap after GC": r.heap_used_mib}
+    return read
+
+
 def _rss(stack, wp, extra: dict) -> dict[str, float]:
     moto = next(p for p in stack.procs if p.name == "moto").popen.pid
     out = {"moto": rss_kib(moto) / 1024}
@@ -441,8 +520,9 @@ def _rss(stack, wp, extra: dict) -> dict[str, float]:
 
 def run_side(stack, side: Side, backend_name: str | None, worker_name: str | None, proxy, workflows, rate: float,
              seconds: float, approvers: int, drain: float, poll: tuple, sample_every: float | None = None,
-             extra_procs: dict | None = None) -> LoadRun:
-    """One phase on one side, then its checks."""
+             extra_procs: dict | None = None, control: Control | None = None) -> LoadRun:
+    """One phase on one side, then its checks. With `sample_every`, memory is sampled through the phase: the
+    processes' resident memory, ringi's isolate, and the `control` worker running beside it."""
     e2e_support()  # support.backends is imported by verify
     extra = extra_procs or {}
     n = int(rate * seconds)
@@ -457,20 +537,34 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
     rss_start = _rss(stack, wp, extra)
     series: dict[str, list[float]] = defaultdict(list)
     sampling = threading.Event()
+    probes = [_isolate(wp)] if sample_every and wp else []
+    if control:
+        control.start()
+        probes.append(control.readings)
+        control_from = control.requests
 
-    def sample():
-        while not sampling.wait(sample_every):
-            for k, v in _rss(stack, wp, extra).items():
-                series[k].append(v)
+    def take(first: dict | None = None):
+        reading = dict(first or _rss(stack, wp, extra))
+        for probe in probes:
+            reading.update(probe())
+        for k, v in reading.items():
+            series[k].append(v)
 
     if sample_every:
-        for k, v in rss_start.items():
-            series[k].append(v)
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        take(rss_start)
+
+        def sample():
+            while not sampling.wait(sample_every):
+                take()
+        threading.Thread(target=sample, daemon=True).start()
     ph = Phase(side, rate, seconds, approvers, drain, poll, runs, plans)
-    t = ph.run(tokens, meters)
-    sampling.set()
+    try:
+        t = ph.run(tokens, meters)
+    finally:
+        sampling.set()
+        if control:
+            control_requests = control.requests - control_from
+            control.stop()
     rss_end = _rss(stack, wp, extra)
     elapsed = t["end"] - t["start"]
     cpu = {k: (t["after"][k] - t["before"][k]) / os.sysconf("SC_CLK_TCK") / elapsed for k in t["after"]}
@@ -488,7 +582,8 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
                    "undecided at the end": registered - len(ph.final) - len(ph.unconfirmed)},
         checks=checks, cpu_s_per_s=cpu, rss_mib={k: (rss_start[k], rss_end.get(k, 0.0)) for k in rss_start},
         memory={k: MemorySeries(sample_every, v) for k, v in series.items()} if sample_every else {},
-        unsent=ph.unsent, plan_counts=dict(Counter(p.kind for p in plans)) | {"double click": sum(p.double_click for p in plans)})
+        unsent=ph.unsent, plan_counts=dict(Counter(p.kind for p in plans)) | {"double click": sum(p.double_click for p in plans)},
+        control=({"rate": control.rate, "requests": control_requests, "errors": control.errors} if control else {}))
     log(f"load {side.name}: {registered}/{n} registered in {run.register_seconds:.1f} s "
         f"({run.achieved_rate:.1f}/s, p99 lag {run.lag_p99_ms:.0f} ms), decisions {run.decisions}, "
         f"unacceptable {bad or 'none'}, checks {checks}")
@@ -503,7 +598,9 @@ def verify(stack, side: Side, backend_name, worker_name, proxy, workflows, ph: P
     if backend_name:
         from support.backends import Backend
         backend = Backend(backend_name, stack, f"http://127.0.0.1:{side.port}", workflows)
-    lost = unconfirmed_resumed = wrong_state = claims = dup_sent = dup_accepted = resumed_undecided = store_mismatch = 0
+    lost = unconfirmed_resumed = wrong_state = dup_sent = dup_accepted = resumed_undecided = store_mismatch = 0
+    claimed: list[str] = []
+    kw = {"worker": worker_name.removeprefix("worker-")} if backend_name == "d1" else {}
     for i, (arn, token) in enumerate(runs):
         aid = by_index.get(i)
         n_sent, n_ok = proxy.attempts.get(token, 0), proxy.forwarded.get(token, 0)
@@ -514,9 +611,9 @@ def verify(stack, side: Side, backend_name, worker_name, proxy, workflows, ph: P
         resumed = "approved" if "approval" in out else "rejected" if "rejection" in out else None
         status = None
         if backend and aid:
-            kw = {"worker": worker_name.removeprefix("worker-")} if backend_name == "d1" else {}
             status = backend.stored(aid, "status", **kw)["status"]
-            claims += status == "claimed"
+            if status == "claimed":
+                claimed.append(aid)
         said = ph.final.get(aid) if aid else None
         if said:
             if d["status"] != "SUCCEEDED" or resumed != said:
@@ -533,14 +630,32 @@ def verify(stack, side: Side, backend_name, worker_name, proxy, workflows, ph: P
                 resumed_undecided += 1
             if backend and aid and status not in ("pending",):
                 wrong_state += 1
+    held = _held_after_lease(stack, backend, side, claimed, kw)
     return {"decisions lost (answered, execution not resumed so)": lost,
             "store not as answered": store_mismatch,
             "executions resumed without a decision answered": resumed_undecided,
             "undecided approvals not pending in the store": wrong_state,
-            "claims left": claims if backend else -1,
+            "claims at the end of the phase (a lease still running, or one that ran out)": len(claimed) if backend else -1,
+            "claims still held after the lease and a cron run": held if backend else -1,
             "decided, unconfirmed, yet the workflow resumed so": unconfirmed_resumed,
             "duplicate callbacks sent to Step Functions": dup_sent,
             "duplicate callbacks accepted by Step Functions": dup_accepted}
+
+
+def _held_after_lease(stack, backend, side: Side, claimed: list[str], kw: dict) -> int:
+    """Of the approvals still claimed when the phase ended, how many are held once every lease has run out and the
+    cron has run: a claim whose request died (or whose release failed) is not a stuck approval unless it outlives
+    its lease. D1's cron puts them back to pending; on DynamoDB a claim past its lease is claimable as it is."""
+    if not claimed:
+        return 0
+    time.sleep(stack.claim_lease_seconds + 1)
+    stack.run_cron(f"http://127.0.0.1:{side.port}")
+    now_ms = time.time() * 1000
+    held = 0
+    for aid in claimed:
+        row = backend.stored(aid, "status", "claimed_until", **kw)
+        held += row["status"] == "claimed" and int(row["claimed_until"] or 0) > now_ms
+    return held
 
 
 def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: float, poll: tuple,
@@ -560,6 +675,7 @@ def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: fl
     out = {"runs": [], "soak": None}
 
     def ringi(label: str, name: str, backend: str, at: float, length: float, **kw) -> LoadRun:
+        """One phase on a worker of its own, stopped afterwards."""
         extra = {**stack.dynamodb_vars(), "SFN_ENDPOINT": sfn} if backend == "dynamodb" else {"SFN_ENDPOINT": sfn}
         url = stack.extra_worker(name, extra)
         try:
@@ -581,7 +697,8 @@ def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: fl
         finally:
             stack.stop_component("seed-load")
         if soak_seconds > 0:
-            out["soak"] = ringi("ringi, D1 (soak)", "soak-d1", "d1", soak_rate, soak_seconds, sample_every=sample_every)
+            out["soak"] = ringi("ringi, D1 (soak)", "soak-d1", "d1", soak_rate, soak_seconds, sample_every=sample_every,
+                                control=Control(stack, CONTROL_RATE))
     finally:
         proxy.stop()
     return out
@@ -694,12 +811,31 @@ def markdown(result: dict, when: str, machine: str, command: str) -> str:
                 "| process | start | end | min | max | first minute (mean) | last minute (mean) | slope |",
                 "|---|---|---|---|---|---|---|---|"]
         for p, s in m.items():
-            out.append(f"| {p} | {s.start:.0f} | {s.end:.0f} | {min(s.samples):.0f} | {max(s.samples):.0f} | "
-                       f"{s.window_mean(True):.0f} | {s.window_mean(False):.0f} | {s.slope_mib_per_min:+.2f} MiB/min |")
+            f = "{:.0f}" if s.end >= 20 else "{:.2f}"  # the isolate's few MiB need the decimals
+            cells = [s.start, s.end, min(s.samples), max(s.samples), s.window_mean(True), s.window_mean(False)]
+            out.append(f"| {p} | " + " | ".join(map(f.format, cells)) + f" | {s.slope_mib_per_min:+.2f} MiB/min |")
         rt = m.get("workerd runtime")
         if rt:
             per_min = max(1, int(60 / rt.every_s))
             out += ["", "workerd runtime, one sample a minute (MiB): "
                     + ", ".join(f"{x:.0f}" for x in rt.samples[::per_min]) + "."]
+        out += ["", "*ringi: wasm linear memory* and *V8 heap after GC* are read inside the worker's isolate through "
+                "the runtime workerd's inspector (`scripts/bench/measure/isolate.py`: a full GC, then "
+                "`Runtime.getHeapUsage` and every `WebAssembly.Memory`'s size): the worker's own memory. The rows "
+                "*control: …* are the control worker beside the soak (`scripts/bench/control/`: plain JavaScript, "
+                "one D1 write and one D1 read per request, its own `wrangler dev`), driven at a steady rate for the "
+                "same time: what the local runtime's processes grow by when the code they run keeps nothing."]
+        c = soak.control
+        ringi_requests = sum(x["n"] for x in soak.latency.values())
+        growth = lambda k: m[k].end - m[k].start if k in m else None  # noqa: E731
+        if c and ringi_requests and c["requests"]:
+            rows = [("ringi (soak)", ringi_requests, 0, growth("workerd runtime"), growth("workerd proxy")),
+                    ("control", c["requests"], c["errors"], growth("control: workerd runtime"),
+                     growth("control: workerd proxy"))]
+            out += ["", "Resident memory growth per 1,000 requests over the soak:", "",
+                    "| worker | requests | errors | workerd runtime | workerd proxy |", "|---|---|---|---|---|"]
+            for name, n, errors, rt_g, px_g in rows:
+                per = lambda g: "—" if g is None else f"{g / n * 1000:+.1f} MiB"  # noqa: E731
+                out.append(f"| {name} | {n} | {errors} | {per(rt_g)} | {per(px_g)} |")
     out.append("")
     return "\n".join(out)

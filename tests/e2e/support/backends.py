@@ -14,7 +14,8 @@ from .api import Api, Workflows, d1, paused_factory
 
 # The columns `Backend.stored` answers, as D1 names them, and the DynamoDB attribute each one is read from.
 _DDB_ATTRIBUTES = {"status": "status", "task_token": "taskToken", "claim_id": "claimId", "mail_state": "mailState",
-                   "mail_attempts": "mailAttempts", "confirmed": "confirmed", "decided_on_expiry": "decidedOnExpiry"}
+                   "mail_attempts": "mailAttempts", "confirmed": "confirmed", "decided_on_expiry": "decidedOnExpiry",
+                   "claimed_until": "claimedUntil"}
 
 
 def _plain(attr: dict | None):
@@ -119,6 +120,26 @@ class Backend:
             TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},
             UpdateExpression="SET expiresAtMs = :a, taskExpiresAtMs = :t",
             ExpressionAttributeValues={":a": {"N": str(now - 1000)}, ":t": {"N": str(now + seconds * 1000)}})
+
+    def leave_unsealed(self, approval_id: str, worker: str) -> None:
+        """Writes one more event of the approval, a millisecond after its last, as a request that died before
+        sealing it would have left it: unsealed (D1: `chain_n` NULL; DynamoDB: marked `chainPending`).
+        `worker`: the extra worker whose store it is (D1: its own database; DynamoDB: the one table)."""
+        if self.name == "d1":
+            d1(self.stack, "INSERT INTO approval_events (approval_id, at, kind, actor, actor_display, detail_json, "
+                           "dedupe_key) SELECT approval_id, at + 1, kind, actor, actor_display, detail_json, "
+                           f"'left-unsealed-{approval_id}' FROM approval_events WHERE approval_id = '{approval_id}' "
+                           "ORDER BY seq DESC LIMIT 1", persist=self.stack.state / f"worker-{worker}-d1")
+            return
+        ddb = self.stack.aws("dynamodb")
+        last = max(ddb.query(TableName=DDB_TABLE, IndexName="eventsByApproval", KeyConditionExpression="eventOf = :id",
+                             ExpressionAttributeValues={":id": {"S": approval_id}})["Items"],
+                   key=lambda i: i["eventSort"]["S"])
+        at, seq = int(last["at"]["N"]) + 1, 1
+        item = {k: v for k, v in last.items() if k not in ("chainN", "prevDigest", "digest")}
+        item.update({"approvalId": {"S": f"event#left-unsealed-{approval_id}"}, "at": {"N": str(at)},
+                     "seq": {"N": str(seq)}, "eventSort": {"S": f"{at:013}#{seq:016}"}, "chainPending": {"N": "1"}})
+        ddb.put_item(TableName=DDB_TABLE, Item=item)
 
     def _item(self, approval_id: str) -> dict:
         return self.stack.aws("dynamodb").get_item(TableName=DDB_TABLE, Key={"approvalId": {"S": approval_id}},

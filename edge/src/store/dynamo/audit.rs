@@ -20,11 +20,23 @@ impl DynamoStore {
     /// approval, the chain's head (GetItem, consistent) and its unsealed events (the approval's index, in
     /// `(at, seq)` order), then one transaction that moves the head on only if it is still where it was read and
     /// seals each event only if it is still unsealed. A transaction that lost a race to another seal is read
-    /// and made again. An event the index does not show yet is sealed by the approval's next seal. How many
-    /// events this call sealed.
-    pub async fn seal_events(&self, approvals: &[String]) -> Result<usize, ApiError> {
+    /// and made again. An event the index does not show yet is sealed by the approval's next seal. With `sweep`
+    /// (the cron), also the approvals with events a request left unsealed (it died, or its seal failed): a bounded
+    /// Scan for the sparse `chainPending` mark, as the cron's other look-ups. How many events this call sealed.
+    pub async fn seal_events(&self, approvals: &[String], sweep: bool) -> Result<usize, ApiError> {
+        let mut ids = approvals.to_vec();
+        if sweep {
+            let pending = format!("{} = :one", item::CHAIN_PENDING);
+            let limit = ringi_core::sql::chain::SEAL_BATCH as usize;
+            for found in self.scan(&pending, json!({":one": 1}), limit, Some(item::EVENT_OF)).await? {
+                match found.get(item::EVENT_OF).and_then(Value::as_str) {
+                    Some(id) if !ids.iter().any(|i| i == id) => ids.push(id.to_owned()),
+                    _ => {}
+                }
+            }
+        }
         let mut sealed = 0;
-        for id in approvals {
+        for id in &ids {
             for _ in 0..4 {
                 let (head, pending) = join(self.item(&item::chain_key(id)), self.unsealed(id)).await;
                 let (head, mut pending) = (head?.as_ref().and_then(item::chain_head), pending?);
