@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 
 import http_ece
 from cryptography.exceptions import InvalidSignature
@@ -34,13 +33,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from mailbox import STYLE as MAILBOX_STYLE, esc, serve  # beside it: the page style, escaping and serving it shares
+from boxserver import STYLE, BoxHandler, handler_for, page  # beside it: the page and HTTP side it shares with the chat stand-in
+from mailbox import esc, serve  # beside it: escaping and serving
 
 MAX_BODY = 8 * 1024
 KEEP = 500
 MAX_EXP_SECONDS = 24 * 3600
-CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-STYLE = MAILBOX_STYLE + "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8rem;max-height:20rem;overflow:auto}\n"
 
 
 def b64d(s: str) -> bytes:
@@ -150,22 +148,14 @@ class Box:
 
 
 def render(messages: list) -> str:
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-             f"<meta name=viewport content='width=device-width,initial-scale=1'>"
-             f"<meta name=referrer content=no-referrer><title>ringi push ({len(messages)})</title>"
-             f"<style>{STYLE}</style></head><body><header><h1>ringi push</h1>"
-             f"<p>{len(messages)} push message(s) the worker sent to test subscriptions, VAPID checked and decrypted, "
-             f"newest first. <a href='/'>Reload</a> · <a href='/messages.json'>JSON</a></p></header><main>"]
-    if not messages:
-        parts.append("<p class=empty>No message yet. Turn notifications on in Settings, then register an approval "
-                     "naming you.</p>")
+    articles = []
     for n, m in enumerate(reversed(messages)):
         p = m["payload"]
         rows = [("Title", p.get("title")), ("Requested by", p.get("requester")), ("Deadline", p.get("deadline")),
                 ("Device", f"test subscription {m['subscription']}"), ("Received", m["receivedAt"]),
                 ("TTL / Urgency / Topic", f"{m['ttl']} / {m['urgency']} / {m['topic']}"),
                 ("VAPID", f"verified, sub {m['vapid']['claims'].get('sub')}")]
-        parts.append(f"<article aria-labelledby=p{n}><h2 id=p{n}>{esc(p.get('title'))}</h2><dl>")
+        parts = [f"<article aria-labelledby=p{n}><h2 id=p{n}>{esc(p.get('title'))}</h2><dl>"]
         parts.extend(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
         url = str(p.get("url", ""))
         if url.startswith(("http://", "https://")):
@@ -173,87 +163,39 @@ def render(messages: list) -> str:
         else:
             parts.append("</dl>")
         parts.append(f"<pre>{esc(json.dumps(p, indent=2, ensure_ascii=False))}</pre></article>")
-    parts.append("</main></body></html>")
-    return "".join(parts)
+        articles.append("".join(parts))
+    return page("push", STYLE, len(messages), f"{len(messages)} push message(s) the worker sent to test "
+                "subscriptions, VAPID checked and decrypted, newest first.",
+                "No message yet. Turn notifications on in Settings, then register an approval naming you.", articles)
+
+
+class PushHandler(BoxHandler):
+    server_version = "ringi-pushbox"
+
+    def post(self, path: str, body: bytes) -> None:
+        box = self.box
+        try:
+            control = json.loads(body or b"{}") if path.startswith(("/control/", "/subscriptions")) else None
+        except ValueError:
+            return self._send(400, "not JSON\n")
+        if path == "/subscriptions":
+            return self._send(201, json.dumps(box.subscribe()), "application/json")
+        if path == "/control/fail":
+            with box.lock:
+                box.fail = (max(0, int(control.get("count", 0))), int(control.get("status", 500)))
+            return self._send(200, "ok\n")
+        if path == "/control/gone":
+            return self._send(200 if box.gone(str(control.get("endpoint", ""))) else 404, "ok\n")
+        if path.startswith("/push/"):
+            status, text, n = box.receive(path[len("/push/"):], self.headers, body)
+            # The path is the subscription's capability: only its number is logged.
+            self.log_post(f"push subscription={n} -> {status} {text.strip()}")
+            return self._send(status, text)
+        self._send(404, "not found\n")
 
 
 def make_handler(box: Box, port: int):
-    allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
-
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "ringi-pushbox"
-        sys_version = ""
-
-        def _send(self, status: int, body: str, ctype: str = "text/plain; charset=utf-8") -> None:
-            data = body.encode()
-            self.send_response(status)
-            for k, v in (("Content-Type", ctype), ("Content-Length", str(len(data))),
-                         ("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
-                         ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
-                         ("Cache-Control", "no-store")):
-                self.send_header(k, v)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-
-        def _host_ok(self) -> bool:
-            if (self.headers.get("Host") or "").lower() in allowed_hosts:
-                return True
-            self._send(421, "wrong host\n")
-            return False
-
-        def do_GET(self):
-            if not self._host_ok():
-                return
-            path = self.path.split("?", 1)[0]
-            if path == "/healthz":
-                return self._send(200, "ok\n")
-            with box.lock:
-                messages = list(box.messages)
-            if path == "/messages.json":
-                return self._send(200, json.dumps({"messages": messages, "refused": box.refused}), "application/json")
-            if path == "/":
-                return self._send(200, render(messages), "text/html; charset=utf-8")
-            self._send(404, "not found\n")
-
-        do_HEAD = do_GET
-
-        def do_POST(self):
-            if not self._host_ok():
-                return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                return self._send(413, "too large\n")
-            body = self.rfile.read(length)
-            path = self.path.split("?", 1)[0]
-            try:
-                control = json.loads(body or b"{}") if path.startswith(("/control/", "/subscriptions")) else None
-            except ValueError:
-                return self._send(400, "not JSON\n")
-            if path == "/subscriptions":
-                return self._send(201, json.dumps(box.subscribe()), "application/json")
-            if path == "/control/fail":
-                with box.lock:
-                    box.fail = (max(0, int(control.get("count", 0))), int(control.get("status", 500)))
-                return self._send(200, "ok\n")
-            if path == "/control/gone":
-                return self._send(200 if box.gone(str(control.get("endpoint", ""))) else 404, "ok\n")
-            if path.startswith("/push/"):
-                status, text, n = box.receive(path[len("/push/"):], self.headers, body)
-                # The path is the subscription's capability: only its number is logged.
-                sys.stdout.write(f"{self.log_date_time_string()} POST push subscription={n} -> {status} {text}")
-                sys.stdout.flush()
-                return self._send(status, text)
-            self._send(404, "not found\n")
-
-        def log_message(self, fmt, *args):
-            if self.command != "POST":
-                path = self.path.split("?", 1)[0]
-                shown = path if path in ("/", "/healthz", "/messages.json") else "(another path)"
-                sys.stdout.write(f"{self.log_date_time_string()} {self.command} {shown}\n")
-                sys.stdout.flush()
-
-    return Handler
+    return handler_for(PushHandler, box, port, render, MAX_BODY)
 
 
 def main(argv=None) -> int:
