@@ -212,6 +212,28 @@ function registerServiceWorker() {
   });
 }
 
+// Signing out (app/src/context.rs `sign_out`) or turning notifications off (the settings page): the worker forgets
+// this device's push subscription, with the session's `bearer`, then the browser does (design.md §9 "Push"). Here
+// rather than in the wasm, so that the approval page's bundle carries none of it. Best effort: a subscription left
+// behind is one the push service soon reports gone.
+globalThis.ringiForgetPushDevice = async (bearer) => {
+  try {
+    const registration = await navigator.serviceWorker?.getRegistration();
+    const subscription = await registration?.pushManager?.getSubscription();
+    if (!subscription) return;
+    if (bearer) {
+      await fetch("/api/v1/me/push", {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+        body: JSON.stringify({ endpoint: subscription.endpoint }),
+      }).catch(() => {});
+    }
+    await subscription.unsubscribe();
+  } catch (error) {
+    console.warn("ringi: this device's notifications could not be turned off", error);
+  }
+};
+
 // index.html loads this module `async` (it does not wait for the stylesheet): the prefetch above needs no document;
 // what follows reads the embedded configuration and mounts the app, so it waits until the document is parsed.
 if (document.readyState === "loading") {

@@ -40,6 +40,9 @@ API_KEY_TAG = "ringi:api-key-sha256"  # stack tag: SHA-256 of the key the EventB
 AWS_KEY_SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 SECRET_NAMES = (*AWS_KEY_SECRETS, "REGISTER_API_KEYS")
 SIGNING_SECRET = "SIGNING_KEY"  # ringi's key ring (receipts; federation's tokens): made once, kept across deploys
+# Web Push's VAPID key: made once, kept across deploys, never rotated with the ring (the devices' subscriptions are
+# bound to it: a new one would silently unsubscribe every phone).
+VAPID_SECRET = "VAPID_KEY"
 MEMBER_TEMPLATE = "deploy/aws/member.yaml"
 CALLBACK_ROLE = "ringi-callback"  # member.yaml's RoleName default: the same name in every account
 CHAT_SECRET = "CHAT_CHANNELS"  # optional (CHAT_CHANNELS_FILE): stored when set, never required
@@ -739,7 +742,7 @@ def render_wrangler_config(d: Deploy) -> dict:
     if len(databases) != 1:
         raise StepError("edge/wrangler.toml: [env.production] needs exactly one d1_databases entry with binding DB")
     vars_ = {**prod.get("vars", {}), **worker_vars(d)}
-    if clash := sorted(set(vars_) & {*SECRET_NAMES, CHAT_SECRET, SIGNING_SECRET}):
+    if clash := sorted(set(vars_) & {*SECRET_NAMES, CHAT_SECRET, SIGNING_SECRET, VAPID_SECRET}):
         raise StepError(f"edge/wrangler.toml: {', '.join(clash)} must be secrets, not [env.production.vars]")
     prod = {**prod, "name": d.s["WORKER_NAME"], "routes": [{"pattern": d.s["PUBLIC_HOST"], "custom_domain": True}],
             "d1_databases": [{**databases[0], "database_name": d.s["D1_DATABASE_NAME"], "database_id": d.db_id}],
@@ -853,9 +856,10 @@ def p256_add(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int,
     return x, (slope * (a[0] - x) - a[1]) % P256_P
 
 
-def signing_key() -> str:
-    """A new signing key for ringi's key ring: a private EC P-256 JWK with a kid (the standard library has no EC, and the
-    public point is a few lines of arithmetic; the private scalar comes from `secrets`)."""
+def signing_key(prefix: str = "ringi") -> str:
+    """A new signing key for ringi's key ring (or, `prefix` `ringi-vapid`, Web Push's VAPID key): a private EC P-256
+    JWK with a kid (the standard library has no EC, and the public point is a few lines of arithmetic; the private
+    scalar comes from `secrets`)."""
     private = secrets.randbelow(P256_N - 1) + 1
     public, addend, k = None, P256_G, private
     while k:
@@ -867,11 +871,11 @@ def signing_key() -> str:
         return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
 
     return json.dumps({"kty": "EC", "crv": "P-256", "x": b64(public[0]), "y": b64(public[1]), "d": b64(private),
-                       "kid": f"ringi-{time.strftime('%Y%m%d')}"}, separators=(",", ":"))
+                       "kid": f"{prefix}-{time.strftime('%Y%m%d')}"}, separators=(",", ":"))
 
 
-def new_signing_key_secret(d: Deploy) -> str:
-    key = d.run.secret(signing_key())
+def new_signing_key_secret(d: Deploy, prefix: str = "ringi") -> str:
+    key = d.run.secret(signing_key(prefix))
     d.run.secret(json.loads(key)["d"])
     return key
 
@@ -905,6 +909,8 @@ def step_secrets(d: Deploy) -> str | None:
     # Made once, in either mode (it signs every decision's receipt): a new key is rotated in by hand, published
     # before it signs (docs/deploy.md). Safe on a running worker at once: without AWS_TARGETS it federates nothing.
     new_signing_key = SIGNING_SECRET not in have
+    # Web Push's key, made once too (a new one would unsubscribe every device): its own secret, not the ring's.
+    new_vapid_key = VAPID_SECRET not in have
     actions = []
     if new_aws_key:
         who = user or "the stack's worker user"
@@ -913,6 +919,8 @@ def step_secrets(d: Deploy) -> str | None:
                        (f", then delete the {len(keys)} older key(s)" if keys else ""))
     if new_signing_key:
         actions.append(f"generate ringi's signing key (EC P-256) and store it as {SIGNING_SECRET}")
+    if new_vapid_key:
+        actions.append(f"generate the Web Push VAPID key (EC P-256) and store it as {VAPID_SECRET}")
     if d.creating:
         actions.append("set REGISTER_API_KEYS to the SHA-256 of the stack's new API key")
     if d.chat_channels:
@@ -922,7 +930,8 @@ def step_secrets(d: Deploy) -> str | None:
     if switch_key:
         actions.append("rotate the registration API key (the worker accepts new and old → stack update → new only)")
     if not actions:
-        held = ("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation else (*SECRET_NAMES, SIGNING_SECRET)
+        held = ("REGISTER_API_KEYS", SIGNING_SECRET, VAPID_SECRET) if d.federation else (*SECRET_NAMES, SIGNING_SECRET,
+                                                                                          VAPID_SECRET)
         return f"the worker has {', '.join(held)}; nothing to rotate"
     if not d.plan("; ".join(actions)):
         return None
@@ -931,6 +940,8 @@ def step_secrets(d: Deploy) -> str | None:
         first["CHAT_CHANNELS"] = d.chat_channels
     if new_signing_key:
         first[SIGNING_SECRET] = new_signing_key_secret(d)
+    if new_vapid_key:
+        first[VAPID_SECRET] = new_signing_key_secret(d, "ringi-vapid")
     if new_aws_key:
         push_aws_key(d, user, keys, first)
     elif first:
@@ -1005,8 +1016,8 @@ STEPS = (
     ("d1", lambda d: f"D1 database {d.s['D1_DATABASE_NAME']}", step_d1),
     ("config", lambda d: f"render {WRANGLER_CONFIG} from edge/wrangler.toml [env.production]", step_config),
     ("migrations", lambda d: f"apply edge/migrations to D1 {d.s['D1_DATABASE_NAME']} (remote)", step_migrations),
-    ("secrets", lambda d: "worker secrets " + ", ".join(("REGISTER_API_KEYS", SIGNING_SECRET) if d.federation
-                                                         else (*SECRET_NAMES, SIGNING_SECRET)), step_secrets),
+    ("secrets", lambda d: "worker secrets " + ", ".join(("REGISTER_API_KEYS", SIGNING_SECRET, VAPID_SECRET) if d.federation
+                                                         else (*SECRET_NAMES, SIGNING_SECRET, VAPID_SECRET)), step_secrets),
     ("deploy", lambda d: f"wrangler deploy: worker {d.s['WORKER_NAME']} on {d.base_url}", step_deploy),
     ("check", lambda d: "GET /healthz and /config.json", step_check),
 )

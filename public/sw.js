@@ -104,3 +104,54 @@ self.addEventListener("fetch", (event) => {
   }
   // Everything else (the API above all) goes to the network as if there were no service worker.
 });
+
+// Web Push (design.md §9 "Push"): the worker's message is `{title, requester, deadline, url, lang}` (no token, no
+// details beyond the request mail's). One notification per approval (`tag`: a reminder replaces the request).
+self.addEventListener("push", (event) => {
+  let m = {};
+  try {
+    m = event.data ? event.data.json() : {};
+  } catch (_) {
+    m = {};
+  }
+  const url = typeof m.url === "string" && m.url.startsWith(self.location.origin + "/a/") ? m.url : self.location.origin + "/";
+  const ja = m.lang === "ja";
+  const lines = [m.requester && (ja ? `依頼者: ${m.requester}` : `Requested by ${m.requester}`),
+    m.deadline && (ja ? `期限: ${new Date(m.deadline).toLocaleString("ja-JP")}` : `Decide before ${new Date(m.deadline).toLocaleString("en")}`)];
+  const shown = self.registration.showNotification(m.title || (ja ? "承認の依頼" : "Approval requested"), {
+    body: lines.filter(Boolean).join("\n"),
+    tag: new URL(url).pathname,
+    data: { url },
+    lang: ja ? "ja" : "en",
+    icon: "/icons/icon.svg",
+  });
+  wait(event, shown);
+});
+
+// Tapping the notification opens its approval: a tab already there is focused, else an open tab of the app goes
+// there, else a new one opens.
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  wait(event, openApproval((event.notification.data && event.notification.data.url) || "/"));
+});
+
+async function openApproval(url) {
+  const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+  const same = windows.find((c) => c.url === url);
+  if (same) return same.focus().catch(() => same);
+  const ours = windows.find((c) => new URL(c.url).origin === self.location.origin);
+  if (ours) {
+    const moved = await ours.navigate(url);
+    return (moved || ours).focus().catch(() => moved);
+  }
+  return self.clients.openWindow(url);
+}
+
+// `waitUntil` for the browser's own events (a synthetic one, dispatched by a test, has none).
+function wait(event, promise) {
+  try {
+    event.waitUntil(promise);
+  } catch (_) {
+    /* not dispatched by the browser */
+  }
+}

@@ -27,17 +27,15 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 
-from mailbox import STYLE as MAILBOX_STYLE, esc, serve  # beside it: the page style, escaping and serving it shares
+from boxserver import STYLE, BoxHandler, handler_for, page  # beside it: the page and HTTP side it shares with the push stand-in
+from mailbox import esc, serve  # beside it: escaping and serving
 
 MAX_BODY = 256 * 1024
 KEEP = 500
 TOLERANCE_SECONDS = 300
 SIGNATURE = re.compile(r"^t=(\d{1,12}),v1=([0-9a-f]{64})$")
 URL = re.compile(r"https?://[^\s\"'<>|]+")
-CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-STYLE = MAILBOX_STYLE + "pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.8rem;max-height:20rem;overflow:auto}\n"
 
 
 def verify(secret: str, header: str | None, body: bytes, now: float) -> dict:
@@ -73,27 +71,21 @@ def links_in(body) -> list[str]:
 
 
 def render(messages: list) -> str:
-    parts = [f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-             f"<meta name=viewport content='width=device-width,initial-scale=1'>"
-             f"<meta name=referrer content=no-referrer><title>ringi chat ({len(messages)})</title>"
-             f"<style>{STYLE}</style></head><body><header><h1>ringi chat</h1>"
-             f"<p>{len(messages)} message(s) posted to the local chat channels, newest first. "
-             f"<a href='/'>Reload</a> · <a href='/messages.json'>JSON</a></p></header><main>"]
-    if not messages:
-        parts.append("<p class=empty>No message yet. Register an approval whose notify names a channel, e.g. "
-                     "<code>{\"channel\": \"deploys\"}</code>.</p>")
+    articles = []
     for n, m in enumerate(reversed(messages)):
         sig = m["signature"]
         rows = [("Channel", f"{m['channel']} ({m['kind']})"), ("Received", m["receivedAt"]),
                 ("Signature", "not signed" if sig is None else ("verified" if sig["verified"] else sig["error"]))]
-        parts.append(f"<article aria-labelledby=c{n}><h2 id=c{n}>{esc(m['channel'])}</h2><dl>")
+        parts = [f"<article aria-labelledby=c{n}><h2 id=c{n}>{esc(m['channel'])}</h2><dl>"]
         parts.extend(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
         parts.append("</dl><ul>")
         parts.extend(f"<li><a href=\"{esc(u)}\" target=_blank rel='noopener noreferrer'>{esc(u)}</a></li>"
                      for u in links_in(m["body"]))
         parts.append(f"</ul><pre>{esc(json.dumps(m['body'], indent=2, ensure_ascii=False))}</pre></article>")
-    parts.append("</main></body></html>")
-    return "".join(parts)
+        articles.append("".join(parts))
+    return page("chat", STYLE, len(messages), f"{len(messages)} message(s) posted to the local chat channels, "
+                "newest first.", "No message yet. Register an approval whose notify names a channel, e.g. "
+                "<code>{\"channel\": \"deploys\"}</code>.", articles)
 
 
 class Box:
@@ -132,80 +124,27 @@ class Box:
         return 200, "ok"
 
 
-def make_handler(box: Box, port: int):
-    allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+class ChatHandler(BoxHandler):
+    server_version = "ringi-chatbox"
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "ringi-chatbox"
-        sys_version = ""
-
-        def _send(self, status: int, body: str, ctype: str = "text/plain; charset=utf-8") -> None:
-            data = body.encode()
-            self.send_response(status)
-            for k, v in (("Content-Type", ctype), ("Content-Length", str(len(data))),
-                         ("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
-                         ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
-                         ("Cache-Control", "no-store")):
-                self.send_header(k, v)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
-
-        def _host_ok(self) -> bool:
-            if (self.headers.get("Host") or "").lower() in allowed_hosts:
-                return True
-            self._send(421, "wrong host\n")
-            return False
-
-        def do_GET(self):
-            if not self._host_ok():
-                return
-            path = self.path.split("?", 1)[0]
-            if path == "/healthz":
-                return self._send(200, "ok\n")
+    def post(self, path: str, body: bytes) -> None:
+        box = self.box
+        if path == "/control/fail":
+            try:
+                count = int(json.loads(body or b"{}").get("count", 0))
+            except (ValueError, AttributeError):
+                return self._send(400, "{\"count\": N}\n")
             with box.lock:
-                messages = list(box.messages)
-            if path == "/messages.json":
-                return self._send(200, json.dumps({"messages": messages, "refused": box.refused}),
-                                  "application/json")
-            if path == "/":
-                return self._send(200, render(messages), "text/html; charset=utf-8")
-            self._send(404, "not found\n")
+                box.fail = max(0, count)
+            return self._send(200, "ok\n")
+        status, text = box.receive(path, self.headers, body)
+        # The path is the channel's secret URL: only its name is logged.
+        self.log_post(f"channel={box.channels.get(path, ('?',))[0]} -> {status}")
+        self._send(status, text)
 
-        do_HEAD = do_GET
 
-        def do_POST(self):
-            if not self._host_ok():
-                return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                return self._send(413, "too large\n")
-            body = self.rfile.read(length)
-            path = self.path.split("?", 1)[0]
-            if path == "/control/fail":
-                try:
-                    count = int(json.loads(body or b"{}").get("count", 0))
-                except (ValueError, AttributeError):
-                    return self._send(400, "{\"count\": N}\n")
-                with box.lock:
-                    box.fail = max(0, count)
-                return self._send(200, "ok\n")
-            status, text = box.receive(path, self.headers, body)
-            name = box.channels.get(path, ("?",))[0]
-            # The path is the channel's secret URL: only its name is logged.
-            sys.stdout.write(f"{self.log_date_time_string()} POST channel={name} -> {status}\n")
-            sys.stdout.flush()
-            self._send(status, text)
-
-        def log_message(self, fmt, *args):
-            # Requests are logged by the handlers above, without paths (a channel's path is a secret).
-            if self.command != "POST":
-                path = self.path.split("?", 1)[0]
-                shown = path if path in ("/", "/healthz", "/messages.json") else "(another path)"
-                sys.stdout.write(f"{self.log_date_time_string()} {self.command} {shown}\n")
-                sys.stdout.flush()
-
-    return Handler
+def make_handler(box: Box, port: int):
+    return handler_for(ChatHandler, box, port, render, MAX_BODY)
 
 
 def main(argv=None) -> int:

@@ -49,11 +49,21 @@ impl AppContext {
         auth::reauthenticate(&cfg, &auth::current_path(), self.lang(), step_up)
     }
 
+    /// Signs out; first, where notifications are allowed, the worker forgets this device's push subscription
+    /// (with the token still in hand).
     pub fn sign_out(&self) {
-        if let Some(cfg) = self.config.get_untracked() {
-            self.user.set(None);
+        let Some(cfg) = self.config.get_untracked() else { return };
+        let user = self.user;
+        if !crate::infra::push::may_be_subscribed() {
+            user.set(None);
             auth::sign_out(&cfg);
+            return;
         }
+        leptos::task::spawn_local(async move {
+            crate::infra::push::forget_this_device().await;
+            user.set(None);
+            auth::sign_out(&cfg);
+        });
     }
 }
 

@@ -25,7 +25,7 @@ use worker::Env;
 use crate::mailer;
 use crate::platform::{log, now_ms};
 use crate::probe::Probe;
-use crate::store::{DueEntry, ScheduleStore, Store, UpkeepStore, SCHEDULE_LEASE_MS};
+use crate::store::{DueEntry, PushStore, ScheduleStore, Store, UpkeepStore, SCHEDULE_LEASE_MS};
 
 const MAX_MAIL_ATTEMPTS: i64 = 5;
 /// A request mail is sent after the registration's response, within the ≈ 30 s a worker may run on; one
@@ -71,11 +71,26 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
         chat_retried += step("chat_retry", crate::chat::send(&cfg, &store, &row).await.map(|_| 1));
     }
 
+    // Push messages whose push service failed (or whose sender died), through the outbox; no step at all (no
+    // round trip) where push is off.
+    let mut push_retried = 0;
+    if cfg.push.is_some() {
+        let push_due = step_rows(
+            &mut step,
+            "push_retries",
+            store.push_retries(now, MAX_MAIL_ATTEMPTS, now - MAIL_SENDER_GRACE_MS).await,
+        );
+        for r in push_due {
+            push_retried += step("push_retry", crate::push::deliver(&cfg, &store, &r.job, &r.kind, &r.devices).await);
+        }
+    }
+
     let mut reminded = 0;
     for (row, voted) in step_rows(&mut step, "reminders_due", store.reminders_due(now, cfg.reminder_window_ms).await) {
         // Only to those who have not voted yet. Sent first, marked after: a failed send is retried by the next
-        // run, a failed mark costs at most one more reminder (never a lost one).
+        // run, a failed mark costs at most one more reminder (never a lost one). Their devices get it too.
         let to = reminder_recipients(&row.notify, None, &voted);
+        crate::push::send_to_deciders(&cfg, &store, &row, "reminder").await;
         match mailer::send_to(&cfg, &probe, &row, &to, MailKind::Reminder, None).await {
             Ok(_) => {
                 let marked = store.mark_reminded(&row.id, now, to.len()).await;
@@ -103,7 +118,7 @@ pub async fn run(env: &Env, cron: &str) -> Result<(), String> {
     log(
         "info",
         "cron",
-        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried, "chatRetried": chat_retried,
+        json!({"released": released, "expired": expired, "purged": purged, "mailRetried": retried, "chatRetried": chat_retried, "pushRetried": push_retried,
                "reminded": reminded, "eventsPurged": events_purged, "scheduled": scheduled, "decidedOnExpiry": auto_decided,
                "failedSteps": failed, "roundTrips": probe.round_trips().to_string(),
                "d1Tries": probe.d1_tries()}),
@@ -135,6 +150,7 @@ async fn run_entry(
     let (to, kind, note) = match entry.kind {
         EntryKind::Reminder => {
             let escalated = entry.escalation.as_ref().filter(|_| entry.escalated);
+            crate::push::send_to_deciders(cfg, store, job, "reminder").await;
             (reminder_recipients(&job.notify, escalated, &entry.voted), MailKind::Reminder, None)
         }
         EntryKind::Escalation => {
@@ -145,6 +161,13 @@ async fn run_entry(
                 // Given back for the next run (if D1 lets us), else after the lease.
                 let _ = store.schedule_release(entry, lease).await;
                 return Err(e);
+            }
+            if let Err(e) = crate::push::send(cfg, store, job, "escalation", &esc.to).await {
+                log(
+                    "error",
+                    "push_not_sent",
+                    json!({"approvalId": job.id.as_str(), "kind": "escalation", "error": e.to_string()}),
+                );
             }
             (esc.emails(), MailKind::Escalation, esc.note.as_deref())
         }

@@ -1,10 +1,11 @@
-//! Signing with ringi's key ring (`ringi_core::adapters::keyring`): WebCrypto ECDSA P-256 with SHA-256, the key
-//! imported once per isolate and kid (a rotated secret brings a new kid).
+//! Signing with ringi's keys (`ringi_core::adapters::keyring`): WebCrypto ECDSA P-256 with SHA-256, each key
+//! imported once per isolate — the key ring's signing key (a rotated secret brings a new one) and the VAPID key
+//! Web Push signs with (`crate::push`).
 
 use std::cell::RefCell;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use ringi_core::adapters::keyring::{jws, KeyRing};
+use ringi_core::adapters::keyring::{jws, KeyRing, SigningKey};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -13,37 +14,46 @@ use web_sys::CryptoKey;
 use crate::platform::subtle;
 
 thread_local! {
-    static SIGNER: RefCell<Option<(String, CryptoKey)>> = const { RefCell::new(None) };
+    /// The private keys imported so far, by their public point: the ring's signing key (a rotated secret brings
+    /// a new one) and the VAPID key (`crate::push`).
+    static IMPORTED: RefCell<Vec<(Vec<u8>, CryptoKey)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `claims` as a compact JWS (ES256) typed `typ`, signed with the ring's signing key.
 pub async fn sign(ring: &KeyRing, typ: &str, claims: &Value) -> Result<String, String> {
-    let key = signing_key(ring).await?;
     let input = ring.signing_input(typ, claims);
-    let promise = subtle()
-        .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &key, input.as_bytes())
-        .map_err(|_| "signing failed".to_owned())?;
-    let sig = JsFuture::from(promise).await.map_err(|_| "signing failed".to_owned())?;
-    Ok(jws(&input, &Uint8Array::new(&sig).to_vec()))
+    Ok(jws(&input, &es256(&ring.signing, input.as_bytes()).await?))
 }
 
-async fn signing_key(ring: &KeyRing) -> Result<CryptoKey, String> {
-    let kid = ring.signing.kid();
-    if let Some(k) = SIGNER.with(|s| s.borrow().as_ref().filter(|(id, _)| id == kid).map(|(_, k)| k.clone())) {
+/// ECDSA P-256 with SHA-256 over `input` with a private key of ringi's (the ring's or the VAPID key): the raw
+/// `r ‖ s` signature WebCrypto returns.
+pub async fn es256(key: &SigningKey, input: &[u8]) -> Result<Vec<u8>, String> {
+    let imported = imported(key).await?;
+    let promise = subtle()
+        .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &imported, input)
+        .map_err(|_| "signing failed".to_owned())?;
+    let sig = JsFuture::from(promise).await.map_err(|_| "signing failed".to_owned())?;
+    Ok(Uint8Array::new(&sig).to_vec())
+}
+
+/// The key imported once per isolate.
+async fn imported(key: &SigningKey) -> Result<CryptoKey, String> {
+    let id = key.public_point();
+    if let Some(k) = IMPORTED.with(|s| s.borrow().iter().find(|(p, _)| *p == id).map(|(_, k)| k.clone())) {
         return Ok(k);
     }
     let failed = |_: JsValue| "the signing key did not import".to_owned();
-    let jwk = js_object(&ring.signing.private_jwk()).map_err(failed)?;
+    let jwk = js_object(&key.private_jwk()).map_err(failed)?;
     let promise = subtle()
         .import_key_with_object("jwk", &jwk, &ecdsa(Some("namedCurve"), "P-256"), false, &Array::of1(&"sign".into()))
         .map_err(failed)?;
-    let key: CryptoKey = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
-    SIGNER.with(|s| *s.borrow_mut() = Some((kid.to_owned(), key.clone())));
-    Ok(key)
+    let k: CryptoKey = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
+    IMPORTED.with(|s| s.borrow_mut().push((id, k.clone())));
+    Ok(k)
 }
 
 /// `{name: "ECDSA", <param>: <value>}` (import: the curve; sign: the hash).
-fn ecdsa(param: Option<&str>, value: &str) -> Object {
+pub(crate) fn ecdsa(param: Option<&str>, value: &str) -> Object {
     let o = Object::new();
     let _ = Reflect::set(&o, &"name".into(), &"ECDSA".into());
     if let Some(p) = param {

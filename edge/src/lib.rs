@@ -17,6 +17,7 @@ mod mailer;
 mod on_expiry;
 mod platform;
 mod probe;
+mod push;
 mod receipt;
 mod routes;
 mod sfn_client;

@@ -106,7 +106,8 @@ pub async fn send_handover(
     outcome(deliver(cfg, probe, row, to, &mail, "Handover").await)
 }
 
-/// [`send_handover`] after a response, logged (nobody is left to answer).
+/// [`send_handover`] after a response, logged (nobody is left to answer); `principals`: the devices of those
+/// handed the approval get a push (`crate::push`).
 pub async fn send_handover_of(
     cfg: &Config,
     env: &Env,
@@ -114,11 +115,15 @@ pub async fn send_handover_of(
     id: &ApprovalId,
     to: &[String],
     h: Handover<'_>,
+    principals: &[Principal],
 ) {
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
         if let Some(row) = store.mail_job(id).await? {
             let _ = send_handover(cfg, store.probe(), &row, to, &h).await;
+            if !principals.is_empty() {
+                let _ = crate::push::send(cfg, &store, &row, "handover", principals).await;
+            }
         }
         Ok::<_, ApiError>(())
     };
@@ -234,8 +239,11 @@ pub async fn send_request_of(
     let outcome = async {
         let store = Store::open(env, probe.clone())?;
         let Some(row) = store.mail_job(id).await? else { return Ok(()) };
-        // The chat channels get the same request, alongside (their outcome is recorded on its own).
-        let (sent, chat) = join(send_request(cfg, &store, &row), crate::chat::send(cfg, &store, &row)).await;
+        // The chat channels and the deciders' devices get the same request, alongside (their outcomes are
+        // recorded on their own).
+        let push = crate::push::send_to_deciders(cfg, &store, &row, "request");
+        let ((sent, chat), _) =
+            join(join(send_request(cfg, &store, &row), crate::chat::send(cfg, &store, &row)), push).await;
         if let Err(e) = chat {
             log("error", "chat_not_recorded", json!({"approvalId": id.as_str(), "error": e.to_string()}));
         }

@@ -22,7 +22,8 @@ pub async fn sign(
 ) -> Result<Option<String>, ApiError> {
     let Some(ring) = cfg.keys.as_ref() else { return Ok(None) };
     let token_sha256 = token.fingerprint();
-    let facts = ReceiptFacts { issuer: cfg.issuer_url(), quorum, registration_sha256, task_token_sha256: &token_sha256 };
+    let facts =
+        ReceiptFacts { issuer: cfg.issuer_url(), quorum, registration_sha256, task_token_sha256: &token_sha256 };
     crate::keys::sign(ring, RECEIPT_TYP, &record.receipt_claims(&facts)).await.map(Some).map_err(|e| {
         log("error", "receipt_not_signed", json!({"approvalId": record.approval_id.as_str(), "error": e}));
         ApiError::Internal

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from ringi_stack import (ADMIN_KEY, DEMO_APPROVERS, HOME_ACCOUNT, MEMBER_ACCOUNT, MEMBER_REGION, REGION,
                          ROOT, Ports, Stack, StackError, fresh_state)
@@ -117,6 +118,20 @@ def demo_approvers() -> str:
     return "; ".join(w for w in who if w) + (f"; not {', '.join(others)}" if others else "")
 
 
+def subscribe_demo_devices(stack: Stack) -> None:
+    """One test device per demo user at the push stand-in, stored through the API as the SPA's settings page would
+    (the user's own token: sub, verified email, groups), so every push to them shows on the stand-in's page. A
+    browser that turns notifications on adds its own device beside it (its browser's push service)."""
+    for u in users():
+        token = stack.mint(u["sub"], email=u["email"] if u.get("email_verified", True) else None,
+                           groups=u.get("groups") or [])
+        body = json.dumps({**stack.push_subscription(), "lang": "en"}).encode()
+        req = urllib.request.Request(f"{stack.base_url}/api/v1/me/push", data=body, method="PUT",
+                                     headers={"content-type": "application/json", "authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.status == 200, r.status
+
+
 def demo_logins() -> str:
     rows = []
     for u in users():
@@ -132,11 +147,12 @@ def main() -> int:
     t0 = time.monotonic()
     # RINGI_IDP_PROFILE=generic or okta: the IdP stand-in's Entra-like or Okta-like OpenID Connect profile
     # (OIDC_ISSUER, discovery).
-    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True, federated=True,
+    stack = Stack(state=fresh_state(state), ports=Ports(), demo=True, federated=True, push=True,
                   profile=os.environ.get("RINGI_IDP_PROFILE", "cognito"), extra_vars={"DEV_RELOAD": "on"})
     watcher = Watcher()
     try:
         stack.start()
+        subscribe_demo_devices(stack)
         first = stack.start_demo_execution()
         member_first = stack.start_member_demo_execution()
     except StackError as e:
@@ -155,6 +171,7 @@ def main() -> int:
         "RINGI_CLIENT_ID": stack.client_id,
         "RINGI_MAILBOX_URL": stack.mailbox_url,
         "RINGI_CHAT_URL": stack.chat_url,
+        "RINGI_PUSH_URL": stack.push_url,
         "RINGI_AWS_REGION": REGION,
         "RINGI_AWS_ADMIN_KEY": ADMIN_KEY,  # moto's setup key (standins/moto_server.py); not a real credential
         "RINGI_DEMO_STATE_MACHINE_ARN": stack.demo_state_machine_arn,
@@ -171,6 +188,7 @@ ringi is ready in {time.monotonic() - t0:.1f}s
   mailbox        {stack.mailbox_url}/   (mails sent through the local SES; one demo request of each account is already there)
   chat           {stack.chat_url}/   (Slack/Teams/webhook posts; channels {", ".join(stack.chat_channels)}:
                  notify [{{"channel": "deploys"}}] in a registration)
+  push           {stack.push_url}/   (Web Push: each demo user has a test device there; VAPID checked, payload decrypted)
   sign-in        {stack.idp_url}/oauth2/authorize   demo logins (username or email, password):
 {demo_logins()}
                  one-time code (the second factor a step-up can ask for): 246810

@@ -14,6 +14,9 @@ and, with `Stack(..., demo=True)`:
   mailbox   standins/mailbox.py: a read-only page of the mails SES (moto) accepted
   chat      standins/chatbox.py: the chat channels' stand-in (Slack, Teams, signed webhook) the worker's
             CHAT_CHANNELS point at, listing what it received
+and, with `Stack(..., push=True)` (`make dev`) or `start_pushbox()` (the tests' push worker):
+  push      standins/pushbox.py: Web Push's stand-in: a push service for test subscriptions that checks the VAPID
+            JWT, decrypts each message with http_ece and lists it; the worker gets a VAPID_KEY made here
   the demo state machine: docs/workflow/approval.jsonpath.asl.json with the demo users as approvers
 
 Everything listens on 127.0.0.1. Each process runs in its own process group with its pid recorded under
@@ -137,6 +140,7 @@ class Ports:
     idp: int = 9000
     mailbox: int = 8025
     chat: int = 8026  # 0: any free port
+    push: int = 8027  # 0: any free port
 
 
 def port_free(port: int) -> bool:
@@ -334,6 +338,9 @@ class Stack:
     extra_ports: dict = field(default_factory=dict, repr=False)
     # Seconds the workers' test clock (TEST_CLOCK=header) runs ahead for the cron runs fired here (tests move it).
     clock_seconds: int = 0
+    # Web Push on the main worker (VAPID_KEY) with the push stand-in (`make dev`); tests use push_vars() on a
+    # worker of their own.
+    push: bool = False
 
     # ------------------------------------------------------------------ derived settings
     @property
@@ -363,6 +370,10 @@ class Stack:
     @property
     def chat_url(self) -> str:
         return f"http://127.0.0.1:{self.ports.chat}"
+
+    @property
+    def push_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.push}"
 
     @property
     def issuer(self) -> str:
@@ -395,6 +406,8 @@ class Stack:
             self._make_keys()
             self.sign_in_port = self.sign_in_port or free_port()
             self._start_idp()
+            if self.push:
+                self.start_pushbox()
             self._start_worker()
             if self.demo:
                 self._start_demo_components()
@@ -731,6 +744,8 @@ class Stack:
             v.update(self.dynamodb_vars())
         if getattr(self, "chat_channels", None):
             v["CHAT_CHANNELS"] = json.dumps(self.chat_channels)
+        if self.push:
+            v.update(self.push_vars())
         if self.federated:
             v.update(self.federation_vars)
         v.update(self.extra_vars)
@@ -909,6 +924,53 @@ class Stack:
         """The chat stand-in answers the next `count` deliveries with 500."""
         req = urllib.request.Request(f"{self.chat_url}/control/fail", data=json.dumps({"count": count}).encode(),
                                      headers={"content-type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert r.status == 200, r.status
+
+    # ------------------------------------------------------------------ Web Push
+    @property
+    def vapid_key(self) -> dict:
+        """This stack's VAPID key: a fresh private EC P-256 JWK (VAPID_KEY), made on first use; its own key, not
+        the key ring's (a device's subscription is bound to it)."""
+        if not getattr(self, "_vapid_key", None):
+            import jwt
+            from cryptography.hazmat.primitives.asymmetric import ec
+            self._vapid_key = {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()))),
+                               "kid": "ringi-vapid-" + secrets.token_hex(4)}
+        return self._vapid_key
+
+    def push_vars(self) -> dict:
+        """What turns Web Push on in a worker: the VAPID key and the contact a push service may write to (the
+        stand-in is on loopback, which the worker allows only because PUBLIC_BASE_URL is loopback too)."""
+        return {"VAPID_KEY": json.dumps(self.vapid_key), "VAPID_SUBJECT": "mailto:ops@example.com"}
+
+    def start_pushbox(self) -> str:
+        """The push stand-in (standins/pushbox.py), started once; its URL."""
+        if any(p.name == "pushbox" and p.popen.poll() is None for p in self.procs):
+            return self.push_url
+        self.ports.push = self.ports.push or free_port()
+        p = self._spawn("pushbox", [sys.executable, str(ROOT / "standins/pushbox.py"), "--port", str(self.ports.push)],
+                        env={"PYTHONUNBUFFERED": "1"})
+        self._wait(p, lambda: http_ok(f"{self.push_url}/healthz"), 30)
+        return self.push_url
+
+    def push_subscription(self) -> dict:
+        """A new test subscription at the push stand-in: {endpoint, keys: {p256dh, auth}} (it keeps the private key)."""
+        req = urllib.request.Request(f"{self.push_url}/subscriptions", data=b"{}", method="POST",
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)
+
+    def push_messages(self) -> list:
+        """Every message the push stand-in accepted (VAPID verified, decrypted): {subscription, endpoint, ttl,
+        urgency, topic, vapid: {claims, k}, payload}."""
+        with urllib.request.urlopen(f"{self.push_url}/messages.json", timeout=30) as r:
+            return json.load(r)["messages"]
+
+    def push_control(self, what: str, body: dict) -> None:
+        """`fail` {count, status}: the next deliveries fail; `gone` {endpoint}: that subscription answers 410."""
+        req = urllib.request.Request(f"{self.push_url}/control/{what}", data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200, r.status
 

@@ -144,3 +144,22 @@ def test_from_the_access_key_to_federation_the_signing_key_stays(deployer):
     worker = deployer.state()["cloudflare"]["workers"]["ringi"]
     assert "SIGNING_KEY" in worker["secrets"] and not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(worker["secrets"])
     assert CENTRAL in json.loads(worker["deployed"]["vars"]["AWS_TARGETS"])
+
+
+def test_the_vapid_key_is_its_own_made_once_and_travels_only_on_stdin(deployer):
+    """Web Push's key: generated once beside the signing key (a new one would unsubscribe every device), a real
+    P-256 key pair of its own, only ever on `secret bulk`'s stdin."""
+    assert deployer.run().returncode == 0
+    bulk = [json.loads(c["stdin"]) for c in deployer.calls()
+            if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"] and "VAPID_KEY" in json.loads(c["stdin"])]
+    [secrets] = bulk
+    jwk = json.loads(secrets["VAPID_KEY"])
+    assert (jwk["kty"], jwk["crv"]) == ("EC", "P-256") and jwk["kid"].startswith("ringi-vapid-")
+    public = ec.derive_private_key(integer(jwk["d"]), ec.SECP256R1()).public_key().public_numbers()
+    assert (public.x, public.y) == (integer(jwk["x"]), integer(jwk["y"]))
+    assert jwk["d"] != json.loads(secrets["SIGNING_KEY"])["d"], "not the key ring's key"
+    assert deployer.run().returncode == 0
+    assert len([c for c in deployer.calls() if c["program"] == "wrangler" and c["argv"][:2] == ["secret", "bulk"]
+                and "VAPID_KEY" in json.loads(c["stdin"])]) == 1, "made once"
+    assert not any(jwk["d"] in " ".join(c["argv"]) for c in deployer.calls())
+    assert not any(jwk["d"] in out for out in deployer.outputs)

@@ -454,7 +454,8 @@ def test_the_export_pages_across_months(stack, ddb_url, table):
 def test_events_outlive_the_approvals_item(stack, ddb_url, ddb_api, workflows, table):
     approval_id, _, _ = register(ddb_api, workflows)
     assert ddb_api.decide(approval_id).json()["status"] == "approved"
-    before = events_of(stack, ddb_url, approval_id)
+    # Once both are sealed into the chain (right after each response): the comparison below is of settled events.
+    before = chained_events(stack, ddb_url, approval_id, count=2)
     assert [e["kind"] for e in before] == ["registered", "decided"]
     # The approval's item goes (its TTL, or an operator), its index entries and token item with it.
     for k in [i["approvalId"]["S"] for i in table.scan(TableName=TABLE)["Items"]

@@ -14,7 +14,7 @@ pub struct AuditTexts {
     pub system: &'static str,
     /// Prefix of a registering machine credential.
     pub registrant: &'static str,
-    pub kinds: [&'static str; 14],
+    pub kinds: [&'static str; 15],
     /// Labels of the detail keys this build knows, as `(key, label)`.
     pub keys: &'static [(&'static str, &'static str)],
     /// Values this build translates, as `(value, label)` (verdicts, reasons, error classes).
@@ -98,6 +98,7 @@ pub const EN: AuditTexts = AuditTexts {
         "Expired",
         "Purged",
         "Posted to chat",
+        "Sent to a device",
     ],
     keys: &[
         ("verdict", "Decision"),
@@ -114,6 +115,8 @@ pub const EN: AuditTexts = AuditTexts {
         ("approvers", "Approvers"),
         ("quorum", "Quorum"),
         ("notified", "Notified"),
+        ("device", "Device"),
+        ("dropped", "Subscription removed"),
         ("to", "To"),
         ("from", "From"),
         ("added", "Added"),
@@ -182,6 +185,7 @@ pub const JA: AuditTexts = AuditTexts {
         "期限切れ",
         "削除",
         "チャットに通知",
+        "端末に通知",
     ],
     keys: &[
         ("verdict", "判断"),
@@ -198,6 +202,8 @@ pub const JA: AuditTexts = AuditTexts {
         ("approvers", "承認者数"),
         ("quorum", "必要承認数"),
         ("notified", "通知先数"),
+        ("device", "端末"),
+        ("dropped", "通知登録を削除"),
         ("to", "宛先"),
         ("from", "元"),
         ("added", "追加"),

@@ -7,6 +7,8 @@ pub mod audit;
 pub mod delegation;
 mod en;
 mod ja;
+#[cfg(feature = "admin")]
+pub mod push;
 mod texts;
 
 pub use texts::Texts;

@@ -277,6 +277,15 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
     Ok(csv)
 }
 
+#[cfg(feature = "admin")]
+const PUSH: &str = "/api/v1/me/push";
+
+/// `PUT /api/v1/me/push`: this device's subscription (`PushSubscription.toJSON()` and `lang`).
+#[cfg(feature = "admin")]
+pub async fn push_subscribe(body: &serde_json::Value) -> Result<(), ApiError> {
+    send_json::<serde_json::Value, _>(Request::put(PUSH), body).await.map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -459,6 +459,7 @@ mod tests {
 
     fn cfg(provider: IdpProfile, end_session: Option<&str>) -> SpaConfig {
         SpaConfig {
+            vapid_public_key: None,
             cognito_domain: String::new(),
             client_id: "c1".into(),
             redirect_uri: "https://r.example.com/auth/callback".into(),

@@ -1,5 +1,6 @@
-//! `/settings`: the signed-in user's out-of-office ("send my approvals to X from … until …"). While it is in
-//! effect, new approvals naming them go to X; the ones they have stay (their pages offer to delegate them).
+//! `/settings`: the signed-in user's out-of-office ("send my approvals to X from … until …"; while it is in
+//! effect, new approvals naming them go to X; the ones they have stay, their pages offer to delegate them) and
+//! notifications on this device (Web Push: turned on here, off here or by signing out).
 
 use leptos::prelude::*;
 use ringi_core::domain::delegation::OutOfOffice;
@@ -7,7 +8,9 @@ use serde_json::json;
 
 use crate::components::NoteInput;
 use crate::context::{tr, use_app, use_title_tr};
+use crate::i18n::push::push_texts;
 use crate::infra::api::{self, ApiError};
+use crate::infra::push::{self, PushState};
 use crate::infra::time;
 
 /// What the last save or clear came to.
@@ -121,7 +124,71 @@ pub fn Settings() -> impl IntoView {
                 </form>
                 <div class="outcome" data-testid="ooo-outcome">{outcome}</div>
             </section>
+            <PushSection />
         </div>
+    }
+}
+
+/// "Notifications on this device": the state (unsupported, blocked, off, on) and the one button that changes it.
+#[component]
+fn PushSection() -> impl IntoView {
+    let ctx = use_app();
+    let vapid = move || ctx.config.get().and_then(|c| c.vapid_public_key);
+    let state = LocalResource::new(move || {
+        let supported = vapid().is_some();
+        async move { push::state(supported).await }
+    });
+    let failed = RwSignal::new(None::<String>);
+    let toggle = Action::new_local(move |on: &bool| {
+        let on = *on;
+        let key = vapid().unwrap_or_default();
+        let lang = ctx.locale.get_untracked().as_str();
+        async move {
+            let outcome = if on {
+                push::turn_on(&key, lang).await
+            } else {
+                push::forget_this_device().await;
+                Ok(())
+            };
+            failed.set(outcome.err());
+            state.refetch();
+        }
+    });
+    let t = move || push_texts(ctx.locale.get());
+    let shown = move || {
+        let s = state.get().unwrap_or(PushState::Unsupported);
+        let text = match s {
+            PushState::Unsupported if vapid().is_none() => t().not_configured,
+            PushState::Unsupported => t().unsupported,
+            PushState::Blocked => t().blocked,
+            PushState::Off => t().off,
+            PushState::On => t().on,
+        };
+        let button = match s {
+            PushState::Off => Some((t().turn_on, true, "button button--primary")),
+            PushState::On => Some((t().turn_off, false, "button button--secondary")),
+            _ => None,
+        };
+        view! {
+            <p class="notice notice--info" role="status" data-testid="push-state" data-state=s.as_str()>{text}</p>
+            {button.map(|(label, on, class)| view! {
+                <button type="button" class=class data-testid="push-toggle" disabled=move || toggle.pending().get()
+                    on:click=move |_| { toggle.dispatch_local(on); }>{label}</button>
+            })}
+        }
+    };
+    let error = move || {
+        failed.get().map(|e| {
+            view! { <p class="notice notice--error" role="alert" data-testid="push-error">{t().failed}" "{e}</p> }
+        })
+    };
+    view! {
+        <section class="card" aria-labelledby="push-title" data-testid="push-section">
+            <h2 id="push-title" class="card__title">{move || t().heading}</h2>
+            <p>{move || t().intro}</p>
+            {shown}
+            {error}
+        </section>
     }
 }
 

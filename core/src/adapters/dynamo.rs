@@ -100,6 +100,23 @@ pub fn rate_key(credential: &str, window_start: i64) -> String {
     format!("rate#{credential}#{window_start}")
 }
 
+/// Web Push's items (design.md §9 "Push"): a device (`webpush::endpoint_hash`) with its subscription and owner.
+pub fn push_device_key(device: &str) -> String {
+    format!("push#device#{device}")
+}
+
+/// The devices a principal reaches (`push#to#sub:…`, `…email:…`, `…group:…`): a string set `devices`.
+pub fn push_to_key(p: &Principal) -> String {
+    format!("push#to#{}", p.normalized().key())
+}
+
+/// The outbox: a message (`kind`) of an approval to one device, not delivered yet.
+pub const PUSH_OUTBOX: &str = "push#out#";
+
+pub fn push_outbox_key(id: &str, device: &str, kind: &str) -> String {
+    format!("{PUSH_OUTBOX}{id}#{device}#{kind}")
+}
+
 /// The key of one person's out-of-office item, by the principal approvals may name them with: their verified
 /// sub (`ooo#sub:…`, the setting itself) and, when they gave a verified email, a copy under it
 /// (`ooo#email:…`), so that registration reads every listed person's absence in one BatchGetItem.

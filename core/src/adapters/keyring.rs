@@ -61,6 +61,23 @@ impl std::fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
+    /// One private EC P-256 JWK on its own (`VAPID_KEY`): the same checks as `SIGNING_KEY`'s; the error
+    /// says what is wrong, never the key.
+    pub fn parse(jwk: &str) -> Result<Self, String> {
+        let v: Value = serde_json::from_str(jwk).map_err(|_| "must be a JWK (JSON)".to_owned())?;
+        EcJwk::parse(&v, true).map(Self)
+    }
+
+    /// The public key as an uncompressed point (`0x04 ‖ x ‖ y`, 65 bytes): what a browser's
+    /// `applicationServerKey` and a VAPID `k=` carry.
+    pub fn public_point(&self) -> Vec<u8> {
+        let mut p = vec![4u8];
+        for c in [&self.0.x, &self.0.y] {
+            p.extend(URL_SAFE_NO_PAD.decode(c).unwrap_or_default());
+        }
+        p
+    }
+
     pub fn kid(&self) -> &str {
         &self.0.kid
     }
@@ -170,5 +187,13 @@ mod tests {
         assert_eq!(header, json!({"alg": "ES256", "typ": "ringi-receipt+jwt", "kid": "k1"}));
         assert_eq!(URL_SAFE_NO_PAD.decode(c).unwrap(), br#"{"a":1}"#);
         assert_eq!(jws(&input, &[0u8; 64]).matches('.').count(), 2);
+    }
+
+    #[test]
+    fn a_single_private_key_parses_with_the_rings_checks() {
+        let k = SigningKey::parse(PRIVATE).unwrap();
+        assert_eq!((k.kid(), k.public_point().len(), k.public_point()[0]), ("k1", 65, 4));
+        assert!(SigningKey::parse(&NEXT[1..NEXT.len() - 1]).unwrap_err().contains("private"));
+        assert_eq!(SigningKey::parse("x").unwrap_err(), "must be a JWK (JSON)");
     }
 }

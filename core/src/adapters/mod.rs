@@ -18,3 +18,4 @@ pub mod mail;
 pub mod schedule_ddb;
 pub mod sfn;
 pub mod sigv4;
+pub mod webpush;

@@ -29,6 +29,7 @@ pub enum Endpoint {
     Delegation,
     Principals,
     OutOfOffice,
+    Push,
 }
 
 /// One operation: a method on a path template (OpenAPI form, `{id}` = an approval ID).
@@ -64,6 +65,8 @@ pub enum Route {
     Principals(ApprovalId),
     /// The caller's out-of-office setting (GET, PUT, DELETE).
     OutOfOffice,
+    /// This device's push subscription (PUT, DELETE).
+    Push,
 }
 
 /// A request the table does not answer.
@@ -132,6 +135,8 @@ impl Route {
         op("GET", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
         op("PUT", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
         op("DELETE", "/api/v1/me/out-of-office", Endpoint::OutOfOffice, Auth::User),
+        op("PUT", "/api/v1/me/push", Endpoint::Push, Auth::User),
+        op("DELETE", "/api/v1/me/push", Endpoint::Push, Auth::User),
     ];
 
     /// Maps the raw method (methods a platform does not know must not become GET) and the URL path.
@@ -162,6 +167,7 @@ impl Route {
             Endpoint::Delegation => Self::Delegation(id()?),
             Endpoint::Principals => Self::Principals(id()?),
             Endpoint::OutOfOffice => Self::OutOfOffice,
+            Endpoint::Push => Self::Push,
         })
     }
 
@@ -179,6 +185,7 @@ impl Route {
             Self::Delegation(_) => Endpoint::Delegation,
             Self::Principals(_) => Endpoint::Principals,
             Self::OutOfOffice => Endpoint::OutOfOffice,
+            Self::Push => Endpoint::Push,
         }
     }
 
@@ -214,6 +221,8 @@ mod tests {
         assert_eq!(Route::parse("PUT", &format!("/api/v1/approvals/{ID}/principals")), Ok(Route::Principals(id)));
         assert_eq!(Route::parse("DELETE", "/api/v1/me/out-of-office"), Ok(Route::OutOfOffice));
         assert_eq!(Route::OutOfOffice.auth(), Auth::User);
+        assert_eq!(Route::parse("PUT", "/api/v1/me/push"), Ok(Route::Push));
+        assert_eq!(Route::Push.auth(), Auth::User);
         assert_eq!(Route::Inbox.auth(), Auth::User);
         assert_eq!(Route::parse("GET", "/api/v1/audit"), Ok(Route::Audit));
         assert_eq!(Route::Audit.auth(), Auth::User);

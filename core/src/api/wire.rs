@@ -48,6 +48,10 @@ pub struct SpaConfig {
     /// `GROUPS_CLAIM`, for display only (the audit link for operators).
     #[serde(default)]
     pub groups_claim: String,
+    /// `VAPID_KEY`'s public key (uncompressed P-256 point, base64url): the `applicationServerKey` a device
+    /// subscribes with. Absent: push is off on this installation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vapid_public_key: Option<String>,
 }
 
 /// `201`/`200` answer to a registration.

@@ -39,6 +39,8 @@ pub enum ErrorCode {
     GroupSeat,
     NotSupportedByBackend,
     StepUpRequired,
+    PushNotConfigured,
+    TooManyDevices,
 }
 
 impl ErrorCode {
@@ -73,10 +75,12 @@ impl ErrorCode {
             Self::GroupSeat => "group_seat",
             Self::NotSupportedByBackend => "not_supported_by_backend",
             Self::StepUpRequired => "step_up_required",
+            Self::PushNotConfigured => "push_not_configured",
+            Self::TooManyDevices => "too_many_devices",
         }
     }
 
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 30] = [
         Self::InvalidRequest,
         Self::MalformedBody,
         Self::Unauthorized,
@@ -105,6 +109,8 @@ impl ErrorCode {
         Self::GroupSeat,
         Self::NotSupportedByBackend,
         Self::StepUpRequired,
+        Self::PushNotConfigured,
+        Self::TooManyDevices,
     ];
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -197,6 +203,12 @@ pub enum ApiError {
     /// signing in again as it says lets them decide. RFC 9470's `insufficient_user_authentication`.
     #[error("this approval needs a fresh or stronger sign-in: sign in again, then decide")]
     StepUpRequired(SignInRequirement),
+    /// Web Push is off: the worker has no `VAPID_KEY` secret.
+    #[error("notifications on devices are not set up on this installation (no VAPID_KEY)")]
+    PushNotConfigured,
+    /// One person keeps at most this many devices' subscriptions (`webpush::MAX_DEVICES`).
+    #[error("notifications are on for {0} devices already: turn them off on one of them first")]
+    TooManyDevices(usize),
 }
 
 impl ApiError {
@@ -254,13 +266,14 @@ impl ApiError {
             | Self::Delegated
             | Self::DelegationLoop
             | Self::DelegationTooDeep
-            | Self::DelegateIsApprover => 409,
+            | Self::DelegateIsApprover
+            | Self::TooManyDevices(_) => 409,
             Self::PayloadTooLarge(_) => 413,
             Self::RateLimited { .. } => 429,
             Self::Internal => 500,
             Self::UpstreamRejected => 502,
             Self::Unavailable { .. } | Self::StorageUnavailable { .. } => 503,
-            Self::NotSupportedByBackend(_) => 501,
+            Self::NotSupportedByBackend(_) | Self::PushNotConfigured => 501,
         }
     }
 
@@ -295,6 +308,8 @@ impl ApiError {
             Self::GroupSeat => ErrorCode::GroupSeat,
             Self::NotSupportedByBackend(_) => ErrorCode::NotSupportedByBackend,
             Self::StepUpRequired(_) => ErrorCode::StepUpRequired,
+            Self::PushNotConfigured => ErrorCode::PushNotConfigured,
+            Self::TooManyDevices(_) => ErrorCode::TooManyDevices,
         }
     }
 
@@ -398,6 +413,14 @@ mod tests {
         let unsupported = ApiError::NotSupportedByBackend("delegation");
         assert_eq!((unsupported.status(), unsupported.code()), (501, "not_supported_by_backend"));
         assert!(unsupported.to_string().starts_with("delegation "));
+        assert_eq!(
+            (ApiError::PushNotConfigured.status(), ApiError::PushNotConfigured.code()),
+            (501, "push_not_configured")
+        );
+        assert_eq!(
+            (ApiError::TooManyDevices(10).status(), ApiError::TooManyDevices(10).code()),
+            (409, "too_many_devices")
+        );
     }
 
     #[test]

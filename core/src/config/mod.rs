@@ -14,6 +14,7 @@ mod tests;
 
 pub use aws::{DynamoDbConfig, Storage};
 pub use limits::{min_claim_lease_secs, CLAIM_LEASE_MARGIN_MS};
+pub use notify::PushConfig;
 pub use vars::{check_url, origin_of, ConfigError};
 
 use crate::adapters::aws_target::{AwsTarget, AwsTargets, OwnRole};
@@ -81,6 +82,9 @@ pub struct Config {
     /// `CHAT_CHANNELS` (a secret): the chat channels a registration's `notify` may name (core::adapters::chat). Empty:
     /// none may be named.
     pub chat_channels: ChatChannels,
+    /// `VAPID_KEY` (a secret), `VAPID_SUBJECT`, `PUSH_ALLOWED_HOSTS`: Web Push (core::adapters::webpush). None: push
+    /// is off (the subscribe endpoint answers `push_not_configured`, nothing else changes).
+    pub push: Option<notify::PushConfig>,
     /// Registrations one credential may make per minute (429 beyond).
     pub register_rate_per_minute: u32,
     pub claim_lease_ms: i64,
@@ -141,6 +145,7 @@ impl Config {
         let admin_group = v.opt("ADMIN_GROUP").map(|g| g.trim().to_owned()).filter(|g| !g.is_empty());
         let mail_allowed_domains = notify::mail_allowed_domains(&v)?;
         let chat_channels = notify::chat_channels(&v)?;
+        let push = notify::push(&v, &public_base_url)?;
         let register_rate_per_minute = limits::register_rate(&v)?;
         let default_locale = match v.opt("DEFAULT_LOCALE").as_deref() {
             None | Some("en") => "en".to_owned(),
@@ -178,6 +183,7 @@ impl Config {
             mail_from: v.opt("MAIL_FROM"),
             mail_allowed_domains,
             chat_channels,
+            push,
             register_rate_per_minute,
             claim_lease_ms: times.claim_lease_ms,
             reminder_window_ms: times.reminder_window_ms,
@@ -289,6 +295,7 @@ impl Config {
             end_session_endpoint,
             scope: self.sign_in_scopes.clone(),
             groups_claim: self.mapping.groups_claim.clone(),
+            vapid_public_key: self.push.as_ref().map(notify::PushConfig::public_key),
         }
     }
 

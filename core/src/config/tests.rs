@@ -476,3 +476,29 @@ fn dev_reload_only_on_loopback() {
     assert!(matches!(&err, ConfigError::Invalid("DEV_RELOAD", m) if m.contains("loopback")), "{err}");
     assert_eq!(Config::from_lookup(lookup(BASE)).unwrap().dev_reload, DevReload::Off);
 }
+
+#[test]
+fn push_is_off_without_vapid_key_and_its_key_and_hosts_are_checked() {
+    assert!(Config::from_lookup(lookup(BASE)).unwrap().push.is_none());
+    assert!(Config::from_lookup(lookup(BASE)).unwrap().spa_config(None).vapid_public_key.is_none());
+    let key = r#"{"kty":"EC","crv":"P-256","kid":"v1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}"#;
+    let on = Config::from_lookup(lookup(&[BASE, &[("VAPID_KEY", key)]].concat())).unwrap();
+    let push = on.push.clone().unwrap();
+    assert_eq!(on.spa_config(None).vapid_public_key.as_deref().map(str::len), Some(87));
+    assert!(push.subject.starts_with("mailto:") || push.subject.starts_with("http"));
+    assert!(push.hosts.allows("https://fcm.googleapis.com/x"));
+    let err = |pairs: &[(&str, &str)]| Config::from_lookup(lookup(&[BASE, pairs].concat())).unwrap_err();
+    assert!(matches!(err(&[("VAPID_KEY", "{}")]), ConfigError::Invalid("VAPID_KEY", _)));
+    assert!(!err(&[("VAPID_KEY", "{}")]).to_string().contains("jpsQ"));
+    assert!(matches!(err(&[("VAPID_KEY", key), ("VAPID_SUBJECT", "ops")]), ConfigError::Invalid("VAPID_SUBJECT", _)));
+    assert!(matches!(
+        err(&[("VAPID_KEY", key), ("PUSH_ALLOWED_HOSTS", "push.example.com, x/y")]),
+        ConfigError::Invalid("PUSH_ALLOWED_HOSTS", _)
+    ));
+    let listed =
+        Config::from_lookup(lookup(&[BASE, &[("VAPID_KEY", key), ("PUSH_ALLOWED_HOSTS", "*.example.net")]].concat()))
+            .unwrap()
+            .push
+            .unwrap();
+    assert!(listed.hosts.allows("https://push.example.net/x") && !listed.hosts.allows("https://fcm.googleapis.com/x"));
+}

@@ -40,10 +40,14 @@ pub enum EventKind {
     /// A chat channel was posted to (`detail.channel`: its configured name, never its URL; `delivered`
     /// false with `error` for a try that failed and is retried).
     Notified,
+    /// A push message went to a device (`detail.device`: 16 hex digits of the endpoint's SHA-256, never the
+    /// endpoint; `mail`: request / reminder / escalation / handover; `delivered`; `error` for a failed try, retried;
+    /// `dropped` when the push service said the subscription is gone and ringi removed it).
+    Pushed,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 15] = [
         Self::Registered,
         Self::Mailed,
         Self::Reminded,
@@ -58,6 +62,7 @@ impl EventKind {
         Self::Expired,
         Self::Purged,
         Self::Notified,
+        Self::Pushed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +81,7 @@ impl EventKind {
             Self::Expired => "expired",
             Self::Purged => "purged",
             Self::Notified => "notified",
+            Self::Pushed => "pushed",
         }
     }
 

@@ -118,8 +118,8 @@ pub fn met(required: &SignInRequirement, signed_in: &SignIn, now_ms: i64) -> boo
     let fresh = required.max_age_seconds.is_none_or(|max| {
         signed_in.auth_time.is_some_and(|at| now_ms.div_euclid(1000).saturating_sub(at) <= i64::from(max))
     });
-    let context = required.acr.is_empty()
-        || signed_in.acr.iter().chain(&signed_in.contexts).any(|a| required.acr.contains(a));
+    let context =
+        required.acr.is_empty() || signed_in.acr.iter().chain(&signed_in.contexts).any(|a| required.acr.contains(a));
     fresh && context && (!required.mfa || two_factors(&signed_in.amr))
 }
 

@@ -12,6 +12,7 @@ pub mod decision;
 pub mod guards;
 pub mod inbox;
 pub mod on_expiry;
+pub mod push;
 pub mod registration;
 pub mod routing;
 pub mod schedule;

@@ -107,8 +107,14 @@ impl DecisionAttempt<'_> {
     /// The decision's signed receipt, where ringi has a key ring and the approval still has its token.
     async fn receipt(&self, record: &DecisionRecord<'_>, verdict: Verdict) -> Result<Option<String>, ApiError> {
         let Some(token) = self.approval.token.as_ref() else { return Ok(None) };
-        crate::receipt::sign(&self.ctx.cfg, record, self.progress(verdict), self.approval.request_sha256.as_deref(), token)
-            .await
+        crate::receipt::sign(
+            &self.ctx.cfg,
+            record,
+            self.progress(verdict),
+            self.approval.request_sha256.as_deref(),
+            token,
+        )
+        .await
     }
 
     /// Takes the claim; `None` if another request holds it or the approval is no longer decidable. An approval

@@ -35,8 +35,10 @@ pub async fn post(
     }
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, note, by) = (emails([&handover.to]), request.note.clone(), actor.display().unwrap_or_default().to_owned());
+    let delegate = [handover.to.clone()];
     ctx.after_response(async move {
-        send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Delegated { by: &by, note: note.as_deref() }).await
+        let h = Handover::Delegated { by: &by, note: note.as_deref() };
+        send_handover_of(&cfg, &env, probe, &mail_id, &to, h, &delegate).await
     });
     super::http::json(
         200,

@@ -13,6 +13,7 @@ mod issuer_discovery;
 mod issuer_keys;
 mod out_of_office;
 mod principals_put;
+mod push;
 mod spa_config;
 
 mod http;
@@ -77,6 +78,7 @@ pub async fn dispatch(mut req: Request, ctx: &Ctx) -> Result<Response, ApiError>
             principals_put::put(&mut req, ctx, &ctx.store()?, &who, &id).await
         }
         (Route::OutOfOffice, Caller::User(who)) => out_of_office::handle(&mut req, &ctx.cfg, &ctx.store()?, &who).await,
+        (Route::Push, Caller::User(who)) => push::handle(&mut req, &ctx.cfg, &ctx.store()?, &who).await,
         // The table gives each route one kind of caller: nothing else reaches here.
         _ => Err(ApiError::Internal),
     }

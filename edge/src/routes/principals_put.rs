@@ -50,8 +50,10 @@ pub async fn put(
     let (cfg, env, probe, mail_id) = (ctx.cfg.clone(), ctx.env.clone(), ctx.probe.clone(), id.clone());
     let (to, reason, by) =
         (emails(&change.added), request.reason.clone(), actor.display().unwrap_or_default().to_owned());
+    let added = change.added.clone();
     ctx.after_response(async move {
-        send_handover_of(&cfg, &env, probe, &mail_id, &to, Handover::Reassigned { by: &by, reason: &reason }).await
+        let h = Handover::Reassigned { by: &by, reason: &reason };
+        send_handover_of(&cfg, &env, probe, &mail_id, &to, h, &added).await
     });
     let progress = progress(loaded.approval.quorum, request.approvers.len(), &loaded.votes);
     super::http::json(200, &Reassigned { id: id.to_string(), approvers: request.approvers, progress })

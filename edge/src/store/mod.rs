@@ -14,9 +14,10 @@ use ringi_core::ApiError;
 use worker::Env;
 
 pub use port::decision::{CallbackFailure, ClaimRequest, Guess, Inserted, Opened, Registrant, Vote};
+pub use port::push::{PushDevice, PushOwner, PushTried};
 pub use port::records::{DueEntry, DueOutcome, SCHEDULE_LEASE_MS};
 pub use port::rows::{Approval, Attempt, Loaded, MailJob};
-pub use port::{ApprovalStore, AuditStore, GovernanceStore, OnExpiryStore, ScheduleStore, UpkeepStore};
+pub use port::{ApprovalStore, AuditStore, GovernanceStore, OnExpiryStore, PushStore, ScheduleStore, UpkeepStore};
 
 use crate::platform::log;
 use crate::probe::Probe;
@@ -60,6 +61,7 @@ port::impl_upkeep_store!(pick Store { D1, DynamoDb });
 port::impl_governance_store!(pick Store { D1, DynamoDb });
 port::impl_schedule_store!(pick Store { D1, DynamoDb });
 port::impl_on_expiry_store!(pick Store { D1, DynamoDb });
+port::impl_push_store!(pick Store { D1, DynamoDb });
 
 impl Store {
     pub fn open(env: &Env, probe: Rc<Probe>) -> Result<Self, ApiError> {

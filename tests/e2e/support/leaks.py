@@ -1,6 +1,6 @@
-"""The leak check: no task token, JWT, API key, AWS secret, chat webhook URL or webhook signing secret that the
-suite handled appears in any worker response or in any log line of ringi's own processes (worker instances,
-relay, mailbox, the chat stand-in).
+"""The leak check: no task token, JWT, API key, AWS secret, chat webhook URL, webhook signing secret, VAPID
+private key or push subscription endpoint that the suite handled appears in any worker response or in any log
+line of ringi's own processes (worker instances, relay, mailbox, the chat and push stand-ins).
 
 conftest.py records what the suite handles in `SEEN` and runs `check` once, when the session ends (after every
 test, whatever ran and in whichever order), failing the run on a leak."""
@@ -21,6 +21,8 @@ class Seen:
     task_tokens: set = field(default_factory=set)
     jwts: set = field(default_factory=set)
     responses: list = field(default_factory=list)  # (method, url, status, body)
+    # Push subscriptions' endpoints (capabilities: whoever has one can post to the device).
+    push_endpoints: set = field(default_factory=set)
 
 
 SEEN = Seen()
@@ -53,7 +55,7 @@ def recording_mints(stack) -> None:
 
 
 def ours(path: Path) -> bool:
-    return path.name.startswith(("worker", "relay", "mailbox", "chatbox")) and path.suffix == ".log"
+    return path.name.startswith(("worker", "relay", "mailbox", "chatbox", "pushbox")) and path.suffix == ".log"
 
 
 def secrets_of(stack, seen: Seen) -> dict[str, str]:
@@ -71,6 +73,8 @@ def secrets_of(stack, seen: Seen) -> dict[str, str]:
            for name, ch in getattr(stack, "chat_channels", {}).items()},
         **{f"chat channel {name} secret": ch["secret"] for name, ch in getattr(stack, "chat_channels", {}).items()
            if ch.get("secret")},
+        **({"the VAPID private key": stack._vapid_key["d"]} if getattr(stack, "_vapid_key", None) else {}),
+        **{f"push endpoint {e[-6:]}": e.rsplit("/", 1)[1] for e in seen.push_endpoints},
     }
 
 

@@ -15,6 +15,7 @@ mod events;
 mod inbox;
 mod maintenance;
 mod on_expiry;
+mod push;
 mod schedule;
 mod view;
 mod votes;
@@ -45,6 +46,7 @@ port::impl_upkeep_store!(inherent D1Store);
 port::impl_governance_store!(inherent D1Store);
 port::impl_schedule_store!(inherent D1Store);
 port::impl_on_expiry_store!(inherent D1Store);
+port::impl_push_store!(inherent D1Store);
 
 /// A D1 call that failed for good (after retries when it was worth retrying).
 #[derive(Debug)]

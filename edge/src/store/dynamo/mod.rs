@@ -42,6 +42,7 @@ mod audit;
 mod governance;
 mod items;
 mod on_expiry;
+mod push;
 mod schedule_store;
 mod upkeep;
 

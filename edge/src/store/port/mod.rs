@@ -6,6 +6,7 @@
 //! [`records`]). Both backends (`super::d1`, `super::dynamo`) implement every trait; neither is named here.
 
 pub mod decision;
+pub mod push;
 pub mod records;
 pub mod rows;
 
@@ -15,6 +16,7 @@ use signature::*;
 pub(crate) mod signature {
     pub(crate) use ringi_core::adapters::chat::ChannelName;
     pub(crate) use ringi_core::adapters::mail::MailState;
+    pub(crate) use ringi_core::adapters::webpush::{PushTargets, Subscription};
     pub(crate) use ringi_core::api::audit_export::AuditQuery;
     pub(crate) use ringi_core::api::register::NewApproval;
     pub(crate) use ringi_core::base::principal::{Identity, Principal};
@@ -31,6 +33,7 @@ pub(crate) mod signature {
     pub(crate) use crate::store::port::decision::{
         CallbackFailure, ClaimRequest, Guess, Inserted, Opened, Registered, Registrant, Vote,
     };
+    pub(crate) use crate::store::port::push::{PushDevice, PushOwner, PushRetry, PushTried};
     pub(crate) use crate::store::port::records::{DueEntry, DueOutcome, EventPage, OutOfOfficeRow, Retries, Viewed};
     pub(crate) use crate::store::port::rows::{Approval, Attempt, InboxEntry, Loaded, MailJob};
 }
@@ -208,5 +211,27 @@ store_trait! {
         fn finish_on_expiry(&self, id: &ApprovalId, claim_id: &str, verdict: Verdict, at: i64) -> ();
         /// The task is closed after an attempt that may have been delivered: its verdict, unconfirmed.
         fn unconfirmed_on_expiry(&self, id: &ApprovalId, claim_id: &str, attempt: &Attempt, now: i64) -> ();
+    }
+}
+
+store_trait! {
+    $ impl_push_store;
+    /// Web Push (design.md §9 "Push"): the devices' subscriptions, by the verified `sub`, and the outbox of
+    /// messages not delivered yet — put in the outbox as they are looked up, taken out when the push service
+    /// answered, retried by the cron like the request mail.
+    trait PushStore {
+        /// Stores (or replaces, by endpoint) a subscription of `who`; `too_many_devices` past
+        /// `webpush::MAX_DEVICES` (a device already stored never counts twice).
+        fn subscribe(&self, who: &PushOwner<'_>, s: &Subscription, lang: &str, now: i64) -> ();
+        /// Removes `sub`'s subscription with this endpoint (nobody else's); whether there was one.
+        fn unsubscribe(&self, sub: &str, endpoint: &str) -> bool;
+        /// The devices `targets` reach, each put in the outbox for (`id`, `kind`) as pending.
+        fn push_due(&self, id: &ApprovalId, kind: &str, targets: &PushTargets, now: i64) -> Vec<PushDevice>;
+        /// One delivery run's outcome: delivered and refused devices leave the outbox, the others stay (failed,
+        /// one attempt more), gone subscriptions are removed; one `pushed` event per device tried.
+        fn push_done(&self, id: &ApprovalId, kind: &str, tried: &[PushTried], now: i64) -> ();
+        /// The cron: outbox entries failed, or pending since before `sender_gone_before`, with fewer than
+        /// `max_attempts` tries, of open approvals.
+        fn push_retries(&self, now: i64, max_attempts: i64, sender_gone_before: i64) -> Vec<PushRetry>;
     }
 }
