@@ -25,7 +25,7 @@ then measures (one module of measure/ each, typed results in results.py, the doc
      placements (the worker near the approver, Smart Placement, the reference design) (measure/placement.py);
   10. D1 vs DynamoDB (`STORAGE=dynamodb`): register / view / decide latency and round trips (measure/storage.py);
   11. load (`--only load`): 100 signed-in approvers and registrations at a steady rate for 60 s (20/s) against ringi
-     on DynamoDB (5/s, first, on a fresh moto: moto's DynamoDB is the limit there), on D1 and the reference design,
+     on DynamoDB (5/s: moto's DynamoDB is the limit there), on D1 and the reference design, each on a fresh moto,
      one after another, each checked afterwards against moto's executions (nothing lost, no duplicate callback, no
      claim left); then a soak on D1 at a lower rate with memory sampled (`--soak-seconds`, default 600; `make bench
      BENCH_ONLY=load BENCH_SOAK_SECONDS=60` for a short preview) (measure/load.py);

@@ -803,6 +803,14 @@ class Stack:
         return self._launch_worker(f"worker-{name}", port, {**self.worker_vars(), "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                             **overrides}, assets)
 
+    def restart_moto(self) -> None:
+        """A fresh moto on the same port, set up as at the start (new keys: only workers started afterwards hold
+        them). For benchmark phases that must not pay for what earlier ones left in moto's one process."""
+        self.stop_component("moto")
+        self._ddb_users = {}
+        self._start_moto()
+        self._setup_aws()
+
     def stop_extra_workers(self, names) -> None:
         """Stops these extra workers together and forgets their ports (a later `extra_worker` of the same name
         starts afresh on its D1, on a new port unless it signs in)."""

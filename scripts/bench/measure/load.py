@@ -556,12 +556,15 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
         def sample():
             while not sampling.wait(sample_every):
                 take()
-        threading.Thread(target=sample, daemon=True).start()
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
     ph = Phase(side, rate, seconds, approvers, drain, poll, runs, plans)
     try:
         t = ph.run(tokens, meters)
     finally:
         sampling.set()
+        if sample_every:
+            sampler.join(timeout=60)  # its last reading is taken while the control still runs
         if control:
             control_requests = control.requests - control_from
             control.stop()
@@ -671,11 +674,17 @@ def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: fl
     proxy = FaultProxy(stack.ports.moto).start()
     proxy.mode = "ok"
     sfn = f"http://127.0.0.1:{proxy.port}"
-    workflows = Workflows(stack, timeouts=(TASK_TIMEOUT,))
     out = {"runs": [], "soak": None}
 
+    def fresh_moto():
+        """Each phase on a moto of its own: moto keeps every execution and item in one Python process, and what
+        the earlier sections and phases left there slows every later Step Functions and DynamoDB call."""
+        stack.restart_moto()
+        return Workflows(stack, timeouts=(TASK_TIMEOUT,))
+
     def ringi(label: str, name: str, backend: str, at: float, length: float, **kw) -> LoadRun:
-        """One phase on a worker of its own, stopped afterwards."""
+        """One phase on a worker of its own and a fresh moto, the worker stopped afterwards."""
+        workflows = fresh_moto()
         extra = {**stack.dynamodb_vars(), "SFN_ENDPOINT": sfn} if backend == "dynamodb" else {"SFN_ENDPOINT": sfn}
         url = stack.extra_worker(name, extra)
         try:
@@ -685,10 +694,9 @@ def load_benchmark(stack, rate: float, seconds: float, approvers: int, drain: fl
             stack.stop_component(f"worker-{name}")
 
     try:
-        # DynamoDB first, on a fresh moto: moto's DynamoDB slows down as moto's own state grows (thousands of
-        # executions by the later phases), which would be charged to the backend.
         out["runs"].append(ringi("ringi, DynamoDB", "load-ddb", "dynamodb", dynamodb_rate, seconds))
         out["runs"].append(ringi("ringi, D1", "load-d1", "d1", rate, seconds))
+        workflows = fresh_moto()
         seed = setup_seed(stack, table="seed-load", port=SEED_PORT, name="seed-load", sfn_endpoint=sfn)
         try:
             out["runs"].append(run_side(stack, Side(stack, "reference design", SEED_PORT, reference=True), None, None,
@@ -743,7 +751,8 @@ def markdown(result: dict, when: str, machine: str, command: str) -> str:
         "design** (API Gateway + Lambda + DynamoDB, §1) has no inbox, no read API, no quorum and no groups: its "
         "approvers get each link handed over (as its mail would), decide it without opening it, and its group "
         "approvals are one approver clicking five times at once. The sides run one after another on the same "
-        "stack, each on a worker of its own (ringi) or the reference server; a proxy in front of moto counts every "
+        "stack, each on a worker of its own (ringi) or the reference server and on a fresh moto (restarted before "
+        "each phase: what earlier sections and phases leave in moto's one process slows it down); a proxy in front of moto counts every "
         "Step Functions callback per task token (`tests/e2e/support/faultproxy.py`, forwarding everything).",
         "",
         "| side | rate | registered / offered | achieved rate | p99 send lag | sustained | drain | approved | rejected | "
@@ -759,7 +768,7 @@ def markdown(result: dict, when: str, machine: str, command: str) -> str:
     for r in sides:
         if r.side.startswith("ringi, DynamoDB") and not r.sustained:
             moto = r.rss_mib.get("moto", (0.0, 0.0))
-            out += ["", f"**{r.side} did not sustain {r.rate:g}/s**, although it ran first, on a fresh moto: the "
+            out += ["", f"**{r.side} did not sustain {r.rate:g}/s**, although on a fresh moto: the "
                     "DynamoDB here is moto's, which serves one operation at a time (the stand-in's lock, "
                     "standins/moto_server.py §8) and copies every table for each transaction; its resident memory "
                     f"grew from {moto[0]:.0f} to {moto[1]:.0f} MiB in the phase while it used "
@@ -823,8 +832,8 @@ def markdown(result: dict, when: str, machine: str, command: str) -> str:
                 "the runtime workerd's inspector (`scripts/bench/measure/isolate.py`: a full GC, then "
                 "`Runtime.getHeapUsage` and every `WebAssembly.Memory`'s size): the worker's own memory. The rows "
                 "*control: …* are the control worker beside the soak (`scripts/bench/control/`: plain JavaScript, "
-                "one D1 write and one D1 read per request, its own `wrangler dev`), driven at a steady rate for the "
-                "same time: what the local runtime's processes grow by when the code they run keeps nothing."]
+                "one D1 write, one D1 read and a log line per request, its own `wrangler dev`), driven at a steady "
+                "rate for the same time: what the local runtime's processes grow by when the code they run keeps nothing."]
         c = soak.control
         ringi_requests = sum(x["n"] for x in soak.latency.values())
         growth = lambda k: m[k].end - m[k].start if k in m else None  # noqa: E731
