@@ -18,7 +18,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::CryptoKey;
 use worker::Request;
 
-use crate::platform::{log, subtle, wall_ms};
+use crate::platform::{algorithm, log, subtle, wall_ms};
 
 thread_local! {
     // Per isolate: survives across requests, so keys are imported once.
@@ -73,10 +73,7 @@ pub fn api_key_label(cfg: &Config, presented: &str) -> Option<String> {
 }
 
 fn rsa_algorithm() -> Object {
-    let o = Object::new();
-    let _ = Reflect::set(&o, &"name".into(), &"RSASSA-PKCS1-v1_5".into());
-    let _ = Reflect::set(&o, &"hash".into(), &"SHA-256".into());
-    o
+    algorithm("RSASSA-PKCS1-v1_5", &[("hash", "SHA-256".into())])
 }
 
 async fn crypto_key(jwk: &Jwk) -> Result<CryptoKey, JwtError> {

@@ -4,14 +4,14 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Object, Uint8Array};
 use ringi_core::adapters::keyring::{jws, KeyRing, SigningKey};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::CryptoKey;
 
-use crate::platform::subtle;
+use crate::platform::{algorithm, subtle};
 
 thread_local! {
     /// The private keys imported so far, by their public point: the ring's signing key (a rotated secret brings
@@ -30,7 +30,7 @@ pub async fn sign(ring: &KeyRing, typ: &str, claims: &Value) -> Result<String, S
 pub async fn es256(key: &SigningKey, input: &[u8]) -> Result<Vec<u8>, String> {
     let imported = imported(key).await?;
     let promise = subtle()
-        .sign_with_object_and_u8_array(&ecdsa(Some("hash"), "SHA-256"), &imported, input)
+        .sign_with_object_and_u8_array(&algorithm("ECDSA", &[("hash", "SHA-256".into())]), &imported, input)
         .map_err(|_| "signing failed".to_owned())?;
     let sig = JsFuture::from(promise).await.map_err(|_| "signing failed".to_owned())?;
     Ok(Uint8Array::new(&sig).to_vec())
@@ -45,21 +45,17 @@ async fn imported(key: &SigningKey) -> Result<CryptoKey, String> {
     let failed = |_: JsValue| "the signing key did not import".to_owned();
     let jwk = js_object(&key.private_jwk()).map_err(failed)?;
     let promise = subtle()
-        .import_key_with_object("jwk", &jwk, &ecdsa(Some("namedCurve"), "P-256"), false, &Array::of1(&"sign".into()))
+        .import_key_with_object(
+            "jwk",
+            &jwk,
+            &algorithm("ECDSA", &[("namedCurve", "P-256".into())]),
+            false,
+            &Array::of1(&"sign".into()),
+        )
         .map_err(failed)?;
     let k: CryptoKey = JsFuture::from(promise).await.map_err(failed)?.unchecked_into();
     IMPORTED.with(|s| s.borrow_mut().push((id, k.clone())));
     Ok(k)
-}
-
-/// `{name: "ECDSA", <param>: <value>}` (import: the curve; sign: the hash).
-pub(crate) fn ecdsa(param: Option<&str>, value: &str) -> Object {
-    let o = Object::new();
-    let _ = Reflect::set(&o, &"name".into(), &"ECDSA".into());
-    if let Some(p) = param {
-        let _ = Reflect::set(&o, &p.into(), &value.into());
-    }
-    o
 }
 
 /// A JSON value as a JS object (through `JSON.parse`: the JWK holds only strings and booleans).

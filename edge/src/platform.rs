@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use ringi_core::adapters::discovery::IdpFetchError;
 use serde_json::Value;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 
 thread_local! {
     /// The dev-only test clock's offset (`TEST_CLOCK`) of the request or cron run being polled; 0 otherwise.
@@ -62,6 +62,16 @@ fn crypto() -> web_sys::Crypto {
 
 pub fn subtle() -> web_sys::SubtleCrypto {
     crypto().subtle()
+}
+
+/// A WebCrypto algorithm object: `{name, <param>: <value>, …}`.
+pub fn algorithm(name: &str, params: &[(&str, JsValue)]) -> js_sys::Object {
+    let o = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&o, &"name".into(), &name.into());
+    for (k, v) in params {
+        let _ = js_sys::Reflect::set(&o, &(*k).into(), v);
+    }
+    o
 }
 
 pub fn random_bytes<const N: usize>() -> [u8; N] {

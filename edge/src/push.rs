@@ -21,21 +21,12 @@ use web_sys::CryptoKey;
 
 use crate::aws::MAIL_TIMEOUT;
 use crate::fetch::post_bytes;
-use crate::platform::{log, now_ms, random_bytes, subtle, wall_ms};
+use crate::platform::{algorithm, log, now_ms, random_bytes, subtle, wall_ms};
 use crate::store::{ApprovalStore, MailJob, PushDevice, PushStore, PushTried, Store};
 
 /// WebCrypto's primitives, signing with the VAPID key.
 struct WebCrypto<'a> {
     vapid: &'a SigningKey,
-}
-
-fn algorithm(name: &str, params: &[(&str, JsValue)]) -> Object {
-    let o = Object::new();
-    let _ = Reflect::set(&o, &"name".into(), &name.into());
-    for (k, v) in params {
-        let _ = Reflect::set(&o, &(*k).into(), v);
-    }
-    o
 }
 
 async fn resolve(p: Result<js_sys::Promise, JsValue>, what: &str) -> Result<JsValue, String> {

@@ -295,7 +295,8 @@ def test_settings_turns_notifications_on_the_service_worker_shows_them_and_a_tap
         deadline = time.monotonic() + 10
         while not [r for r in registrations if r["scopeURL"] == push + "/"] and time.monotonic() < deadline:
             page.wait_for_timeout(100)
-        [reg] = [r for r in registrations if r["scopeURL"] == push + "/" and not r.get("isDeleted")][:1]
+        # The latest state reported of the scope's registration (earlier events may describe one since replaced).
+        [reg] = [r for r in registrations if r["scopeURL"] == push + "/" and not r.get("isDeleted")][-1:]
         cdp.send("ServiceWorker.deliverPushMessage",
                  {"origin": push, "registrationId": reg["registrationId"], "data": m["plaintext"]})
         shown = []

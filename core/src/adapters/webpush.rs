@@ -7,10 +7,11 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::adapters::keyring::jws;
 use crate::base::error::ApiError;
 use crate::base::hex::hex_sha256;
 use crate::base::principal::Principal;
-use crate::base::text::is_loopback_origin;
+use crate::base::text::{is_loopback_origin, origin_of};
 
 /// The record size ringi declares (RFC 8188 `rs`): one record always, the payload is ≤ [`MAX_PAYLOAD`].
 pub const RECORD_SIZE: u32 = 4096;
@@ -311,15 +312,9 @@ pub async fn encrypt<C: PushCrypto>(
 /// RFC 8292's claims for a request to `endpoint`: `aud` its origin, `exp` [`VAPID_VALIDITY_SECS`] ahead, `sub`
 /// the operator's contact (`mailto:` or `https:`).
 pub fn vapid_claims(endpoint: &str, subject: &str, now_ms: i64) -> Value {
-    let aud = origin(endpoint);
+    // The endpoint passed `PushHosts::allows`: an origin it always has.
+    let aud = origin_of(endpoint).unwrap_or_default();
     json!({"aud": aud, "exp": now_ms.div_euclid(1000) + VAPID_VALIDITY_SECS, "sub": subject})
-}
-
-/// `scheme://host[:port]` of an endpoint already checked by [`PushHosts::allows`].
-fn origin(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    format!("{}://{}", scheme.to_ascii_lowercase(), authority.to_ascii_lowercase())
 }
 
 /// The `Authorization` header RFC 8292 §3 defines: `vapid t=<ES256 JWT>, k=<public key, base64url>`.
@@ -328,7 +323,7 @@ pub async fn vapid_authorization<C: PushCrypto>(c: &C, public_point: &[u8], clai
     let input =
         format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
     let sig = c.sign(input.as_bytes()).await?;
-    Ok(format!("vapid t={input}.{}, k={}", URL_SAFE_NO_PAD.encode(sig), URL_SAFE_NO_PAD.encode(public_point)))
+    Ok(format!("vapid t={}, k={}", jws(&input, &sig), URL_SAFE_NO_PAD.encode(public_point)))
 }
 
 /// What a push service's status means for the subscription.

@@ -30,6 +30,15 @@ pub fn valid_domain(d: &str) -> bool {
     valid_email(&format!("x@{d}")) && !d.contains('@')
 }
 
+/// `scheme://host[:port]` of a URL already accepted by [`check_url`] (the CSP's sources, a push service's
+/// VAPID audience).
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    (!host_port.is_empty()).then(|| format!("{}://{}", scheme.to_ascii_lowercase(), host_port.to_ascii_lowercase()))
+}
+
 /// `http(s)://` with a loopback host (127.0.0.0/8, `localhost` or `[::1]`), any port: the host as parsed
 /// ([`loopback`], the same check as `http://` URLs get), not a prefix of the text.
 pub fn is_loopback_origin(url: &str) -> bool {

@@ -12,10 +12,11 @@ mod vars;
 #[cfg(test)]
 mod tests;
 
+pub use crate::base::text::origin_of;
 pub use aws::{DynamoDbConfig, Storage};
 pub use limits::{min_claim_lease_secs, CLAIM_LEASE_MARGIN_MS};
 pub use notify::PushConfig;
-pub use vars::{check_url, origin_of, ConfigError};
+pub use vars::{check_url, ConfigError};
 
 use crate::adapters::aws_target::{AwsTarget, AwsTargets, OwnRole};
 use crate::adapters::chat::ChatChannels;

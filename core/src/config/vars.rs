@@ -62,11 +62,3 @@ pub(super) fn url(name: &'static str, v: String) -> Result<String, ConfigError> 
     check_url(name, &v)?;
     Ok(v.trim_end_matches('/').to_owned())
 }
-
-/// `scheme://host[:port]` of a URL already accepted by [`text::check_url`] (for the CSP).
-pub fn origin_of(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority.rsplit('@').next()?;
-    (!host_port.is_empty()).then(|| format!("{}://{}", scheme.to_ascii_lowercase(), host_port.to_ascii_lowercase()))
-}

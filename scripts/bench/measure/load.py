@@ -451,6 +451,7 @@ class Control:
     def __init__(self, stack, rate: float):
         self.stack, self.rate = stack, rate
         self.requests = self.errors = 0
+        self.counting = threading.Lock()
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
 
@@ -480,8 +481,9 @@ class Control:
                 status, _, _ = c.request("GET", "/")
             except OSError:
                 status = 0
-            self.requests += 1
-            self.errors += status != 200
+            with self.counting:  # four driving threads: `+=` is not atomic
+                self.requests += 1
+                self.errors += status != 200
         c.close()
 
     def readings(self) -> dict[str, float]:
@@ -541,7 +543,6 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
     if control:
         control.start()
         probes.append(control.readings)
-        control_from = control.requests
 
     def take(first: dict | None = None):
         reading = dict(first or _rss(stack, wp, extra))
@@ -566,7 +567,6 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
         if sample_every:
             sampler.join(timeout=60)  # its last reading is taken while the control still runs
         if control:
-            control_requests = control.requests - control_from
             control.stop()
     rss_end = _rss(stack, wp, extra)
     elapsed = t["end"] - t["start"]
@@ -586,7 +586,7 @@ def run_side(stack, side: Side, backend_name: str | None, worker_name: str | Non
         checks=checks, cpu_s_per_s=cpu, rss_mib={k: (rss_start[k], rss_end.get(k, 0.0)) for k in rss_start},
         memory={k: MemorySeries(sample_every, v) for k, v in series.items()} if sample_every else {},
         unsent=ph.unsent, plan_counts=dict(Counter(p.kind for p in plans)) | {"double click": sum(p.double_click for p in plans)},
-        control=({"rate": control.rate, "requests": control_requests, "errors": control.errors} if control else {}))
+        control=({"rate": control.rate, "requests": control.requests, "errors": control.errors} if control else {}))
     log(f"load {side.name}: {registered}/{n} registered in {run.register_seconds:.1f} s "
         f"({run.achieved_rate:.1f}/s, p99 lag {run.lag_p99_ms:.0f} ms), decisions {run.decisions}, "
         f"unacceptable {bad or 'none'}, checks {checks}")
