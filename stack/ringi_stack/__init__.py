@@ -443,9 +443,9 @@ class Stack:
                     f.write(note)
             (self.state / "pids" / f"{p.name}.pid").unlink(missing_ok=True)
 
-    def stop_component(self, name: str, sig=signal.SIGTERM) -> None:
-        """Stops one component (all processes named `name`) and forgets it."""
-        named = [p for p in self.procs if p.name == name]
+    def stop_component(self, *names: str, sig=signal.SIGTERM) -> None:
+        """Stops these components together (all processes of each name) and forgets them."""
+        named = [p for p in self.procs if p.name in names]
         self._terminate_all(named, sig)
         self.procs[:] = [p for p in self.procs if p not in named]
 
@@ -815,15 +815,13 @@ class Stack:
         """Stops these extra workers together and forgets their ports (a later `extra_worker` of the same name
         starts afresh on its D1, on a new port unless it signs in)."""
         names = set(names)
-        named = [p for p in self.procs if p.name in {f"worker-{n}" for n in names}]
-        self._terminate_all(named)
-        self.procs[:] = [p for p in self.procs if p not in named]
+        self.stop_component(*(f"worker-{n}" for n in names))
         for n in names:
             self.extra_ports.pop(n, None)
 
     def kill(self, name: str) -> None:
         """SIGKILLs a component's whole process group (a crash, not a shutdown)."""
-        self.stop_component(name, signal.SIGKILL)
+        self.stop_component(name, sig=signal.SIGKILL)
 
     # ------------------------------------------------------------------ demo: relay, mailbox, workflow
     def _start_demo_components(self) -> None:
@@ -984,6 +982,18 @@ class Stack:
 
     def worker_log(self) -> str:
         return (self.state / "worker.log").read_text(errors="replace")
+
+    def log_lines(self, log: str, *markers: str, count: int = 1, timeout: float = 10.0) -> list[str]:
+        """The lines of component `log`'s log holding every marker, once there are `count` of them (or when
+        `timeout` has passed). workerd's console output reaches the log after the response that caused it, so a
+        test reading it at once can miss the last line."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [line for line in (self.state / f"{log}.log").read_text(errors="replace").splitlines()
+                     if all(m in line for m in markers)]
+            if len(lines) >= count or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.05)
 
 
 def env_quote(value: str) -> str:

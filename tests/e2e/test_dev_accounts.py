@@ -42,9 +42,8 @@ def test_the_dev_stack_answers_two_accounts_without_any_access_key(dev_stack):
     member_sfn = s.account_aws("stepfunctions", MEMBER_ACCOUNT, MEMBER_REGION)
     assert wait_execution_done(member_sfn, member)["status"] == "SUCCEEDED"
 
-    log = (s.state / "worker.log").read_text(errors="replace")
-    assumed = sorted({json.loads(line[line.index("{"):])["role"] for line in log.splitlines()
-                      if '"event":"sts_assumed_role"' in line})
+    assumed = sorted({json.loads(line[line.index("{"):])["role"]
+                      for line in s.log_lines("worker", '"event":"sts_assumed_role"', count=3)})
     assert assumed == sorted([f"arn:aws:iam::{HOME_ACCOUNT}:role/ringi-callback",
                               f"arn:aws:iam::{MEMBER_ACCOUNT}:role/ringi-callback",
                               f"arn:aws:iam::{HOME_ACCOUNT}:role/ringi-worker"])

@@ -146,8 +146,7 @@ def test_twenty_concurrent_approvals_make_exactly_one_callback(stack, ddb_url, d
     assert {r.json()["error"]["code"] for r in results if r.status_code == 409} <= {"in_progress", "already_decided", "already_voted"}
     assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
     assert [e["type"] for e in workflows.history(arn)].count("TaskSucceeded") == 1
-    calls = [line for line in (stack.state / "worker-dynamodb.log").read_text().splitlines()
-             if '"sfn_callback"' in line and approval_id in line]
+    calls = stack.log_lines("worker-dynamodb", '"sfn_callback"', approval_id)
     assert len(calls) == 1, calls
 
 

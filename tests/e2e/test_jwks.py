@@ -158,8 +158,7 @@ def test_stalled_and_resetting_jwks_fail_fast_and_the_worker_recovers(profile_st
     assert took < BOUND_S
     assert jwks_server.hits[-1][1] == "ok"
     assert inbox(url, profile_stack.mint("bob"))[0].status_code == 200
-    log = (profile_stack.state / "worker-jwks.log").read_text(errors="replace")
-    assert "jwks_fetch_failed" in log
+    assert profile_stack.log_lines("worker-jwks", "jwks_fetch_failed")
     profile_stack.stop_component("worker-jwks")
 
 

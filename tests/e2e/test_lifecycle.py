@@ -203,7 +203,7 @@ def test_mail_failure_never_loses_the_approval_and_the_cron_retries(stack, backe
     assert mail_state(backend, approval_id, "badmail") == {"mail_state": "failed", "mail_attempts": 1}
     backend.run_cron(url)
     assert mail_state(backend, approval_id, "badmail") == {"mail_state": "failed", "mail_attempts": 2}
-    [*_, cron] = [json.loads(line) for line in backend.worker_log("badmail").splitlines() if '"event":"cron"' in line]
+    [*_, cron] = [json.loads(line) for line in backend.log_lines('"event":"cron"', worker="badmail")]
     assert cron["mailRetried"] == 1 and cron["failedSteps"] == [], cron
     if backend.name == "dynamodb":
         # Six Scans side by side or in turn (expiry; mails and chat; reminders; schedules; outcomes on expiry), one

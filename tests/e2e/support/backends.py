@@ -51,10 +51,11 @@ class Backend:
     def _extra(self, name: str) -> str:
         return f"worker-{name}" if self.name == "d1" else f"worker-{name}-dynamodb"
 
-    def worker_log(self, name: str | None = None) -> str:
-        """The log of this backend's worker, or of its extra worker `name`."""
-        log = self._extra(name) if name else "worker" if self.name == "d1" else "worker-dynamodb"
-        return (self.stack.state / f"{log}.log").read_text(errors="replace")
+    def log_lines(self, *markers: str, worker: str | None = None, count: int = 1) -> list[str]:
+        """The lines of this backend's worker's log (or of its extra worker `worker`) holding every marker, once
+        there are `count` of them."""
+        log = self._extra(worker) if worker else "worker" if self.name == "d1" else "worker-dynamodb"
+        return self.stack.log_lines(log, *markers, count=count)
 
     def run_cron(self, url: str | None = None) -> None:
         self.stack.run_cron(url or self.url)
