@@ -4,7 +4,8 @@
 //! year-long cache; everything else as stored.
 
 use ringi_core::adapters::assets::{
-    accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, FULL_BUNDLE_PAGE, IMMUTABLE,
+    accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, inline_script_sources, FULL_BUNDLE_PAGE,
+    IMMUTABLE,
 };
 use serde_json::json;
 use worker::{
@@ -14,11 +15,24 @@ use worker::{
 use crate::config;
 use crate::platform::log;
 
-pub async fn serve(req: Request, env: &Env) -> Result<Response> {
+/// A served file, with the CSP sources its inline scripts need (a page's start-up script; none for other files).
+pub struct Served {
+    pub response: Response,
+    pub script_sources: Vec<String>,
+}
+
+pub async fn serve(req: Request, env: &Env) -> Result<Served> {
+    let path = req.path();
+    if is_page(&path) {
+        return serve_page(req, env, &path).await;
+    }
+    Ok(Served { response: serve_file(req, env, &path).await?, script_sources: Vec::new() })
+}
+
+async fn serve_file(req: Request, env: &Env, path: &str) -> Result<Response> {
     let assets = env.assets("ASSETS")?;
     let method = req.method();
-    let path = req.path();
-    if let Some(content_type) = hashed_asset_type(&path) {
+    if let Some(content_type) = hashed_asset_type(path) {
         if method == Method::Get && req.headers().get("range")?.is_none() {
             let accept = req.headers().get("accept-encoding")?.unwrap_or_default();
             let url = req.url()?;
@@ -58,10 +72,13 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
         headers.set("cache-control", IMMUTABLE)?;
         return Ok(resp.with_headers(headers));
     }
+    assets.fetch_request(req).await
+}
 
-    if !is_page(&path) {
-        return assets.fetch_request(req).await;
-    }
+async fn serve_page(req: Request, env: &Env, path: &str) -> Result<Served> {
+    let assets = env.assets("ASSETS")?;
+    let method = req.method();
+    let as_built = |response| Ok(Served { response, script_sources: Vec::new() });
     // A page (the SPA's HTML): conditional headers are dropped, because the HTML below is not the stored file
     // (configuration added), so the file's validators do not apply to it — and the asset store must not answer
     // 304 without the body.
@@ -75,7 +92,7 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
     init.with_method(method.clone()).with_headers(headers).with_redirect(RequestRedirect::Manual);
     // The rare pages come with the full bundle's HTML, every other app path with the emailed link's one.
     let mut page_url = req.url()?;
-    if in_full_bundle(&path) {
+    if in_full_bundle(path) {
         page_url.set_path(FULL_BUNDLE_PAGE);
     }
     let forwarded = Request::new_with_init(page_url.as_str(), &init)?;
@@ -92,13 +109,14 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
     let mut resp = resp?;
     let html = resp.headers().get("content-type")?.is_some_and(|t| t.starts_with("text/html"));
     if !html || resp.status_code() != 200 {
-        return Ok(resp);
+        return as_built(resp);
     }
     let headers = copy_headers(&resp, &["etag", "last-modified", "content-length"])?;
     if method == Method::Head {
-        return Ok(ResponseBuilder::new().with_status(200).with_headers(headers).empty());
+        return as_built(ResponseBuilder::new().with_status(200).with_headers(headers).empty());
     }
     let page = resp.text().await?;
+    let script_sources = inline_script_sources(&page);
     // Without a valid configuration the page goes out as built and the SPA asks /config.json (which explains).
     let page = match spa.map(|c| serde_json::to_string(&c)) {
         Some(Ok(cfg_json)) => embed_config(&page, &cfg_json).unwrap_or_else(|| {
@@ -114,7 +132,8 @@ pub async fn serve(req: Request, env: &Env) -> Result<Response> {
         }
         None => page,
     };
-    Ok(ResponseBuilder::new().with_status(200).with_headers(headers).fixed(page.into_bytes()))
+    let response = ResponseBuilder::new().with_status(200).with_headers(headers).fixed(page.into_bytes());
+    Ok(Served { response, script_sources })
 }
 
 /// An app path (`/`, `/a/{id}`, `/auth/callback` …) or an `.html` file: answered with the SPA's HTML. Paths

@@ -87,8 +87,9 @@ const SECURITY_HEADERS: &[(&str, &str)] = &[
 /// The Content-Security-Policy. `connect-src` is the worker itself plus the origins the SPA talks to: the
 /// Hosted UI domain (`/oauth2/token`) and the issuer, and for an OIDC issuer the discovered token endpoint
 /// (known once the document is cached, which serving the HTML page makes sure of). Without a valid
-/// configuration, only `'self'`.
-fn csp(cfg: Option<&ringi_core::config::Config>) -> String {
+/// configuration, only `'self'`. `script_sources`: the hashes of the page's own inline scripts (its start-up
+/// script), the only inline code allowed.
+fn csp(cfg: Option<&ringi_core::config::Config>, script_sources: &[String]) -> String {
     let mut connect = vec!["'self'".to_owned()];
     if let Some(cfg) = cfg {
         let token_endpoint = match cfg.profile {
@@ -102,9 +103,10 @@ fn csp(cfg: Option<&ringi_core::config::Config>) -> String {
         }
     }
     format!(
-        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{}; style-src 'self'; img-src 'self' data:; \
          connect-src {}; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
          frame-ancestors 'none'",
+        script_sources.iter().map(|s| format!(" {s}")).collect::<String>(),
         connect.join(" ")
     )
 }
@@ -114,6 +116,7 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     console_error_panic_hook::set_once();
     let path = req.path();
     let loaded = config::load(&env).ok();
+    let mut script_sources = Vec::new();
     let resp = if routes::is_api(&path) {
         let mut probe = None;
         let outcome = match config::load(&env) {
@@ -151,10 +154,12 @@ async fn fetch(req: Request, env: Env, worker_ctx: Context) -> Result<Response> 
     } else if let Some(cfg) = loaded.as_deref().filter(|c| c.dev_reload.enabled() && dev_reload::is_dev_path(&path)) {
         dev_reload::serve(&path, &env, &cfg.public_base_url).await?
     } else {
-        assets::serve(req, &env).await?
+        let served = assets::serve(req, &env).await?;
+        script_sources = served.script_sources;
+        served.response
     };
     // After the response: a page response has just made sure the discovery document is known.
-    with_security_headers(resp, &csp(loaded.as_deref()))
+    with_security_headers(resp, &csp(loaded.as_deref(), &script_sources))
 }
 
 fn with_security_headers(resp: Response, csp: &str) -> Result<Response> {

@@ -19,6 +19,11 @@ for script in boot boot-form; do
 done
 scripts/build/wasm-env.sh --spa trunk build --release
 scripts/build/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
+# Trunk inlines boot.js as a deferred module; async, it need not wait for the stylesheet (index.html).
+for page in dist/index.html "$full/index.html"; do
+  grep -q '<script type="module">' "$page" || { echo "spa: no inlined boot script in $page" >&2; exit 1; }
+  sed -i '0,/<script type="module">/s//<script type="module" async>/' "$page"
+done
 cp "$full/index.html" dist/admin.html
 for file in "$full"/*; do
   name=$(basename "$file")

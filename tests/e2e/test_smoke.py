@@ -1,5 +1,7 @@
 """The worker serves the SPA shell, health and runtime config, and JSON errors for unknown API paths."""
+import base64
 import gzip
+import hashlib
 import http.client
 import json
 import re
@@ -77,6 +79,12 @@ def test_spa_html_is_revalidated_and_hashed_assets_are_served(stack):
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     assert r.headers["cache-control"] == "no-cache"
     assert "<script>" not in r.text and " style=" not in r.text, "CSP: no inline script or style"
+    # The one inline script that runs, the start-up script, is allowed by its hash and nothing else is.
+    [boot] = re.findall(r'<script type="module" async>(.*?)</script>', r.text, re.S)
+    digest = base64.b64encode(hashlib.sha256(boot.encode()).digest()).decode()
+    script_src = next(d.split()[1:] for d in r.headers["content-security-policy"].split(";") if d.split()[:1] == ["script-src"])
+    assert script_src == ["'self'", "'wasm-unsafe-eval'", f"'sha256-{digest}'"], script_src
+    assert "'sha256-" not in requests.get(f"{stack.base_url}/healthz", timeout=10).headers["content-security-policy"]
 
 
 def test_spa_renders_from_wasm_in_chromium(stack):

@@ -41,6 +41,30 @@ pub fn embed_config(html: &str, config_json: &str) -> Option<String> {
     Some(out)
 }
 
+/// The CSP sources (`'sha256-…'`) that allow the page's inline scripts: every `<script>` without `src` that
+/// the browser runs (data blocks such as the configuration are never run and need none). The start-up script is
+/// inlined by the build so that a phone need not wait a round trip for it; the policy still allows no other
+/// inline script.
+pub fn inline_script_sources(html: &str) -> Vec<String> {
+    use base64::{engine::general_purpose::STANDARD, Engine};
+    use sha2::{Digest, Sha256};
+    let mut sources = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("<script") {
+        let after = &rest[at + "<script".len()..];
+        let Some(tag_end) = after.find('>') else { break };
+        let attrs = &after[..tag_end];
+        let body = &after[tag_end + 1..];
+        let Some(close) = body.find("</script") else { break };
+        let runs = !attrs.contains(" src=") && !attrs.contains("type=\"application/json\"");
+        if runs && !body[..close].is_empty() {
+            sources.push(format!("'sha256-{}'", STANDARD.encode(Sha256::digest(body[..close].as_bytes()))));
+        }
+        rest = &body[close..];
+    }
+    sources
+}
+
 /// A content encoding the build stores next to each hashed file (`name.br`, `name.gz`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
@@ -130,6 +154,17 @@ pub fn in_full_bundle(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn inline_scripts_are_allowed_by_their_hash_and_nothing_else() {
+        let html = "<head><script type=\"module\" async>alert(1)</script><script type=\"module\" src=\"/a.js\">\
+                    </script><script type=\"application/json\" id=\"ringi-config\">{}</script><script></script>\
+                    </head>";
+        // `printf 'alert(1)' | openssl dgst -sha256 -binary | base64`
+        assert_eq!(super::inline_script_sources(html), ["'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"]);
+        assert!(super::inline_script_sources("<p>no script</p>").is_empty());
+        assert!(super::inline_script_sources("<script>never closed").is_empty());
+    }
+
     use super::*;
 
     #[test]

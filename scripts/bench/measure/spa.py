@@ -269,7 +269,8 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
     and shown. Measured from the moment the link is opened until a decision can be made (boot.js's form or the
     app's Approve), across the documents of the round trip, with the app and the IdP behind the same throttling.
     Each run: a fresh context signed in once at the IdP through the app (unthrottled), then — cold — its HTTP cache
-    cleared and the service worker removed; a new tab opens the link of an approval the user may decide."""
+    cleared and the service worker removed (a first visit: the cache starts empty and fills as the documents of the
+    round trip load, as any browser's does); a new tab opens the link of an approval the user may decide."""
     from playwright.sync_api import sync_playwright
     import requests
     approval = requests.post(f"{base_url}/api/v1/approvals", timeout=30, headers={"authorization": f"Bearer {stack.api_key}"},
@@ -305,7 +306,6 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
                 cdp.send("Network.enable")
                 if cold:
                     cdp.send("Network.clearBrowserCache")
-                cdp.send("Network.setCacheDisabled", {"cacheDisabled": cold})
                 cdp.send("Network.setExtraHTTPHeaders", {"headers": {"Accept-Encoding": BROTLI_FIRST}})
                 cdp.send("Network.emulateNetworkConditions", SLOW_4G)
                 cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
