@@ -57,8 +57,9 @@ pub fn inline_script_sources(html: &str) -> Vec<String> {
         let body = &after[tag_end + 1..];
         let Some(close) = body.find("</script") else { break };
         let runs = !attrs.contains(" src=") && !attrs.contains("type=\"application/json\"");
-        if runs && !body[..close].is_empty() {
-            sources.push(format!("'sha256-{}'", STANDARD.encode(Sha256::digest(body[..close].as_bytes()))));
+        let text = &body.as_bytes()[..close];
+        if runs && !text.is_empty() {
+            sources.push(format!("'sha256-{}'", STANDARD.encode(Sha256::digest(text))));
         }
         rest = &body[close..];
     }
