@@ -980,9 +980,6 @@ class Stack:
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200, r.status
 
-    def worker_log(self) -> str:
-        return (self.state / "worker.log").read_text(errors="replace")
-
     def log_lines(self, log: str, *markers: str, count: int = 1, timeout: float = 10.0) -> list[str]:
         """The lines of component `log`'s log holding every marker, once there are `count` of them (or when
         `timeout` has passed). workerd's console output reaches the log after the response that caused it, so a

@@ -212,4 +212,3 @@ def test_the_emailed_link_loads_the_small_bundle_and_the_rare_pages_the_full_one
     expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
     assert len(tab.navigations) == loads, tab.navigations[loads:]
     assert not tab.csp_problems(), tab.problems
-

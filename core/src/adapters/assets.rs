@@ -155,18 +155,18 @@ pub fn in_full_bundle(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn inline_scripts_are_allowed_by_their_hash_and_nothing_else() {
         let html = "<head><script type=\"module\" async>alert(1)</script><script type=\"module\" src=\"/a.js\">\
                     </script><script type=\"application/json\" id=\"ringi-config\">{}</script><script></script>\
                     </head>";
         // `printf 'alert(1)' | openssl dgst -sha256 -binary | base64`
-        assert_eq!(super::inline_script_sources(html), ["'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"]);
-        assert!(super::inline_script_sources("<p>no script</p>").is_empty());
-        assert!(super::inline_script_sources("<script>never closed").is_empty());
+        assert_eq!(inline_script_sources(html), ["'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"]);
+        assert!(inline_script_sources("<p>no script</p>").is_empty());
+        assert!(inline_script_sources("<script>never closed").is_empty());
     }
-
-    use super::*;
 
     #[test]
     fn config_is_embedded_before_head_end_and_cannot_close_the_element() {
