@@ -10,7 +10,7 @@ use leptos_router::path;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
-use crate::components::{Block, ErrorCard, Skeleton};
+use crate::components::{Block, ErrorCard, Later, Skeleton};
 use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::auth;
 use crate::infra::config::{self, ConfigError, SpaConfig};
@@ -120,7 +120,7 @@ fn ConfigGate(resource: ConfigResource, pending: RwSignal<bool>) -> impl IntoVie
     });
     move || match loaded.get() {
         None => ().into_any(),
-        Some(true) => view! { <AppRoutes /> }.into_any(),
+        Some(true) => view! { <Later><AppRoutes /></Later> }.into_any(),
         Some(false) => {
             use_title_tr(|t| t.config_error_title);
             view! {

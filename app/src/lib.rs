@@ -18,6 +18,12 @@ pub fn start() {
     console_error_panic_hook::set_once();
     // First of all: on /auth/callback, take code/state out of the address bar and the history entry.
     infra::auth::capture_callback();
+    // The first mount is the page's longest main-thread task (each wasm function compiles on its first call): in a
+    // task of its own, not added to the instantiation's, so that neither blocks a phone's input for as long.
+    leptos::prelude::set_timeout(mount, std::time::Duration::ZERO);
+}
+
+fn mount() {
     // index.html shows a static placeholder while the wasm downloads; the app replaces it.
     if let Some(placeholder) = leptos::prelude::document().get_element_by_id("boot") {
         placeholder.remove();

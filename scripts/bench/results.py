@@ -232,6 +232,8 @@ class SpaRun:
     resources: list[dict]
     # When boot.js showed the prefetched approval (signed in, before the wasm).
     preview_ms: float | None = None
+    # When the app showed the approval's title (signed in; its decision form, the end, follows).
+    title_ms: float | None = None
     # When Approve could first be pressed: boot.js's decision form, or the app's.
     usable_ms: float | None = None
     # A load across documents (the new tab's IdP round trip): each document's request, ms from the click.
@@ -264,7 +266,7 @@ class SpaLoad:
     def median_readable_ms(self) -> float | None:
         """Signed in: when the approval was first readable on screen — boot.js's read-only preview, or the app's
         own rendering when that came first (a warm start can beat the prefetch). None when signed out."""
-        xs = [min(r.preview_ms, r.tti_ms) if r.preview_ms else r.tti_ms
+        xs = [min(x for x in (r.preview_ms, r.title_ms, r.tti_ms) if x)
               for r in self.runs if r.ended_by == "approval rendered"]
         return statistics.median(xs) if xs else None
 
@@ -284,7 +286,7 @@ class SpaLoad:
     @property
     def previews_first(self) -> int:
         """Runs in which boot.js's preview appeared before the app rendered the approval."""
-        return sum(1 for r in self.runs if r.preview_ms and r.preview_ms < r.tti_ms)
+        return sum(1 for r in self.runs if r.preview_ms and r.preview_ms < (r.title_ms or r.tti_ms))
 
     @property
     def median_fcp_ms(self) -> float | None:

@@ -20,7 +20,7 @@ pub(crate) mod timeline;
 
 use leptos::prelude::*;
 
-use crate::components::{Block, ErrorCard, Skeleton};
+use crate::components::{Block, ErrorCard, Later, Skeleton};
 use crate::context::{tr, use_app, use_title};
 use crate::pages::not_found::Missing;
 use crate::pages::sign_in::Reauthenticate;
@@ -107,14 +107,18 @@ fn Ready() -> impl IntoView {
                 {tr(|t| t.draft_restored)}
             </p>
         </Show>
-        <Body />
-        <Show when=move || state.can_decide.get()>
-            <DecisionForm />
-            <DelegateAction />
-        </Show>
-        <Schedule />
-        <History />
-        <Timeline />
+        <Later>
+            <Body />
+            <Show when=move || state.can_decide.get()>
+                <DecisionForm />
+                <DelegateAction />
+            </Show>
+        </Later>
+        <Later>
+            <Schedule />
+            <History />
+            <Timeline />
+        </Later>
     }
 }
 

@@ -6,13 +6,22 @@ use ringi_core::base::context::ApprovalContext;
 use ringi_core::base::error::ErrorCode;
 use ringi_core::base::status::ApprovalStatus;
 
-use crate::components::{ProgressDots, StatusBadge};
+use crate::components::{next_task, ProgressDots, StatusBadge};
 use crate::context::{tr, use_app, AppContext};
 use crate::infra::time::{self, Urgency};
+
+/// Rows rendered with the rest of the page (a phone's screen holds about five); the others follow one task later
+/// (components::later), so that a long inbox is not one long task.
+const FIRST_ROWS: usize = 8;
 
 #[component]
 pub fn List(items: Signal<Vec<InboxItem>>, decided: Memo<bool>) -> impl IntoView {
     let ctx = use_app();
+    let all_rows = next_task();
+    let rows = move || {
+        let shown = if all_rows.get() { usize::MAX } else { FIRST_ROWS };
+        items.with(|l| l.iter().take(shown).cloned().collect::<Vec<_>>())
+    };
     let empty = move || {
         let t = ctx.texts();
         let (title, body) = if decided.get() {
@@ -33,7 +42,7 @@ pub fn List(items: Signal<Vec<InboxItem>>, decided: Memo<bool>) -> impl IntoView
     view! {
         <Show when=move || items.with(|l| !l.is_empty()) fallback=empty>
             <ul class="items" data-testid="inbox-list">
-                <For each=move || items.get() key=|item| (item.id.clone(), item.status.as_str()) let:item>
+                <For each=rows key=|item| (item.id.clone(), item.status.as_str()) let:item>
                     <Item item />
                 </For>
             </ul>
