@@ -19,6 +19,7 @@ use std::cell::RefCell;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
 };
@@ -109,9 +110,13 @@ struct CallbackParams {
     error_description: Option<String>,
 }
 
+/// A sign-in's completion (the page to go to), started once and awaited by whoever needs it.
+type Completion = Shared<LocalBoxFuture<'static, Result<String, AuthError>>>;
+
 thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
     static CALLBACK: RefCell<Option<CallbackParams>> = const { RefCell::new(None) };
+    static COMPLETION: RefCell<Option<Completion>> = const { RefCell::new(None) };
 }
 
 /// Why signing in did not work. Shown as a technical detail under a translated message.
@@ -179,12 +184,12 @@ pub fn current_path() -> String {
 }
 
 /// Called first thing in `main`: when this page is the OAuth callback, take `code`/`state` (or `error`) out of
-/// the URL and the history entry before any other code runs or any request is made.
-pub fn capture_callback() {
-    let Some(window) = web_sys::window() else { return };
+/// the URL and the history entry before any other code runs or any request is made. True when it was.
+pub fn capture_callback() -> bool {
+    let Some(window) = web_sys::window() else { return false };
     let location = window.location();
     if location.pathname().ok().as_deref() != Some(CALLBACK_PATH) {
-        return;
+        return false;
     }
     let search = location.search().unwrap_or_default();
     let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
@@ -199,6 +204,23 @@ pub fn capture_callback() {
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(CALLBACK_PATH));
     }
     CALLBACK.with(|c| *c.borrow_mut() = Some(captured));
+    true
+}
+
+/// On the callback page, right after [`capture_callback`]: the code exchange starts now, not once the app has
+/// mounted the callback's page (on a phone, main-thread tasks later). [`completion`] takes its outcome.
+pub fn complete_early(cfg: SpaConfig) {
+    let started: Completion = async move { complete(&cfg).await }.boxed_local().shared();
+    wasm_bindgen_futures::spawn_local(started.clone().map(drop));
+    COMPLETION.with(|c| *c.borrow_mut() = Some(started));
+}
+
+/// The outcome of this page's sign-in: the exchange [`complete_early`] started, else one started now.
+pub async fn completion(cfg: &SpaConfig) -> Result<String, AuthError> {
+    match COMPLETION.with(|c| c.borrow_mut().take()) {
+        Some(started) => started.await,
+        None => complete(cfg).await,
+    }
 }
 
 /// Starts a sign-in: a new PKCE verifier and state, remembered in sessionStorage with the page to return
@@ -281,7 +303,7 @@ pub fn reauthenticate(
 
 /// Completes the sign-in on `/auth/callback`: checks `state`, exchanges the code (with the PKCE verifier) and
 /// keeps the API bearer. Returns the page to go to.
-pub async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
+async fn complete(cfg: &SpaConfig) -> Result<String, AuthError> {
     let params = CALLBACK.with(|c| c.borrow_mut().take()).unwrap_or_default();
     // Single use: whatever happens next, this sign-in cannot be completed twice.
     let pending: Option<Pending> = storage::session_get_json(PENDING_KEY);

@@ -88,7 +88,7 @@ pub fn Callback() -> impl IntoView {
         // Runs once and navigates away: a one-shot task, not state to render.
         spawn_local(async move {
             let replace = NavigateOptions { replace: true, ..Default::default() };
-            match auth::complete(&cfg).await {
+            match auth::completion(&cfg).await {
                 Ok(to) => {
                     ctx.user.set(auth::user_name());
                     // The callback runs in the emailed link's bundle: a page of the full bundle is a full-page
