@@ -1,5 +1,5 @@
 //! ringi approver SPA (Leptos CSR). Built by Trunk from the repository's `index.html` (the binary, `main.rs`);
-//! started by `app/boot.js` (no inline script: the worker's CSP has no `'unsafe-inline'`).
+//! started by `app/boot.js`, inlined into the page and allowed by its hash (the worker's CSP has no `'unsafe-inline'`).
 //!
 //! Rooms: `app` (router and shell), `context` (what every page reads), `i18n` (texts per language),
 //! `infra` (API, sign-in, storage, configuration, dates), `components` (shared pieces), `pages`.
