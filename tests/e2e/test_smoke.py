@@ -82,7 +82,8 @@ def test_spa_html_is_revalidated_and_hashed_assets_are_served(stack):
     # The one inline script that runs, the start-up script, is allowed by its hash and nothing else is.
     [boot] = re.findall(r'<script type="module" async>(.*?)</script>', r.text, re.S)
     digest = base64.b64encode(hashlib.sha256(boot.encode()).digest()).decode()
-    script_src = next(d.split()[1:] for d in r.headers["content-security-policy"].split(";") if d.split()[:1] == ["script-src"])
+    directives = [d.split() for d in r.headers["content-security-policy"].split(";")]
+    script_src = next(d[1:] for d in directives if d[:1] == ["script-src"])
     assert script_src == ["'self'", "'wasm-unsafe-eval'", f"'sha256-{digest}'"], script_src
     assert "'sha256-" not in requests.get(f"{stack.base_url}/healthz", timeout=10).headers["content-security-policy"]
 

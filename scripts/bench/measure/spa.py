@@ -111,7 +111,8 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
             waves += 1
         wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
     return {
-        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"), "title_ms": stats.get("title"),
+        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"),
+        "title_ms": stats.get("title"),
         "usable_ms": stats.get("usable"), "fcp_ms": stats.get("fcp"),
         "html": stats["html"],
         "requests": [{k: r[k] for k in ("name", "start", "end", "transfer", "encoded", "decoded")} for r in reqs],
@@ -128,9 +129,10 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
     """Median time to interactive of the deep link /a/{approval_id}, a fresh browser context per run.
     Signed out: until the page starts leaving for the Hosted UI (else `[data-testid=app-ready]`).
     Signed in (a session put into sessionStorage the way the SPA keeps it): until the app's decision form is
-    there (`[data-testid=approve]`; the app renders the approval's title a task or two before it). Cold: HTTP cache disabled. Warm: the same link loaded once in the
-    context first (HTTP cache on, as a phone opening the link a second time), then measured. `service_worker`
-    False: the context blocks service workers (what the warm case was without one). `accept_encoding`: sent instead
+    there (`[data-testid=approve]`; the app renders the approval's title a task or two before it). Cold: HTTP
+    cache disabled. Warm: the same link loaded once in the context first (HTTP cache on, as a phone opening the
+    link a second time), then measured. `service_worker` False: the context blocks service workers (what the warm
+    case was without one). `accept_encoding`: sent instead
     of Chromium's own (see BROTLI_FIRST).
     All times are `performance.now()` in the page (origin = navigation start)."""
     from playwright.sync_api import sync_playwright
