@@ -116,6 +116,28 @@ try {
   // Not worth a failure: the app asks for the approval itself.
 }
 
+// The parts of the app that come in wasm chunks of their own (scripts/build/split.mjs writes a
+// <meta name="ringi-chunk" data-parts="…"> for each) and that this page shows at once: downloaded beside the app
+// rather than once it has started. The callback page's sign-in code (app/src/infra/auth.rs `exchange`) and, signed
+// in, the inbox (app/src/app.rs `inbox_part`); the approval page's own parts come after its decision form.
+function preloadParts() {
+  const page = location.pathname;
+  const part = page === "/auth/callback" ? "sign_in_callback" : page === "/" && storedSession() ? "inbox" : null;
+  if (!part) return;
+  for (const chunk of document.querySelectorAll('meta[name="ringi-chunk"]')) {
+    if (!chunk.dataset.parts.split(" ").includes(part)) continue;
+    const link = Object.assign(document.createElement("link"), { rel: "preload", as: "fetch", href: chunk.content });
+    // As the split JS fetches it (same-origin, `fetch` defaults), so that its request takes this response.
+    link.crossOrigin = "anonymous";
+    document.head.append(link);
+  }
+}
+try {
+  preloadParts();
+} catch {
+  // The app fetches them itself.
+}
+
 // Sign-in with authorization code + PKCE (S256). The one writer of the pending sign-in record
 // (sessionStorage[STORAGE.pending]: state, PKCE verifier, page to come back to) that
 // app/src/infra/auth.rs `complete` consumes on /auth/callback, where the oauth2 crate exchanges the code. The

@@ -10,7 +10,7 @@ use leptos_router::path;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
-use crate::components::{Block, ErrorCard, Later, Skeleton};
+use crate::components::{Block, ErrorCard, Later, OnDemand, Part, Skeleton};
 use crate::context::{tr, use_app, use_title_tr, AppContext};
 use crate::infra::auth;
 use crate::infra::config::{self, ConfigError, SpaConfig};
@@ -168,12 +168,18 @@ fn AppRoutes() -> impl IntoView {
 #[component]
 fn InboxRoute() -> impl IntoView {
     if auth::bearer().is_some() {
-        return view! { <Inbox /> }.into_any();
+        return view! { <OnDemand load=inbox_part /> }.into_any();
     }
     if auth::has_expired_session() {
         return view! { <Reauthenticate /> }.into_any();
     }
     view! { <Welcome /> }.into_any()
+}
+
+/// The inbox comes in a chunk of its own: an emailed link's approval page does not download it.
+#[leptos::wasm_split::wasm_split(inbox, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn inbox_part() -> Part {
+    Ok(|| view! { <Inbox /> }.into_any())
 }
 
 /// `/a/{id}`: a short link opened signed-out goes to the Hosted UI at once and comes back here. Another

@@ -46,7 +46,7 @@ if [ "$(cat "$RINGI_HOME/wasm-std")" = rustup ] && [ ! -d "$(rustc --print sysro
 fi
 done_in $t
 
-step "cargo tools (wasm-bindgen-cli $WASM_BINDGEN_VERSION, worker-build $WORKER_BUILD_VERSION, trunk $TRUNK_VERSION)"; t=$SECONDS
+step "cargo tools (wasm-bindgen-cli $WASM_BINDGEN_VERSION, worker-build $WORKER_BUILD_VERSION, trunk $TRUNK_VERSION, wasm-split-cli $WASM_SPLIT_VERSION)"; t=$SECONDS
 # One shared target dir compiles common dependencies once; LTO off makes the installs link much faster.
 cargo_install() {
   local bin=$1 want=$2; shift 2
@@ -60,6 +60,12 @@ cargo_install() {
 cargo_install wasm-bindgen "$WASM_BINDGEN_VERSION" wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 cargo_install worker-build "$WORKER_BUILD_VERSION" worker-build --version "$WORKER_BUILD_VERSION"
 cargo_install trunk "$TRUNK_VERSION" trunk --version "$TRUNK_VERSION" --locked
+# wasm-split-cli has no --version: a stamp beside it names the installed one.
+split_stamp="$RINGI_HOME/cargo/bin/.wasm-split-cli.version"
+if [ "$(cat "$split_stamp" 2>/dev/null)" != "$WASM_SPLIT_VERSION" ] || [ ! -x "$RINGI_HOME/cargo/bin/wasm-split-cli" ]; then
+  cargo_install wasm-split-cli "$WASM_SPLIT_VERSION" wasm_split_cli_support --version "$WASM_SPLIT_VERSION" --features build-binary --locked
+  echo "$WASM_SPLIT_VERSION" > "$split_stamp"
+fi
 done_in $t
 
 step "node tools (node 22, wrangler, binaryen, esbuild, oidc-provider, axe-core)"; t=$SECONDS

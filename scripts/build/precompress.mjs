@@ -3,10 +3,9 @@
 // ringi-core `assets::hashed_asset_type`). Brotli: Node's built-in zlib; gzip: the system's gzip (else Node's
 // zlib). Nothing to install.
 //
-// Run by Trunk after every build (Trunk.toml [[hooks]] post_build, on its staging directory), or by hand:
+// Run by scripts/build/spa.sh after each bundle is built and split:
 //   node scripts/build/precompress.mjs [dist]
-// First it minifies the hashed JavaScript (scripts/build/minify.mjs; one hook, since Trunk runs the hooks of a stage side
-// by side), so that what is compressed is what is served.
+// First it minifies the hashed JavaScript (scripts/build/minify.mjs), so that what is compressed is what is served.
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, unlinkSync } from "node:fs";
 import { join } from "node:path";

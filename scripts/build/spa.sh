@@ -5,7 +5,7 @@
 #   dist/admin.html  — the same plus the pages few people open (`admin` feature: /audit, /settings).
 # The worker answers each app path with the HTML of the bundle that has it (ringi-core
 # `assets::in_full_bundle`). Both share the stylesheet and boot.js (same content, same hashed name); each
-# build minifies and precompresses its own files (Trunk's post_build hook, scripts/build/precompress.mjs).
+# build minifies and precompresses its own files (scripts/build/precompress.mjs, once its wasm is split).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 full=target/spa-full-dist
@@ -17,8 +17,18 @@ for script in boot boot-form; do
   cat "app/$script.js" >> "target/early/$script.js.new"
   mv "target/early/$script.js.new" "target/early/$script.js"
 done
-scripts/build/wasm-env.sh --spa trunk build --release
-scripts/build/wasm-env.sh --spa trunk build --release --features admin --dist "$full"
+# Each bundle's wasm split into the app and its parts on demand (scripts/build/split.mjs), from what cargo linked
+# for that bundle, then minified and compressed again.
+linked="${CARGO_TARGET_DIR:-target/spa}/wasm32-unknown-unknown/release/ringi-app.wasm"
+build() {
+  scripts/build/wasm-env.sh --spa trunk build --release "$@"
+  local out=dist
+  [ "${1:-}" = --features ] && out=$full
+  node scripts/build/split.mjs "$out" "$linked"
+  node scripts/build/precompress.mjs "$out" > /dev/null
+}
+build
+build --features admin --dist "$full"
 # Trunk inlines boot.js as a deferred module; async, it need not wait for the stylesheet (index.html).
 for page in dist/index.html "$full/index.html"; do
   grep -q '<script type="module">' "$page" || { echo "spa: no inlined boot script in $page" >&2; exit 1; }
@@ -27,7 +37,7 @@ done
 cp "$full/index.html" dist/admin.html
 for file in "$full"/*; do
   name=$(basename "$file")
-  # Only the full bundle's own files (its wasm and glue, their .br/.gz); the shared ones are already there.
+  # Only the full bundle's own files (its wasm, chunks and JS, their .br/.gz); the shared ones are already there.
   if [ -f "$file" ] && [ "$name" != index.html ] && [ ! -e "dist/$name" ]; then cp "$file" "dist/$name"; fi
 done
 echo "spa: dist/index.html (emailed link) and dist/admin.html (+ $(grep -o 'ringi-app-[0-9a-f]*_bg.wasm' dist/admin.html | head -1))"

@@ -12,7 +12,10 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 if [ "${1:-}" = "--spa" ]; then
   shift
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$RINGI_ROOT/target/spa}" RUSTFLAGS="--cfg erase_components"
+  # The linker's relocations and symbols stay in the module: scripts/build/split.mjs splits it at the app's
+  # `#[wasm_split]` functions, then strips what it does not ship.
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$RINGI_ROOT/target/spa}" RUSTFLAGS="--cfg erase_components -Clink-args=--emit-relocs" \
+    CARGO_PROFILE_RELEASE_STRIP=false
   if [ "$(cat "$RINGI_HOME/wasm-std" 2>/dev/null)" = "build-std" ] || [ -d "$(rustc --print sysroot)/lib/rustlib/src/rust/library" ]; then
     export RUSTC_BOOTSTRAP=1 CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_UNSTABLE_BUILD_STD_FEATURES=optimize_for_size \
       RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none $RUSTFLAGS"

@@ -20,6 +20,9 @@ CACHE = "ringi-shell-v1"
 HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
 MARK = "<!--ringi-old-shell-->"
 WASM_META = re.compile(r'<meta name="ringi-wasm" content="(/[^"]+_bg\.wasm)">')
+CHUNK_META = re.compile(r'<meta name="ringi-chunk" data-parts="([^"]*)" content="(/[^"]+_bg\.wasm)">')
+# The parts of the app in wasm chunks of their own (scripts/build/split.mjs names them after the split).
+PART_CHUNK = re.compile(r"/ringi-(approval-below|inbox|sign-in-callback)-[0-9a-f]{16}_bg\.wasm$")
 
 
 def register(workflows, api, title: str, **fields) -> str:
@@ -113,6 +116,9 @@ def test_a_second_open_is_answered_by_the_service_worker_and_the_api_is_never_ca
     assert page.evaluate("navigator.serviceWorker.controller !== null")
     entries = cached(page)
     assert "/" in entries and any(p.endswith("_bg.wasm") for p in entries), sorted(entries)
+    # The parts on demand too (an offline start may open any of them), not only those this open fetched.
+    chunks = [path for _, path in CHUNK_META.findall(entries["/"])]
+    assert chunks and all(path in entries for path in chunks), (chunks, sorted(entries))
     assert all(p == "/" or HASHED.match(p) for p in entries), f"only the shell and hashed files: {sorted(entries)}"
     bearer = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
     for path, body in entries.items():
@@ -212,3 +218,77 @@ def test_the_emailed_link_loads_the_small_bundle_and_the_rare_pages_the_full_one
     expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
     assert len(tab.navigations) == loads, tab.navigations[loads:]
     assert not tab.csp_problems(), tab.problems
+
+
+def wasm_fetched(page) -> dict[str, list[str]]:
+    """Path → how each request for it started (`link`: a preload; `fetch`: a script), for every wasm this document
+    fetched (Resource Timing)."""
+    out: dict[str, list[str]] = {}
+    for path, initiator in page.evaluate("""performance.getEntriesByType("resource")
+            .filter((e) => e.name.endsWith(".wasm")).map((e) => [new URL(e.name).pathname, e.initiatorType])"""):
+        out.setdefault(path, []).append(initiator)
+    return out
+
+
+def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_own(stack, workflows, api, browser):
+    """Parts on demand (docs/design.md §11): a signed-in open of an emailed link downloads the main module and, after
+    the decision form, the part below it (timeline); not the inbox's or the sign-in callback's. A sign-in's callback
+    page preloads its part beside the main module (boot.js), and the app takes that preload: one request."""
+    approval_id = register(workflows, api, "Parts on demand")
+    with Tab(browser) as tab:
+        with_session(tab, stack)
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        expect(tab.approval.approve_button).to_be_enabled(timeout=30_000)
+        expect(tab.page.get_by_test_id("timeline")).to_be_visible()
+        fetched = wasm_fetched(tab.page)
+        parts = {PART_CHUNK.search(path).group(1) for path in fetched if PART_CHUNK.search(path)}
+        assert parts == {"approval-below"}, fetched
+        assert bundle_of(tab.page.content()) in fetched, fetched
+
+    with Tab(browser) as tab:
+        tab.open_signed_in(stack, f"/a/{approval_id}")
+        expect(tab.approval.title).to_have_text("Parts on demand", timeout=30_000)
+        # Still the callback page's document (the app went on to the approval without a page load).
+        fetched = wasm_fetched(tab.page)
+        wanted = [path for parts, path in CHUNK_META.findall(tab.page.content()) if "sign_in_callback" in parts.split()]
+        assert wanted and all(fetched.get(path) == ["link"] for path in wanted), (wanted, fetched)
+        assert not tab.csp_problems(), tab.problems
+
+
+def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, workflows, api, browser):
+    """A part's chunk that does not arrive (a network gone, a deploy in between) leaves the rest of the page working
+    and shows a retry card where the part goes; the retry downloads it again (a failure is not remembered)."""
+    approval_id = register(workflows, api, "A part goes missing")
+    # The service worker would fetch the chunks itself, out of the page's routes: none here.
+    with Tab(browser) as tab:
+        tab.ctx.route("**/sw.js", lambda route: route.abort())
+        with_session(tab, stack)
+        missing = re.compile(r".*/ringi-(approval-below|inbox)-[0-9a-f]+_bg\.wasm$")
+        tab.page.route(missing, lambda route: route.abort())
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        expect(tab.approval.approve_button).to_be_enabled(timeout=30_000)
+        card = tab.page.get_by_test_id("part-error")
+        expect(card).to_be_visible(timeout=30_000)
+        expect(card).to_have_attribute("role", "alert")
+        expect(card.get_by_role("heading", level=2)).to_have_text("Part of this page could not be loaded")
+        expect(tab.page.get_by_test_id("timeline")).to_have_count(0)
+        # A retry while the network is still down keeps the card (and the focus on its button).
+        tab.page.get_by_test_id("part-retry").click()
+        expect(tab.page.get_by_test_id("part-retry")).to_be_enabled()
+        expect(tab.page.get_by_test_id("part-retry")).to_be_focused()
+        tab.page.unroute(missing)
+        tab.page.get_by_test_id("part-retry").click()
+        expect(tab.page.get_by_test_id("timeline")).to_be_visible(timeout=30_000)
+        expect(card).to_have_count(0)
+        # The approval can still be decided as usual.
+        expect(tab.approval.approve_button).to_be_enabled()
+
+        # The inbox is a part as a whole: its card is the page's.
+        tab.page.route(missing, lambda route: route.abort())
+        tab.page.goto(f"{stack.base_url}/")
+        expect(card).to_be_visible(timeout=30_000)
+        expect(card.get_by_role("heading", level=1)).to_have_text("Part of this page could not be loaded")
+        tab.page.unroute(missing)
+        tab.page.get_by_test_id("part-retry").click()
+        expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
+        assert not tab.csp_problems(), tab.problems

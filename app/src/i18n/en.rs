@@ -10,6 +10,8 @@ pub(super) const EN: Texts = Texts {
     config_error_body: "The app configuration could not be loaded. Check your connection and try again.",
     retry: "Try again",
     retrying: "Trying again…",
+    part_error_title: "Part of this page could not be loaded",
+    part_error_body: "Check your connection and try again.",
     not_found_title: "Page not found",
     not_found_body: "There is nothing at this address. Approval links look like /a/ followed by an ID.",
     back_to_inbox: "Back to the inbox",

@@ -10,6 +10,8 @@ pub(super) const JA: Texts = Texts {
     config_error_body: "アプリの設定を読み込めませんでした。接続を確認して、もう一度お試しください。",
     retry: "再試行",
     retrying: "再試行中…",
+    part_error_title: "このページの一部を読み込めませんでした",
+    part_error_body: "接続を確認して、もう一度お試しください。",
     not_found_title: "ページが見つかりません",
     not_found_body: "このアドレスには何もありません。承認リンクは /a/ に ID が続く形式です。",
     back_to_inbox: "受信箱に戻る",

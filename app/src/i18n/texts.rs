@@ -14,6 +14,8 @@ pub struct Texts {
     pub config_error_body: &'static str,
     pub retry: &'static str,
     pub retrying: &'static str,
+    pub part_error_title: &'static str,
+    pub part_error_body: &'static str,
     pub not_found_title: &'static str,
     pub not_found_body: &'static str,
     pub back_to_inbox: &'static str,

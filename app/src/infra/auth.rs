@@ -133,6 +133,14 @@ pub enum AuthError {
     /// The API refused a token that was just issued: signing in again would loop.
     Refused,
     Config(String),
+    /// The sign-in's code (a chunk of the app) could not be downloaded.
+    Unavailable,
+}
+
+impl From<leptos::wasm_split::SplitLoaderError> for AuthError {
+    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
+        AuthError::Unavailable
+    }
 }
 
 impl std::fmt::Display for AuthError {
@@ -144,6 +152,7 @@ impl std::fmt::Display for AuthError {
             AuthError::Token(e) => write!(f, "token request failed: {e}"),
             AuthError::Refused => write!(f, "the server did not accept the new sign-in"),
             AuthError::Config(e) => write!(f, "configuration: {e}"),
+            AuthError::Unavailable => write!(f, "the sign-in could not be completed: part of the app could not be downloaded"),
         }
     }
 }
@@ -210,7 +219,7 @@ pub fn capture_callback() -> bool {
 /// On the callback page, right after [`capture_callback`]: the code exchange starts now, not once the app has
 /// mounted the callback's page (on a phone, main-thread tasks later). [`completion`] takes its outcome.
 pub fn complete_early(cfg: SpaConfig) {
-    let started: Completion = async move { complete(&cfg).await }.boxed_local().shared();
+    let started: Completion = async move { exchange(cfg).await?.await }.boxed_local().shared();
     wasm_bindgen_futures::spawn_local(started.clone().map(drop));
     COMPLETION.with(|c| *c.borrow_mut() = Some(started));
 }
@@ -219,8 +228,16 @@ pub fn complete_early(cfg: SpaConfig) {
 pub async fn completion(cfg: &SpaConfig) -> Result<String, AuthError> {
     match COMPLETION.with(|c| c.borrow_mut().take()) {
         Some(started) => started.await,
-        None => complete(cfg).await,
+        None => exchange(cfg.clone()).await?.await,
     }
+}
+
+/// The code exchange (oauth2's token request and what it brings) comes in a chunk of its own, which only the
+/// callback page fetches (boot.js preloads it there, beside the app): an approval page opened signed in needs none
+/// of it.
+#[leptos::wasm_split::wasm_split(sign_in_callback, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn exchange(cfg: SpaConfig) -> Result<LocalBoxFuture<'static, Result<String, AuthError>>, AuthError> {
+    Ok(async move { complete(&cfg).await }.boxed_local())
 }
 
 /// Starts a sign-in: a new PKCE verifier and state, remembered in sessionStorage with the page to return

@@ -20,7 +20,7 @@ pub(crate) mod timeline;
 
 use leptos::prelude::*;
 
-use crate::components::{Block, ErrorCard, Later, Skeleton};
+use crate::components::{Block, ErrorCard, Later, OnDemand, Part, Skeleton};
 use crate::context::{tr, use_app, use_title};
 use crate::pages::not_found::Missing;
 use crate::pages::sign_in::Reauthenticate;
@@ -114,12 +114,22 @@ fn Ready() -> impl IntoView {
                 <DelegateAction />
             </Show>
         </Later>
-        <Later>
+        <OnDemand load=below_the_form in_page=true />
+    }
+}
+
+/// What is below the decision (schedule, history, timeline) comes in a chunk of its own, fetched once the page's top
+/// is there: the page's first download is smaller by it.
+#[leptos::wasm_split::wasm_split(approval_below, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn below_the_form() -> Part {
+    Ok(|| {
+        view! {
             <Schedule />
             <History />
             <Timeline />
-        </Later>
-    }
+        }
+        .into_any()
+    })
 }
 
 /// 404: unknown, or not addressed to the caller (deliberately the same).
