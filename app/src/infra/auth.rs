@@ -23,7 +23,6 @@ use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
 };
-use oauth2::url::Url;
 use oauth2::{
     AuthorizationCode, Client, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, PkceCodeVerifier,
     RedirectUrl, RequestTokenError, StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
@@ -437,16 +436,23 @@ pub fn sign_out(cfg: &SpaConfig) {
 
 fn sign_out_url(cfg: &SpaConfig, back_to: &str, id_token_hint: Option<&str>) -> Option<String> {
     let endpoint = cfg.end_session_endpoint.as_deref().filter(|e| !e.is_empty())?;
-    let client = ("client_id", cfg.client_id.as_str());
-    let url = match cfg.provider {
-        IdpProfile::Cognito => Url::parse_with_params(endpoint, [client, ("logout_uri", back_to)]),
-        IdpProfile::Oidc => {
-            let mut params = vec![client, ("post_logout_redirect_uri", back_to)];
-            params.extend(id_token_hint.map(|h| ("id_token_hint", h)));
-            Url::parse_with_params(endpoint, params)
+    // The query is appended to the endpoint as configured (the worker checked it is an https URL), encoded as the
+    // url crate would: only the callback's code exchange needs that crate's parser (oauth2), and it comes apart.
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("client_id", &cfg.client_id);
+    match cfg.provider {
+        IdpProfile::Cognito => {
+            query.append_pair("logout_uri", back_to);
         }
-    };
-    url.ok().map(|u| u.to_string())
+        IdpProfile::Oidc => {
+            query.append_pair("post_logout_redirect_uri", back_to);
+            if let Some(hint) = id_token_hint {
+                query.append_pair("id_token_hint", hint);
+            }
+        }
+    }
+    let joiner = if endpoint.contains('?') { '&' } else { '?' };
+    Some(format!("{endpoint}{joiner}{}", query.finish()))
 }
 
 fn navigate_away(url: &str) {
@@ -530,6 +536,11 @@ mod tests {
             Some("https://i.example.com/logout?client_id=c1&post_logout_redirect_uri=https%3A%2F%2Fr.example.com%2F&id_token_hint=h.i.t")
         );
         assert_eq!(sign_out_url(&cfg(IdpProfile::Oidc, None), back, None), None, "no end-session endpoint");
+        let with_query = sign_out_url(&cfg(IdpProfile::Oidc, Some("https://i.example.com/logout?tenant=a b")), "/x&y", None);
+        assert_eq!(
+            with_query.as_deref(),
+            Some("https://i.example.com/logout?tenant=a b&client_id=c1&post_logout_redirect_uri=%2Fx%26y")
+        );
     }
 
     /// The record exactly as app/boot.js `startSignIn` writes it (the browser test drives the writer).
