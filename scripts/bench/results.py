@@ -84,6 +84,8 @@ class SpaSizes:
     files: dict[str, SpaFile]
     total: SpaFile
     wasm: SpaFile
+    # The app's parts on demand (file (the splits that need it) → sizes): not in `total`.
+    parts: dict[str, SpaFile] = field(default_factory=dict)
 
 
 @dataclass

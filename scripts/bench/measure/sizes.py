@@ -18,17 +18,23 @@ def bundle_sizes(edge_build: Path, dist: Path) -> BundleSizes:
 
 
 def spa_sizes(dist: Path) -> SpaSizes:
-    """Everything dist/index.html makes the browser load: itself, boot.js, CSS, the app JS (modulepreload) and
-    wasm (preload), favicon and manifest."""
+    """Everything dist/index.html makes the browser load on an approval page's first open: itself, boot.js, CSS, the
+    app JS (modulepreload) and wasm (preload), favicon and manifest. The parts on demand (`<meta name="ringi-chunk">`,
+    scripts/build/split.mjs) apart: each is fetched only by the page that shows it."""
     html = (dist / "index.html").read_text()
+    chunks = dict((path.lstrip("/"), parts) for parts, path in
+                  re.findall(r'<meta name="ringi-chunk" data-parts="([^"]*)" content="(/[^"]+)"', html))
     refs = re.findall(r'(?:src|href|content)="(/[^"]+)"', html)
     files = {"index.html": (dist / "index.html").read_bytes()}
     for ref in refs:
         p = dist / ref.lstrip("/")
-        if p.is_file():
+        if p.is_file() and ref.lstrip("/") not in chunks:
             files[ref.lstrip("/")] = p.read_bytes()
     brs = br_sizes(list(files.values()))
     out = {name: SpaFile(raw=len(b), gzip=gz(b), br=n) for (name, b), n in zip(files.items(), brs)}
     wasm = next(k for k in out if k.endswith(".wasm"))
     total = SpaFile(**{k: sum(getattr(v, k) for v in out.values()) for k in ("raw", "gzip", "br")})
-    return SpaSizes(files=out, total=total, wasm=out[wasm])
+    datas = [(dist / name).read_bytes() for name in chunks]
+    parts = {f"{name} ({chunks[name]})": SpaFile(raw=len(b), gzip=gz(b), br=n)
+             for name, b, n in zip(chunks, datas, br_sizes(datas))}
+    return SpaSizes(files=out, total=total, wasm=out[wasm], parts=parts)

@@ -18,8 +18,8 @@ def twiggy_bin() -> Path:
 
 
 def build_named_spa_wasm() -> tuple[Path, dict]:
-    """The SPA wasm as shipped (same sources, release profile, wasm-bindgen, wasm-opt -Oz with index.html's feature
-    flags) but with its name section kept (`strip = false`, `wasm-opt -g`), so that twiggy can name the code.
+    """The SPA's main wasm module as shipped (same sources, release profile, split, wasm-bindgen, wasm-opt -Oz with
+    index.html's feature flags) but with its name section kept (`strip = false`, `wasm-opt -g`), so that twiggy can name the code.
     Own target dir (target/twiggy): dist/ and the shared target/ are not touched."""
     base = ROOT / "target" / "twiggy"
     env = dict(os.environ, CARGO_TARGET_DIR=str(base), CARGO_PROFILE_RELEASE_STRIP="false")
@@ -32,9 +32,13 @@ def build_named_spa_wasm() -> tuple[Path, dict]:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
     times["cargo"] = time.monotonic() - t0
     raw = base / "wasm32-unknown-unknown" / "release" / "ringi-app.wasm"
+    # The main module, as scripts/build/split.mjs ships it: the parts on demand split off first.
+    split = base / "split"
+    subprocess.run(["wasm-split-cli", str(raw), str(split)], check=True, capture_output=True)
     out = base / "bindgen"
-    subprocess.run([os.environ.get("WASM_BINDGEN_BIN", "wasm-bindgen"), "--target", "web", "--out-dir", str(out),
-                    str(raw)], check=True, capture_output=True)
+    subprocess.run([os.environ.get("WASM_BINDGEN_BIN", "wasm-bindgen"), "--target", "web", "--keep-lld-exports",
+                    "--out-dir", str(out), "--out-name", "ringi-app", str(split / "main.wasm")],
+                   check=True, capture_output=True)
     params = re.search(r'data-wasm-opt-params="([^"]*)"', (ROOT / "index.html").read_text()).group(1).split()
     named = out / "ringi-app_bg.named.wasm"
     subprocess.run([os.environ.get("WASM_OPT_BIN", "wasm-opt"), "-Oz", "-g", *params, str(out / "ringi-app_bg.wasm"),
