@@ -11,7 +11,8 @@ const CACHE = "ringi-shell-v1";
 const SHELL = "/";
 // The names Trunk gives built files (ringi-core `assets::hashed_asset_type`): immutable, safe to keep.
 const HASHED = /^\/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$/;
-// The hashed files a shell loads: its modulepreload/preload/stylesheet links, boot script and <meta> names.
+// The hashed files a shell loads: its modulepreload/preload/stylesheet links, boot script and <meta> names (the
+// app's parts on demand among them: an offline start may open any page).
 const ASSET_REF = /(?:href|src|content)="(\/[^"/]+-[0-9a-f]{8,16}(?:_bg\.wasm|\.js|\.css))"/g;
 
 const assetsOf = (html) => [...new Set([...html.matchAll(ASSET_REF)].map((m) => m[1]))];

@@ -14,7 +14,7 @@ import requests
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
-from support.pages import JWT_RE, Tab, sub
+from support.pages import JWT_RE, HostedUi, Tab, sub
 
 CACHE = "ringi-shell-v1"
 HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
@@ -291,4 +291,27 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         tab.page.unroute(missing)
         tab.page.get_by_test_id("part-retry").click()
         expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
+        assert not tab.csp_problems(), tab.problems
+
+
+def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack, workflows, api, browser):
+    """The callback's part (the code exchange) does not arrive: the sign-in is not lost. The page says why and tries
+    the same sign-in again (the code is still unused), then goes on to the emailed link's approval."""
+    approval_id = register(workflows, api, "Signed in at the second try")
+    with Tab(browser) as tab:
+        tab.ctx.route("**/sw.js", lambda route: route.abort())
+        missing = re.compile(r".*/ringi-sign-in-callback-[0-9a-f]+_bg\.wasm$")
+        tab.page.route(missing, lambda route: route.abort())
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        HostedUi(tab.page, stack).sign_in("alice")
+        card = tab.page.get_by_test_id("sign-in-error")
+        expect(card).to_be_visible(timeout=30_000)
+        expect(card).to_contain_text("part of the app could not be downloaded")
+        tab.page.get_by_test_id("sign-in-retry").click()
+        expect(tab.page.get_by_test_id("sign-in-retry")).to_be_focused()
+        expect(tab.page.get_by_test_id("sign-in-retry")).to_have_attribute("aria-disabled", "false")
+        tab.page.unroute(missing)
+        tab.page.get_by_test_id("sign-in-retry").click()
+        expect(tab.approval.title).to_have_text("Signed in at the second try", timeout=30_000)
+        assert tab.page.url == f"{stack.base_url}/a/{approval_id}"
         assert not tab.csp_problems(), tab.problems
