@@ -151,7 +151,9 @@ impl std::fmt::Display for AuthError {
             AuthError::Token(e) => write!(f, "token request failed: {e}"),
             AuthError::Refused => write!(f, "the server did not accept the new sign-in"),
             AuthError::Config(e) => write!(f, "configuration: {e}"),
-            AuthError::Unavailable => write!(f, "the sign-in could not be completed: part of the app could not be downloaded"),
+            AuthError::Unavailable => {
+                write!(f, "the sign-in could not be completed: part of the app could not be downloaded")
+            }
         }
     }
 }
@@ -536,7 +538,8 @@ mod tests {
             Some("https://i.example.com/logout?client_id=c1&post_logout_redirect_uri=https%3A%2F%2Fr.example.com%2F&id_token_hint=h.i.t")
         );
         assert_eq!(sign_out_url(&cfg(IdpProfile::Oidc, None), back, None), None, "no end-session endpoint");
-        let with_query = sign_out_url(&cfg(IdpProfile::Oidc, Some("https://i.example.com/logout?tenant=a b")), "/x&y", None);
+        let with_query =
+            sign_out_url(&cfg(IdpProfile::Oidc, Some("https://i.example.com/logout?tenant=a b")), "/x&y", None);
         assert_eq!(
             with_query.as_deref(),
             Some("https://i.example.com/logout?tenant=a b&client_id=c1&post_logout_redirect_uri=%2Fx%26y")
