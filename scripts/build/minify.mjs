@@ -46,8 +46,9 @@ export function minifyScripts(dist) {
   writeFileSync(htmlPath, html);
 }
 
-const sri = (text) => `sha384-${createHash("sha384").update(text, "utf8").digest("base64")}`;
-const escape = (s) => s.replace(/[+/.*?^${}()|[\]\\]/g, "\\$&");
+// The `integrity` value of a file's bytes (a string as UTF-8), and a file name as a literal inside a RegExp.
+export const sri = (data) => `sha384-${createHash("sha384").update(data).digest("base64")}`;
+export const escape = (s) => s.replace(/[+/.*?^${}()|[\]\\]/g, "\\$&");
 const countOf = (haystack, needle) => haystack.split(needle).length - 1;
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -20,15 +20,15 @@ done
 # Each bundle's wasm split into the app and its parts on demand (scripts/build/split.mjs), from what cargo linked
 # for that bundle, then minified and compressed again.
 linked="${CARGO_TARGET_DIR:-target/spa}/wasm32-unknown-unknown/release/ringi-app.wasm"
-build() {
-  scripts/build/wasm-env.sh --spa trunk build --release "$@"
-  local out=dist
-  [ "${1:-}" = --features ] && out=$full
+build() {  # build <dist> [trunk flags…]
+  local out=$1
+  shift
+  scripts/build/wasm-env.sh --spa trunk build --release --dist "$out" "$@"
   node scripts/build/split.mjs "$out" "$linked"
   node scripts/build/precompress.mjs "$out" > /dev/null
 }
-build
-build --features admin --dist "$full"
+build dist
+build "$full" --features admin
 # Trunk inlines boot.js as a deferred module; async, it need not wait for the stylesheet (index.html).
 for page in dist/index.html "$full/index.html"; do
   grep -q '<script type="module">' "$page" || { echo "spa: no inlined boot script in $page" >&2; exit 1; }

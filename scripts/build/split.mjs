@@ -17,6 +17,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { escape, sri } from "./minify.mjs";
 
 const [dist, linked] = process.argv.slice(2);
 if (!dist || !linked) throw new Error("usage: node scripts/build/split.mjs <dist> <linked wasm>");
@@ -32,12 +33,10 @@ const trunkWasm = named("ringi-wasm");
 if (!trunkJs || !trunkWasm) throw new Error(`split: ${htmlPath} names no ringi-js/ringi-wasm`);
 
 const run = (command, args) => execFileSync(command, args, { stdio: ["ignore", "ignore", "inherit"] });
-const sri = (data) => `sha384-${createHash("sha384").update(data).digest("base64")}`;
-const escape = (s) => s.replace(/[+/.*?^${}()|[\]\\]/g, "\\$&");
-// Replaces exactly `times` occurrences (a build whose output changed shape fails here, not in a browser).
-function replaceAll(text, from, to, what, times = 1) {
-  const found = text.split(from).length - 1;
-  if (found < times) throw new Error(`split: ${what}: "${from}" found ${found} time(s), expected ${times}`);
+// Replaces every occurrence, of which there must be one at least (a build whose output changed shape fails here,
+// not in a browser).
+function replaceAll(text, from, to, what) {
+  if (!text.includes(from)) throw new Error(`split: ${what}: "${from}" not found`);
   return text.split(from).join(to);
 }
 
@@ -82,7 +81,7 @@ try {
   const splitJs = `ringi-split-${hash}.js`;
 
   // The JS's imports of it, not the module name the wasm imports from (the import object's keys).
-  glue = replaceAll(glue, `from "./__wasm_split.js"`, `from "./${splitJs}"`, "the app's JS", 1);
+  glue = replaceAll(glue, `from "./__wasm_split.js"`, `from "./${splitJs}"`, "the app's JS");
   glue = glue.replaceAll("ringi-app_bg.wasm", wasm);
   loader = replaceAll(loader, `"./main.js"`, `"./${js}"`, "the split JS");
   for (const chunk of chunks) {
