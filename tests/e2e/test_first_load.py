@@ -257,7 +257,8 @@ def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_
 
 def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, workflows, api, browser):
     """A part's chunk that does not arrive (a network gone, a deploy in between) leaves the rest of the page working
-    and shows a retry card where the part goes; the retry downloads it again (a failure is not remembered)."""
+    and shows a retry card where the part goes; the retry downloads it again (a failure is not remembered). The
+    delegation dialog's chunk, fetched on its first opening, opens the dialog once a retry brings it."""
     approval_id = register(workflows, api, "A part goes missing")
     # The service worker would fetch the chunks itself, out of the page's routes: none here.
     with Tab(browser) as tab:
@@ -282,6 +283,19 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         expect(card).to_have_count(0)
         # The approval can still be decided as usual.
         expect(tab.approval.approve_button).to_be_enabled()
+
+        # The delegation dialog comes when first opened: its card stands under the button, and a retry opens it.
+        dialog_chunk = re.compile(r".*/ringi-delegate-dialog-[0-9a-f]+_bg\.wasm$")
+        tab.page.route(dialog_chunk, lambda route: route.abort())
+        tab.page.get_by_test_id("delegate-open").click()
+        expect(tab.page.get_by_test_id("delegate-section").get_by_test_id("part-error")).to_be_visible(timeout=30_000)
+        expect(tab.page.get_by_test_id("delegate-dialog")).to_have_count(0)
+        tab.page.unroute(dialog_chunk)
+        tab.page.get_by_test_id("part-retry").click()
+        expect(tab.page.get_by_test_id("delegate-dialog")).to_be_visible(timeout=30_000)
+        expect(card).to_have_count(0)
+        tab.page.get_by_test_id("delegate-cancel").click()
+        expect(tab.page.get_by_test_id("delegate-dialog")).not_to_be_visible()
 
         # The inbox is a part as a whole: its card is the page's.
         tab.page.route(missing, lambda route: route.abort())

@@ -58,8 +58,9 @@ pub fn strip_form(fields: &mut [FormField]) {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-// No deny_unknown_fields: serde does not support it together with `flatten`.
-#[serde(rename_all = "camelCase")]
+// Read through the flat `FieldWire`: a derived `flatten` of an internally tagged enum buffers every field
+// into serde's generic content first, which is most of the SPA's cost of reading an approval's form.
+#[serde(rename_all = "camelCase", try_from = "FieldWire")]
 pub struct FormField {
     pub name: String,
     pub label: String,
@@ -71,27 +72,75 @@ pub struct FormField {
     pub help: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum FieldKind {
     Text {
-        #[serde(default, rename = "maxLength", skip_serializing_if = "Option::is_none")]
+        #[serde(rename = "maxLength", skip_serializing_if = "Option::is_none")]
         max_length: Option<usize>,
     },
     Textarea {
-        #[serde(default, rename = "maxLength", skip_serializing_if = "Option::is_none")]
+        #[serde(rename = "maxLength", skip_serializing_if = "Option::is_none")]
         max_length: Option<usize>,
     },
     Choice {
         options: Vec<String>,
     },
     Number {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         min: Option<f64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[serde(skip_serializing_if = "Option::is_none")]
         max: Option<f64>,
     },
     Boolean,
+}
+
+/// A form field as written: every member of every kind side by side, the kind's own checked by
+/// `TryFrom` (members of other kinds are ignored, as they always were).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FieldWire {
+    name: String,
+    label: String,
+    #[serde(rename = "type")]
+    kind: KindTag,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    help: Option<String>,
+    #[serde(default)]
+    max_length: Option<usize>,
+    #[serde(default)]
+    options: Option<Vec<String>>,
+    #[serde(default)]
+    min: Option<f64>,
+    #[serde(default)]
+    max: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum KindTag {
+    Text,
+    Textarea,
+    Choice,
+    Number,
+    Boolean,
+}
+
+impl TryFrom<FieldWire> for FormField {
+    type Error = &'static str;
+
+    fn try_from(w: FieldWire) -> Result<Self, Self::Error> {
+        let kind = match w.kind {
+            KindTag::Text => FieldKind::Text { max_length: w.max_length },
+            KindTag::Textarea => FieldKind::Textarea { max_length: w.max_length },
+            KindTag::Choice => FieldKind::Choice { options: w.options.ok_or("missing field `options`")? },
+            KindTag::Number => FieldKind::Number { min: w.min, max: w.max },
+            KindTag::Boolean => FieldKind::Boolean,
+        };
+        Ok(Self { name: w.name, label: w.label, kind, required: w.required, help: w.help })
+    }
 }
 
 /// Most characters a text/textarea answer may have: the field's `maxLength`, never above [`TEXT_MAX_CHARS`].
@@ -298,6 +347,21 @@ mod tests {
         let bad_choice: Vec<FormField> =
             serde_json::from_value(json!([{"name": "c", "label": "C", "type": "choice", "options": []}])).unwrap();
         assert!(validate_form(&bad_choice).is_err());
+    }
+
+    #[test]
+    fn a_field_is_read_by_its_type_and_members_of_other_types_are_ignored() {
+        let read = |v: Value| serde_json::from_value::<FormField>(v).map_err(|e| e.to_string());
+        let text = read(json!({"name": "t", "label": "T", "type": "text", "options": ["x"], "min": 1})).unwrap();
+        assert_eq!(text.kind, FieldKind::Text { max_length: None });
+        assert!(!text.required && text.help.is_none());
+        let number = read(json!({"name": "n", "label": "N", "type": "number", "max": 2.5, "maxLength": 3})).unwrap();
+        assert_eq!(number.kind, FieldKind::Number { min: None, max: Some(2.5) });
+        assert_eq!(read(json!({"name": "c", "label": "C", "type": "choice"})).unwrap_err(), "missing field `options`");
+        assert!(read(json!({"name": "x", "label": "X"})).unwrap_err().starts_with("missing field `type`"));
+        let unknown = read(json!({"name": "x", "label": "X", "type": "date"})).unwrap_err();
+        assert!(unknown.starts_with("unknown variant `date`, expected one of `text`"), "{unknown}");
+        assert!(read(json!({"name": "x", "label": "X", "type": "text", "maxLength": -1})).is_err());
     }
 
     #[test]

@@ -8,21 +8,22 @@ use ringi_core::base::principal::Principal;
 use ringi_core::domain::delegation::{DelegationView, OutOfOffice};
 
 use super::state::{use_approval, ApprovalState};
-use crate::components::NoteInput;
+use crate::components::{NoteInput, OnDemand, Part};
 use crate::context::{focus_id, tr, use_app};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
 
-/// The delegation dialog's state, in context next to the approval's.
+/// What the approval page keeps of delegation in its own code: the dialog itself (its form, the request) comes in a
+/// chunk of its own, fetched the first time someone opens it (`delegate_dialog`), since most approvers never do.
 #[derive(Clone, Copy)]
 pub struct DelegateState {
-    kind: RwSignal<&'static str>,
-    to: RwSignal<String>,
-    note: RwSignal<String>,
-    /// The text under the "who" field (nothing typed, or the worker's refusal).
-    problem: RwSignal<Option<String>>,
-    send: Action<(Principal, Option<String>), Result<DelegationView, ApiError>>,
-    dialog: NodeRef<html::Dialog>,
+    /// An opening not yet shown, with whom to fill in (the out-of-office stand-in). The dialog takes it once its
+    /// chunk is there, so a click while the chunk downloads is not lost and a remount does not reopen it.
+    opening: RwSignal<Option<Option<Principal>>>,
+    /// Whether the dialog's chunk has been asked for (it stays mounted from then on).
+    wanted: RwSignal<bool>,
+    /// To whom the caller just handed their slot (the confirmation under the page's top).
+    done: RwSignal<Option<Principal>>,
     /// The caller's out-of-office, for the hint (`None` while loading or when none is set). A signal, not a
     /// resource: a resource read under the page's <Transition> would hold the whole approval page back for
     /// this request (a round trip more on a phone's first load); the hint appears when it arrives.
@@ -30,22 +31,80 @@ pub struct DelegateState {
 }
 
 impl DelegateState {
-    pub fn new(approval: ApprovalState) -> Self {
+    pub fn new() -> Self {
+        let away = RwSignal::new(None);
+        // try_set: the page may be gone by the time the answer comes.
+        leptos::task::spawn_local(async move {
+            let _ = away.try_set(api::out_of_office().await.ok().flatten());
+        });
+        Self { opening: RwSignal::new(None), wanted: RwSignal::new(false), done: RwSignal::new(None), away }
+    }
+
+    /// Opens the dialog, with `to` filled in (the out-of-office stand-in) if given.
+    fn open(self, to: Option<Principal>) {
+        self.done.set(None);
+        self.opening.set(Some(to));
+        self.wanted.set(true);
+    }
+}
+
+fn use_delegate() -> DelegateState {
+    expect_context::<DelegateState>()
+}
+
+/// Shown under the decision form while the caller holds a slot; the dialog (or the retry card of its chunk)
+/// comes in under the button.
+#[component]
+pub fn DelegateAction() -> impl IntoView {
+    let d = use_delegate();
+    view! {
+        <section class="card delegate" aria-labelledby="delegate-heading" data-testid="delegate-section">
+            <h2 id="delegate-heading" class="visually-hidden">{tr(|t| t.delegation.dialog_title)}</h2>
+            <button
+                type="button"
+                class="button button--secondary"
+                data-testid="delegate-open"
+                on:click=move |_| d.open(None)
+            >
+                {tr(|t| t.delegation.delegate)}
+            </button>
+            <Show when=move || d.wanted.get()>
+                <OnDemand load=delegate_dialog in_page=true />
+            </Show>
+        </section>
+    }
+}
+
+#[leptos::wasm_split::wasm_split(delegate_dialog, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn delegate_dialog() -> Part {
+    Ok(|| view! { <DelegateDialog /> }.into_any())
+}
+
+/// The dialog's own state, created with it (in its chunk).
+#[derive(Clone, Copy)]
+struct Dialog {
+    kind: RwSignal<&'static str>,
+    to: RwSignal<String>,
+    note: RwSignal<String>,
+    /// The text under the "who" field (nothing typed, or the worker's refusal).
+    problem: RwSignal<Option<String>>,
+    send: Action<(Principal, Option<String>), Result<DelegationView, ApiError>>,
+    node: NodeRef<html::Dialog>,
+}
+
+impl Dialog {
+    fn new(approval: ApprovalState, page: DelegateState) -> Self {
         let send = Action::new_local(move |(to, note): &(Principal, Option<String>)| {
             let (to, note, id) = (to.clone(), note.clone(), approval.id());
             async move {
                 let result = api::delegate(&id, &to, note.as_deref()).await;
-                if result.is_ok() {
+                if let Ok(done) = &result {
+                    let _ = page.done.try_set(Some(done.to.clone()));
                     approval.approval.refetch();
                     focus_id("delegation-notices");
                 }
                 result
             }
-        });
-        let away = RwSignal::new(None);
-        // try_set: the page may be gone by the time the answer comes.
-        leptos::task::spawn_local(async move {
-            let _ = away.try_set(api::out_of_office().await.ok().flatten());
         });
         Self {
             kind: RwSignal::new("email"),
@@ -53,26 +112,24 @@ impl DelegateState {
             note: RwSignal::new(String::new()),
             problem: RwSignal::new(None),
             send,
-            dialog: NodeRef::new(),
-            away,
+            node: NodeRef::new(),
         }
     }
 
-    /// Opens the dialog, with `to` filled in (the out-of-office stand-in) if given.
-    fn open(self, to: Option<Principal>) {
+    fn show(self, to: Option<Principal>) {
         if let Some(p) = to {
             self.kind.set(p.kind());
             self.to.set(p.value().to_owned());
         }
         self.problem.set(None);
         self.send.clear();
-        if let Some(dialog) = self.dialog.get_untracked() {
+        if let Some(dialog) = self.node.get_untracked() {
             let _ = dialog.show_modal();
         }
     }
 
     fn close(self) {
-        if let Some(dialog) = self.dialog.get_untracked() {
+        if let Some(dialog) = self.node.get_untracked() {
             dialog.close();
         }
     }
@@ -90,33 +147,20 @@ impl DelegateState {
     }
 }
 
-fn use_delegate() -> DelegateState {
-    expect_context::<DelegateState>()
-}
-
-/// Shown under the decision form while the caller holds a slot.
 #[component]
-pub fn DelegateAction() -> impl IntoView {
-    let d = use_delegate();
-    view! {
-        <section class="card delegate" aria-labelledby="delegate-heading" data-testid="delegate-section">
-            <h2 id="delegate-heading" class="visually-hidden">{tr(|t| t.delegation.dialog_title)}</h2>
-            <button
-                type="button"
-                class="button button--secondary"
-                data-testid="delegate-open"
-                on:click=move |_| d.open(None)
-            >
-                {tr(|t| t.delegation.delegate)}
-            </button>
-        </section>
-    }
-}
-
-#[component]
-pub fn DelegateDialog() -> impl IntoView {
+fn DelegateDialog() -> impl IntoView {
     let ctx = use_app();
-    let d = use_delegate();
+    let page = use_delegate();
+    let d = Dialog::new(use_approval(), page);
+    // Each opening asked for on the page, once the dialog is in the document.
+    Effect::new(move |_| {
+        if d.node.get().is_some() {
+            if let Some(to) = page.opening.get() {
+                page.opening.set(None);
+                d.show(to);
+            }
+        }
+    });
     // A refusal stands under the "who" field; success closes the dialog.
     Effect::new(move |_| match d.send.value().get() {
         Some(Ok(_)) => d.close(),
@@ -129,7 +173,7 @@ pub fn DelegateDialog() -> impl IntoView {
     view! {
         <dialog
             class="confirm delegate-dialog"
-            node_ref=d.dialog
+            node_ref=d.node
             aria-labelledby="delegate-title"
             aria-describedby="delegate-body"
             data-testid="delegate-dialog"
@@ -218,9 +262,8 @@ pub fn DelegationNotices() -> impl IntoView {
         let behalf = seat.on_behalf_of.as_ref().map(|of| {
             view! { <p class="notice notice--info" data-testid="on-behalf-notice">{(t.on_behalf_notice)(of.value())}</p> }
         });
-        let just_done = d.send.value().with(|r| matches!(r, Some(Ok(_))));
-        let done = d.send.value().get().and_then(Result::ok).filter(|_| just_done).map(|dv| {
-            view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(dv.to.value())}</p> }
+        let done = d.done.get().map(|to| {
+            view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(to.value())}</p> }
         });
         // Out of office now, and this approval is still the caller's to decide: offer to hand it on.
         let hint = d.away.get().filter(|o| o.active && state.can_decide.get()).map(|o| {

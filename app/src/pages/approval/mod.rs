@@ -26,7 +26,7 @@ use crate::pages::not_found::Missing;
 use crate::pages::sign_in::Reauthenticate;
 use body::Body;
 use confirm::ConfirmDialog;
-use delegate::{DelegateAction, DelegateDialog, DelegationNotices};
+use delegate::{DelegateAction, DelegationNotices};
 use form::DecisionForm;
 use history::History;
 use outcome::Outcomes;
@@ -40,7 +40,7 @@ pub fn ApprovalPage(id: String) -> impl IntoView {
     let ctx = use_app();
     let state = ApprovalState::new(id);
     provide_context(state);
-    provide_context(delegate::DelegateState::new(state));
+    provide_context(delegate::DelegateState::new());
     use_title(move || {
         state.view.with(|v| v.as_ref().map(|v| v.title.clone())).unwrap_or_else(|| ctx.texts().approval_title.into())
     });
@@ -50,7 +50,6 @@ pub fn ApprovalPage(id: String) -> impl IntoView {
                 {view! { <Content /> }.into_any()}
             </Transition>
             <ConfirmDialog />
-            <DelegateDialog />
         </div>
     }
 }
