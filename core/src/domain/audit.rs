@@ -92,7 +92,9 @@ impl EventKind {
 
 /// Who caused an event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+// Read through the flat `ActorWire`: a derived internally tagged enum buffers each actor into serde's generic
+// content first, a cost every reader of a timeline carries (the SPA's download most).
+#[serde(tag = "type", rename_all = "snake_case", try_from = "ActorWire")]
 pub enum Actor {
     /// ringi itself (the cron, a callback result).
     System,
@@ -100,6 +102,39 @@ pub enum Actor {
     Registrant { id: String },
     /// A signed-in person, from verified claims only: `sub` and what the UI shows (email or user name).
     User { sub: String, display: String },
+}
+
+/// An actor as written: the members of every type side by side, the type's own required by `TryFrom`.
+#[derive(Deserialize)]
+struct ActorWire {
+    #[serde(rename = "type")]
+    kind: ActorTag,
+    id: Option<String>,
+    sub: Option<String>,
+    display: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ActorTag {
+    System,
+    Registrant,
+    User,
+}
+
+impl TryFrom<ActorWire> for Actor {
+    type Error = &'static str;
+
+    fn try_from(w: ActorWire) -> Result<Self, Self::Error> {
+        Ok(match w.kind {
+            ActorTag::System => Self::System,
+            ActorTag::Registrant => Self::Registrant { id: w.id.ok_or("missing field `id`")? },
+            ActorTag::User => Self::User {
+                sub: w.sub.ok_or("missing field `sub`")?,
+                display: w.display.ok_or("missing field `display`")?,
+            },
+        })
+    }
 }
 
 impl Actor {
@@ -195,5 +230,18 @@ mod tests {
         }
         assert!(Actor::from_stored("user:", None).is_err());
         assert!(Actor::from_stored("robot:x", None).is_err());
+    }
+
+    #[test]
+    fn actors_round_trip_through_json_and_each_type_needs_its_own_members() {
+        let user = Actor::User { sub: "u-1".into(), display: "a@example.com".into() };
+        for a in [Actor::System, Actor::Registrant { id: "api-key:ab12".into() }, user] {
+            assert_eq!(serde_json::from_value::<Actor>(serde_json::to_value(&a).unwrap()).unwrap(), a);
+        }
+        assert_eq!(serde_json::to_value(Actor::System).unwrap(), serde_json::json!({"type": "system"}));
+        let read = |v: Value| serde_json::from_value::<Actor>(v).map_err(|e| e.to_string());
+        assert_eq!(read(serde_json::json!({"type": "system", "sub": "x"})).unwrap(), Actor::System);
+        assert_eq!(read(serde_json::json!({"type": "user", "sub": "u-1"})).unwrap_err(), "missing field `display`");
+        assert!(read(serde_json::json!({"type": "robot"})).unwrap_err().starts_with("unknown variant `robot`"));
     }
 }

@@ -58,20 +58,32 @@ impl Serialize for Quorum {
     }
 }
 
+const QUORUM_EXPECTED: &str = "quorum must be \"any\", \"all\" or a positive integer";
+
+/// A visitor rather than an untagged enum, which would buffer the value into serde's generic content first.
 impl<'de> Deserialize<'de> for Quorum {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(u32),
-            S(String),
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Quorum;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(QUORUM_EXPECTED)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Quorum, E> {
+                u32::try_from(n).ok().filter(|n| *n >= 1).map(Quorum::N).ok_or_else(|| E::custom(QUORUM_EXPECTED))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Quorum, E> {
+                u64::try_from(n).map_err(|_| E::custom(QUORUM_EXPECTED)).and_then(|n| self.visit_u64(n))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Quorum, E> {
+                Quorum::parse(s).ok_or_else(|| E::custom(QUORUM_EXPECTED))
+            }
         }
-        let bad = || serde::de::Error::custom("quorum must be \"any\", \"all\" or a positive integer");
-        match Raw::deserialize(d)? {
-            Raw::N(n) if n >= 1 => Ok(Self::N(n)),
-            Raw::N(_) => Err(bad()),
-            Raw::S(s) => Self::parse(&s).ok_or_else(bad),
-        }
+        d.deserialize_any(Visit)
     }
 }
 
@@ -259,6 +271,10 @@ mod tests {
         assert_eq!(serde_json::from_str::<Quorum>("2").unwrap(), Quorum::N(2));
         assert!(serde_json::from_str::<Quorum>("0").is_err());
         assert!(serde_json::from_str::<Quorum>("\"most\"").is_err());
+        for refused in ["-1", "4294967296", "1.5", "true", "null", "[2]"] {
+            let e = serde_json::from_str::<Quorum>(refused).unwrap_err().to_string();
+            assert!(e.contains("\"any\", \"all\" or a positive integer"), "{refused}: {e}");
+        }
         assert_eq!(serde_json::to_string(&Quorum::N(3)).unwrap(), "3");
         assert_eq!(Quorum::parse(&Quorum::All.as_string()), Some(Quorum::All));
     }

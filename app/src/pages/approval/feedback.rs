@@ -50,7 +50,7 @@ impl FieldState {
                 if raw.is_empty() {
                     return Ok(None);
                 }
-                let n: f64 = raw.parse().map_err(|_| Issue::NotANumber)?;
+                let n = parse_number(raw).ok_or(Issue::NotANumber)?;
                 if !n.is_finite() {
                     return Err(Issue::NotANumber);
                 }
@@ -67,6 +67,19 @@ impl FieldState {
             }
         }
     }
+}
+
+/// A number as `<input type="number">` gives it (`-`, digits, `.`, digits, an exponent), read by serde_json's number
+/// parser, which the app carries anyway (`str::parse::<f64>` would add core's own tables, ≈ 12 KB of wasm). JSON
+/// refuses the leading zeros and the bare fraction (`.5`) the input allows.
+fn parse_number(raw: &str) -> Option<f64> {
+    let (sign, rest) = raw.strip_prefix('-').map_or(("", raw), |rest| ("-", rest));
+    if !rest.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let digits = rest.trim_start_matches('0');
+    let zero = if digits.starts_with(|c: char| c.is_ascii_digit()) { "" } else { "0" };
+    serde_json::from_str::<f64>(&format!("{sign}{zero}{digits}")).ok()
 }
 
 /// Checks every field, setting their problems; returns the feedback object when all are fine.
@@ -178,6 +191,26 @@ mod tests {
         assert!(s.iter().all(|f| f.problem.get_untracked().is_none()));
         s[2].text.set("2.5".into());
         assert_eq!(collect(&s).unwrap()["amount"], json!(2.5));
+    }
+
+    #[test]
+    fn numbers_read_as_a_number_input_writes_them() {
+        for (raw, n) in [
+            ("7", 7.0),
+            ("-2.5", -2.5),
+            ("007", 7.0),
+            ("0", 0.0),
+            ("-0.25", -0.25),
+            (".5", 0.5),
+            ("1e3", 1000.0),
+            ("2.5E-1", 0.25),
+            ("00e5", 0.0),
+        ] {
+            assert_eq!(parse_number(raw), Some(n), "{raw}");
+        }
+        for raw in ["-", "+1", "e5", "1e", "1.", ".", "--1", "1,5", "0x10", "inf", "NaN", "1 2"] {
+            assert_eq!(parse_number(raw), None, "{raw}");
+        }
     }
 
     #[test]
