@@ -11,7 +11,7 @@ mod ja;
 pub mod push;
 mod texts;
 
-pub use texts::Texts;
+pub use texts::{num, Texts};
 
 pub fn texts(locale: Locale) -> &'static Texts {
     match locale {

@@ -6,7 +6,7 @@ use ringi_core::domain::form::{text_limit, FieldKind, FormField};
 
 use super::feedback::{FieldProblem, FieldState, RADIO_MAX};
 use crate::context::{tr, use_app};
-use crate::i18n::Texts;
+use crate::i18n::{num, Texts};
 
 pub fn problem_text(t: &Texts, p: &FieldProblem) -> String {
     match p {
@@ -113,8 +113,8 @@ fn control(state: &FieldState) -> AnyView {
                 maxlength=maxlength.map(|n| n.to_string())
                 inputmode=is_number.then_some("decimal")
                 step=is_number.then_some("any")
-                min=min.map(|m| m.to_string())
-                max=max.map(|m| m.to_string())
+                min=min.map(num)
+                max=max.map(num)
                 aria-required=required
                 aria-invalid=invalid
                 aria-describedby=describedby.clone()
