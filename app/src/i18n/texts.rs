@@ -1,6 +1,6 @@
 //! The shape of one language's texts: every string the UI shows, and the functions for texts with numbers.
 
-use ringi_core::domain::form::Issue;
+use ringi_core::domain::form::{json_number, Issue};
 
 use super::audit;
 use super::delegation;
@@ -196,11 +196,7 @@ impl Texts {
 /// is written by serde_json's shortest round-trip formatting, which the app carries anyway (core's `f64` Display
 /// would add its own, ≈ 7 KB of wasm).
 pub fn num(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        (n as i64).to_string()
-    } else {
-        serde_json::Number::from_f64(n).map(|x| x.to_string()).unwrap_or_default()
-    }
+    json_number(n).map(|x| x.to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The optional structured feedback form of an approval, and validation of the answers against it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use crate::base::error::ApiError;
 use crate::base::text::strip_invisible;
@@ -147,6 +147,16 @@ impl TryFrom<FieldWire> for FormField {
 /// The SPA uses the same rule for its `maxlength` attributes and hints.
 pub fn text_limit(max_length: Option<usize>) -> usize {
     max_length.unwrap_or(TEXT_MAX_CHARS).min(TEXT_MAX_CHARS)
+}
+
+/// A number of a feedback form as JSON writes it: a whole number as an integer (`7`, not `7.0`) while it is one
+/// exactly, else as a float; `None` for infinities and NaN. The SPA sends answers and writes bounds through it.
+pub fn json_number(n: f64) -> Option<Number> {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Some(Number::from(n as i64))
+    } else {
+        Number::from_f64(n)
+    }
 }
 
 fn valid_name(n: &str) -> bool {
@@ -362,6 +372,15 @@ mod tests {
         let unknown = read(json!({"name": "x", "label": "X", "type": "date"})).unwrap_err();
         assert!(unknown.starts_with("unknown variant `date`, expected one of `text`"), "{unknown}");
         assert!(read(json!({"name": "x", "label": "X", "type": "text", "maxLength": -1})).is_err());
+    }
+
+    #[test]
+    fn form_numbers_are_integers_when_whole() {
+        assert_eq!(json_number(7.0).map(|n| n.to_string()).as_deref(), Some("7"));
+        assert_eq!(json_number(-0.0).map(|n| n.to_string()).as_deref(), Some("0"));
+        assert_eq!(json_number(2.5).map(|n| n.to_string()).as_deref(), Some("2.5"));
+        assert!(json_number(1e20).is_some_and(|n| n.is_f64()), "beyond exact integers: a float");
+        assert!(json_number(f64::NAN).is_none() && json_number(f64::INFINITY).is_none());
     }
 
     #[test]
