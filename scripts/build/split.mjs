@@ -47,12 +47,24 @@ try {
   run("wasm-split-cli", [linked, split]);
   run("wasm-bindgen", ["--target", "web", "--keep-lld-exports", "--no-demangle", "--no-typescript",
     "--out-dir", bound, "--out-name", "ringi-app", join(split, "main.wasm")]);
-  const optimise = (path) => {
-    run("wasm-opt", ["-Oz", "--strip-debug", ...optParams.split(/\s+/).filter(Boolean), path, "-o", `${path}.opt`]);
+  const optimise = (path, prune = []) => {
+    const removals = prune.flatMap((pattern) => ["--remove-exports", `--pass-arg=remove-exports@${pattern}`]);
+    run("wasm-opt", [...optParams.split(/\s+/).filter(Boolean), ...removals, "-Oz", "--strip-debug", path, "-o", `${path}.opt`]);
     return readFileSync(`${path}.opt`);
   };
 
   let glue = readFileSync(join(bound, "ringi-app.js"), "utf8");
+  // Leptos links server_fn's stream adapters (wasm-streams' IntoUnderlyingSource/Sink/ByteSource), which wasm-bindgen
+  // exports to JS as classes. Only Rust code that hands a stream to JS creates them, and a CSR app without server
+  // functions has none: the glue never wraps a pointer in them (checked here), so their exports, and the code only
+  // they reach, go.
+  const unused = ["IntoUnderlyingSource", "IntoUnderlyingSink", "IntoUnderlyingByteSource"];
+  for (const name of unused) {
+    if (glue.includes(`${name}.__wrap`) || glue.includes(`new ${name}(`)) {
+      throw new Error(`split: the app's JS creates ${name}: its exports are used`);
+    }
+  }
+  const unusedExports = ["*intounderlying*"];
   let loader = readFileSync(join(split, "__wasm_split.js"), "utf8");
   // Which splits need each shared chunk: the generator writes them in a comment above the chunk's loader.
   const sharedBy = new Map(
@@ -68,7 +80,7 @@ try {
       return { file, stem: own ? `ringi-${own.replace(/_/g, "-")}` : `ringi-shared${shared}`,
         parts: own ? [own] : sharedBy.get(file) || [], data: optimise(join(split, file)) };
     });
-  const main = optimise(join(bound, "ringi-app_bg.wasm"));
+  const main = optimise(join(bound, "ringi-app_bg.wasm"), unusedExports);
 
   // Over what is renamed below and the renaming itself (this script), so that a name never stands for other bytes.
   const all = createHash("sha256");

@@ -1,6 +1,6 @@
 //! Delegation on the approval page: the "Delegate…" action (whom, a note, confirmed in a modal dialog), what
 //! became of the caller's slot (delegated, or held for someone), the chain of hand-overs, and the hint for an
-//! approver who is out of office.
+//! approver who is out of office (beside the action).
 
 use leptos::html;
 use leptos::prelude::*;
@@ -13,8 +13,8 @@ use crate::context::{focus_id, tr, use_app};
 use crate::infra::api::{self, ApiError};
 use crate::infra::time;
 
-/// What the approval page keeps of delegation in its own code: the dialog itself (its form, the request) comes in a
-/// chunk of its own, fetched the first time someone opens it (`delegate_dialog`), since most approvers never do.
+/// What the approval page keeps of delegation in its own code: the dialog (its form, the request) and the
+/// out-of-office hint come in a chunk of their own (`delegate_dialog`), since most approvers never delegate.
 #[derive(Clone, Copy)]
 pub struct DelegateState {
     /// An opening not yet shown, with whom to fill in (the out-of-office stand-in). The dialog takes it once its
@@ -24,20 +24,11 @@ pub struct DelegateState {
     wanted: RwSignal<bool>,
     /// To whom the caller just handed their slot (the confirmation under the page's top).
     done: RwSignal<Option<Principal>>,
-    /// The caller's out-of-office, for the hint (`None` while loading or when none is set). A signal, not a
-    /// resource: a resource read under the page's <Transition> would hold the whole approval page back for
-    /// this request (a round trip more on a phone's first load); the hint appears when it arrives.
-    away: RwSignal<Option<OutOfOffice>>,
 }
 
 impl DelegateState {
     pub fn new() -> Self {
-        let away = RwSignal::new(None);
-        // try_set: the page may be gone by the time the answer comes.
-        leptos::task::spawn_local(async move {
-            let _ = away.try_set(api::out_of_office().await.ok().flatten());
-        });
-        Self { opening: RwSignal::new(None), wanted: RwSignal::new(false), done: RwSignal::new(None), away }
+        Self { opening: RwSignal::new(None), wanted: RwSignal::new(false), done: RwSignal::new(None) }
     }
 
     /// Opens the dialog, with `to` filled in (the out-of-office stand-in) if given.
@@ -53,13 +44,22 @@ fn use_delegate() -> DelegateState {
 }
 
 /// Shown under the decision form while the caller holds a slot; the dialog (or the retry card of its chunk)
-/// comes in under the button.
+/// comes in under the button. The out-of-office hint comes with the dialog's chunk, fetched once this is shown:
+/// a hint, so a chunk that cannot be fetched leaves it out rather than showing a retry card.
 #[component]
 pub fn DelegateAction() -> impl IntoView {
     let d = use_delegate();
+    let hint = RwSignal::new(None::<fn() -> AnyView>);
+    // try_set: the page may be gone by the time the chunk comes.
+    leptos::task::spawn_local(async move {
+        if let Ok(part) = away_hint().await {
+            let _ = hint.try_set(Some(part));
+        }
+    });
     view! {
         <section class="card delegate" aria-labelledby="delegate-heading" data-testid="delegate-section">
             <h2 id="delegate-heading" class="visually-hidden">{tr(|t| t.delegation.dialog_title)}</h2>
+            {move || hint.get().map(|part| part())}
             <button
                 type="button"
                 class="button button--secondary"
@@ -78,6 +78,39 @@ pub fn DelegateAction() -> impl IntoView {
 #[leptos::wasm_split::wasm_split(delegate_dialog, fallible, wasm_split_path = ::leptos::wasm_split)]
 fn delegate_dialog() -> Part {
     Ok(|| view! { <DelegateDialog /> }.into_any())
+}
+
+/// In the dialog's chunk too: the caller's out-of-office, asked for when the action is shown.
+#[leptos::wasm_split::wasm_split(delegate_dialog, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn away_hint() -> Part {
+    Ok(|| view! { <AwayHint /> }.into_any())
+}
+
+/// Out of office now, and this approval still the caller's to decide (the action is shown only then): an offer
+/// to hand it on to the stand-in. Nothing while the answer is on its way, or when the caller is not away.
+#[component]
+fn AwayHint() -> impl IntoView {
+    let ctx = use_app();
+    let d = use_delegate();
+    let away = RwSignal::new(None::<OutOfOffice>);
+    // try_set: the page may be gone by the time the answer comes.
+    leptos::task::spawn_local(async move {
+        let _ = away.try_set(api::out_of_office().await.ok().flatten());
+    });
+    move || {
+        let o = away.get().filter(|o| o.active)?;
+        let t = ctx.texts().delegation;
+        let until = time::absolute_str(&o.until, ctx.locale.get());
+        let to = o.delegate.clone();
+        Some(view! {
+            <div class="notice notice--info" data-testid="ooo-hint">
+                <p>{(t.ooo_hint)(&until)}</p>
+                <button type="button" class="button button--secondary" data-testid="ooo-delegate" on:click=move |_| d.open(Some(to.clone()))>
+                    {t.delegate}
+                </button>
+            </div>
+        })
+    }
 }
 
 /// The dialog's own state, created with it (in its chunk).
@@ -246,7 +279,7 @@ fn DelegateDialog() -> impl IntoView {
     }
 }
 
-/// Where the caller's slot stands, the chain of hand-overs, and the out-of-office hint.
+/// Where the caller's slot stands, and the chain of hand-overs.
 #[component]
 pub fn DelegationNotices() -> impl IntoView {
     let ctx = use_app();
@@ -264,19 +297,6 @@ pub fn DelegationNotices() -> impl IntoView {
         });
         let done = d.done.get().map(|to| {
             view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(to.value())}</p> }
-        });
-        // Out of office now, and this approval is still the caller's to decide: offer to hand it on.
-        let hint = d.away.get().filter(|o| o.active && state.can_decide.get()).map(|o| {
-            let until = time::absolute_str(&o.until, ctx.locale.get());
-            let to = o.delegate.clone();
-            view! {
-                <div class="notice notice--info" data-testid="ooo-hint">
-                    <p>{(t.ooo_hint)(&until)}</p>
-                    <button type="button" class="button button--secondary" data-testid="ooo-delegate" on:click=move |_| d.open(Some(to.clone()))>
-                        {t.delegate}
-                    </button>
-                </div>
-            }
         });
         let chain = (!v.delegations.is_empty()).then(|| {
             let items = v
@@ -300,7 +320,6 @@ pub fn DelegationNotices() -> impl IntoView {
             {done}
             {mine}
             {behalf}
-            {hint}
             {chain}
         })
     };
