@@ -21,7 +21,7 @@ use crate::pages::inbox::Inbox;
 use crate::pages::not_found::NotFound;
 #[cfg(feature = "admin")]
 use crate::pages::settings::Settings;
-use crate::pages::sign_in::{Callback, Reauthenticate, Welcome};
+use crate::pages::sign_in::{CallbackRoute, Reauthenticate, Welcome};
 
 type ConfigResource = LocalResource<Result<SpaConfig, ConfigError>>;
 
@@ -157,7 +157,7 @@ fn AppRoutes() -> impl IntoView {
         <Routes fallback=|| view! { <NotFound /> }>
             <Route path=path!("/") view=InboxRoute />
             <Route path=path!("/a/:id") view=ApprovalRoute />
-            <Route path=path!("/auth/callback") view=Callback />
+            <Route path=path!("/auth/callback") view=CallbackRoute />
             <FullBundleRoutes />
         </Routes>
     }

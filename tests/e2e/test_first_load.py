@@ -314,8 +314,8 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
 
 
 def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack, workflows, api, browser):
-    """The callback's part (the code exchange) does not arrive: the sign-in is not lost. The page says why and tries
-    the same sign-in again (the code is still unused), then goes on to the emailed link's approval."""
+    """The callback's part (its page and the code exchange) does not arrive: the sign-in is not lost. The page's retry
+    card tries the same sign-in again (the code is still unused), then goes on to the emailed link's approval."""
     approval_id = register(workflows, api, "Signed in at the second try")
     with Tab(browser) as tab:
         tab.ctx.route("**/sw.js", lambda route: route.abort())
@@ -323,14 +323,14 @@ def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack
         tab.page.route(missing, lambda route: route.abort())
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
         HostedUi(tab.page, stack).sign_in("alice")
-        card = tab.page.get_by_test_id("sign-in-error")
+        card = tab.page.get_by_test_id("part-error")
         expect(card).to_be_visible(timeout=30_000)
-        expect(card).to_contain_text("part of the app could not be downloaded")
-        tab.page.get_by_test_id("sign-in-retry").click()
-        expect(tab.page.get_by_test_id("sign-in-retry")).to_be_focused()
-        expect(tab.page.get_by_test_id("sign-in-retry")).to_have_attribute("aria-disabled", "false")
+        expect(card.get_by_role("heading", level=1)).to_have_text("Part of this page could not be loaded")
+        tab.page.get_by_test_id("part-retry").click()
+        expect(tab.page.get_by_test_id("part-retry")).to_be_enabled()
+        expect(tab.page.get_by_test_id("part-retry")).to_be_focused()
         tab.page.unroute(missing)
-        tab.page.get_by_test_id("sign-in-retry").click()
+        tab.page.get_by_test_id("part-retry").click()
         expect(tab.approval.title).to_have_text("Signed in at the second try", timeout=30_000)
         assert tab.page.url == f"{stack.base_url}/a/{approval_id}"
         assert not tab.csp_problems(), tab.problems

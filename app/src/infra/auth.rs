@@ -225,17 +225,22 @@ pub fn complete_early(cfg: SpaConfig) {
     COMPLETION.with(|c| *c.borrow_mut() = Some(started));
 }
 
-/// The outcome of this page's sign-in: the exchange [`complete_early`] started, else one started now.
+/// The outcome of this page's sign-in, for the callback page (which comes in the exchange's chunk): the exchange
+/// [`complete_early`] started, else one started now, also when the early one could not fetch the chunk (its code
+/// was not used).
 pub async fn completion(cfg: &SpaConfig) -> Result<String, AuthError> {
-    match COMPLETION.with(|c| c.borrow_mut().take()) {
-        Some(started) => started.await,
-        None => exchange(cfg.clone()).await?.await,
+    if let Some(started) = COMPLETION.with(|c| c.borrow_mut().take()) {
+        match started.await {
+            Err(AuthError::Unavailable) => {}
+            done => return done,
+        }
     }
+    complete(cfg).await
 }
 
-/// The code exchange (oauth2's token request and what it brings) comes in a chunk of its own, which only the
-/// callback page fetches (boot.js preloads it there, beside the app): an approval page opened signed in needs none
-/// of it.
+/// The code exchange (oauth2's token request and what it brings) comes in a chunk of its own with the callback page
+/// (`pages::sign_in`), which only that page fetches (boot.js preloads it there, beside the app): an approval page
+/// opened signed in needs none of it.
 #[leptos::wasm_split::wasm_split(sign_in_callback, fallible, wasm_split_path = ::leptos::wasm_split)]
 fn exchange(cfg: SpaConfig) -> Result<LocalBoxFuture<'static, Result<String, AuthError>>, AuthError> {
     Ok(async move { complete(&cfg).await }.boxed_local())

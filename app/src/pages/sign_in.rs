@@ -8,7 +8,7 @@ use leptos_router::NavigateOptions;
 use ringi_core::adapters::assets::in_full_bundle;
 use ringi_core::base::sign_in::SignInRequirement;
 
-use crate::components::{Block, BusyButton, Skeleton};
+use crate::components::{Block, OnDemand, Part, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};
 use crate::infra::auth::{self, AuthError};
 
@@ -76,26 +76,32 @@ pub fn Welcome() -> impl IntoView {
     }
 }
 
-/// `/auth/callback`: `main` has already taken `code`/`state` out of the URL; exchange the code and go to the
+/// `/auth/callback`: the page comes in the chunk of the code exchange it runs (`infra::auth::exchange`), which
+/// boot.js preloads there beside the app; a chunk that cannot be fetched shows a retry card (the code is still
+/// unused, so the retry completes the same sign-in).
+#[component]
+pub fn CallbackRoute() -> impl IntoView {
+    view! { <OnDemand load=callback_page /> }
+}
+
+#[leptos::wasm_split::wasm_split(sign_in_callback, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn callback_page() -> Part {
+    Ok(|| view! { <Callback /> }.into_any())
+}
+
+/// `main` has already taken `code`/`state` out of the URL (and started the exchange): finish it and go to the
 /// page the sign-in started from.
 #[component]
-pub fn Callback() -> impl IntoView {
+fn Callback() -> impl IntoView {
     let ctx = use_app();
     let navigate = use_navigate();
     let failure = RwSignal::new(None::<AuthError>);
-    let retrying = RwSignal::new(false);
     use_title_tr(|t| t.signing_in);
-    // Runs once and navigates away (a one-shot task, not state to render); again only on the retry of a sign-in
-    // whose code could not be downloaded (nothing of it was used yet).
-    let finish = move || {
-        let Some(cfg) = ctx.config.get_untracked() else { return };
-        let navigate = navigate.clone();
-        retrying.set(true);
+    // Runs once and navigates away (a one-shot task, not state to render).
+    if let Some(cfg) = ctx.config.get_untracked() {
         spawn_local(async move {
             let replace = NavigateOptions { replace: true, ..Default::default() };
-            let outcome = auth::completion(&cfg).await;
-            retrying.set(false);
-            match outcome {
+            match auth::completion(&cfg).await {
                 Ok(to) => {
                     ctx.user.set(auth::user_name());
                     // The callback runs in the emailed link's bundle: a page of the full bundle is a full-page
@@ -107,16 +113,13 @@ pub fn Callback() -> impl IntoView {
                 }
                 // A reload of the callback page of a sign-in that already completed: nothing to do.
                 Err(AuthError::NoPendingSignIn) if auth::bearer().is_some() => navigate("/", replace),
-                // A failed retry keeps the card as it is (the button under the user's focus stays).
-                Err(AuthError::Unavailable) if failure.with_untracked(Option::is_some) => {}
                 Err(e) => {
                     leptos::logging::warn!("ringi: sign-in: {e}");
-                    failure.set(Some(e));
+                    let _ = failure.try_set(Some(e));
                 }
             }
         });
-    };
-    finish();
+    }
     move || match failure.get() {
         None => view! {
             <Skeleton
@@ -128,26 +131,13 @@ pub fn Callback() -> impl IntoView {
             />
         }
         .into_any(),
-        Some(e @ AuthError::Unavailable) => {
-            let finish = finish.clone();
-            let retry = Retry { pending: retrying.into(), run: Callback::new(move |()| finish()) };
-            view! { <SignInProblem detail=e.to_string() refused=false retry=retry /> }.into_any()
-        }
         Some(e) => view! { <SignInProblem detail=e.to_string() refused=false /> }.into_any(),
     }
 }
 
-/// What a sign-in problem's button does instead of signing in again: the same sign-in, tried again.
-#[derive(Clone, Copy)]
-struct Retry {
-    pending: Signal<bool>,
-    run: Callback<()>,
-}
-
-/// The sign-in could not be completed (or its token was refused): explain, offer to sign in again (or, when its
-/// code could not be downloaded, to try the same sign-in again).
+/// The sign-in could not be completed (or its token was refused): explain, and offer to sign in again.
 #[component]
-fn SignInProblem(detail: String, refused: bool, #[prop(optional)] retry: Option<Retry>) -> impl IntoView {
+fn SignInProblem(detail: String, refused: bool) -> impl IntoView {
     let ctx = use_app();
     use_title_tr(|t| t.sign_in_failed_title);
     let again = move |_| {
@@ -167,20 +157,9 @@ fn SignInProblem(detail: String, refused: bool, #[prop(optional)] retry: Option<
             <p class="card__detail">
                 <code>{detail}</code>
             </p>
-            {match retry {
-                Some(Retry { pending, run }) => view! {
-                    <BusyButton class="button button--primary" testid="sign-in-retry" busy=pending on_click=move || run.run(())>
-                        {move || if pending.get() { ctx.texts().retrying } else { ctx.texts().retry }}
-                    </BusyButton>
-                }
-                .into_any(),
-                None => view! {
-                    <button type="button" class="button button--primary" data-testid="sign-in" on:click=again>
-                        {tr(|t| t.sign_in)}
-                    </button>
-                }
-                .into_any(),
-            }}
+            <button type="button" class="button button--primary" data-testid="sign-in" on:click=again>
+                {tr(|t| t.sign_in)}
+            </button>
         </section>
     }
 }
