@@ -427,6 +427,8 @@ def test_out_of_office_hint_on_an_approval_one_already_has(stack, api, workflows
             page = t.open_signed_in(stack, f"/a/{approval_id}", user="bob")
             hint = t.approval.by("ooo-hint")
             expect(hint).to_contain_text("You are out of office until")
+            # Beside the plain "Delegate…", the hint's button names whom it fills in.
+            expect(hint.get_by_test_id("ooo-delegate")).to_have_text("Delegate to dave@example.com…")
             axe_check(page, "approval, out-of-office hint")
             hint.get_by_test_id("ooo-delegate").click()
             expect(t.approval.by("delegate-to")).to_have_value("dave@example.com")

@@ -31,6 +31,8 @@ pub struct DelegationTexts {
     pub inbox_delegated: fn(&str) -> String,
     /// "You are out of office until {when}. Delegate this approval?"
     pub ooo_hint: fn(&str) -> String,
+    /// The hint's button, which fills in the stand-in: "Delegate to {who}…" (beside the plain "Delegate…").
+    pub ooo_delegate_to: fn(&str) -> String,
     pub done: fn(&str) -> String,
     // errors by code
     pub err_delegated: &'static str,
@@ -102,6 +104,7 @@ pub(super) const EN: DelegationTexts = DelegationTexts {
     routed_item: |from, to| format!("{from} → {to} (out of office)"),
     inbox_delegated: |who| format!("Delegated to {who}"),
     ooo_hint: |when| format!("You are out of office until {when}. Delegate this approval?"),
+    ooo_delegate_to: |who| format!("Delegate to {who}…"),
     done: |who| format!("Delegated to {who}."),
     err_delegated: "You already delegated this approval.",
     err_loop: "That person already had this approval in its chain of delegations (or it is you).",
@@ -156,6 +159,7 @@ pub(super) const JA: DelegationTexts = DelegationTexts {
     routed_item: |from, to| format!("{from} → {to}（不在）"),
     inbox_delegated: |who| format!("{who} さんに委任済み"),
     ooo_hint: |when| format!("{when} まで不在に設定されています。この承認を委任しますか？"),
+    ooo_delegate_to: |who| format!("{who} さんに委任…"),
     done: |who| format!("{who} さんに委任しました。"),
     err_delegated: "この承認はすでに委任しています。",
     err_loop: "その人はすでにこの承認の委任の流れに含まれています（またはあなた自身です）。",

@@ -101,12 +101,13 @@ fn AwayHint() -> impl IntoView {
         let o = away.get().filter(|o| o.active)?;
         let t = ctx.texts().delegation;
         let until = time::absolute_str(&o.until, ctx.locale.get());
+        let label = (t.ooo_delegate_to)(o.delegate.value());
         let to = o.delegate.clone();
         Some(view! {
             <div class="notice notice--info" data-testid="ooo-hint">
                 <p>{(t.ooo_hint)(&until)}</p>
                 <button type="button" class="button button--secondary" data-testid="ooo-delegate" on:click=move |_| d.open(Some(to.clone()))>
-                    {t.delegate}
+                    {label}
                 </button>
             </div>
         })
