@@ -36,7 +36,7 @@ enum Phase {
 }
 
 /// Nothing while the part's chunk is fetched; then the part; a retry card (in place of the part) if the fetch
-/// failed. The card stays mounted across retries (only its button shows the retry in flight).
+/// failed, unless the part is `quiet`. The card stays mounted across retries (only its button shows the retry in flight).
 #[component]
 pub fn OnDemand<L, F>(
     /// The part's split function.
@@ -44,6 +44,9 @@ pub fn OnDemand<L, F>(
     /// A part of a page (its card under the page's `<h1>`), else a page of its own (the card is the page).
     #[prop(optional)]
     in_page: bool,
+    /// A part the page can do without (a hint): a chunk that cannot be fetched leaves it out, with no retry card.
+    #[prop(optional)]
+    quiet: bool,
 ) -> impl IntoView
 where
     L: Fn() -> F + Copy + Send + Sync + 'static,
@@ -73,6 +76,7 @@ where
     move || match phase.get() {
         Phase::Loading => ().into_any(),
         Phase::Loaded(part) => part(),
+        Phase::Failed if quiet => ().into_any(),
         Phase::Failed => view! {
             <ErrorCard
                 name="part"

@@ -49,17 +49,10 @@ fn use_delegate() -> DelegateState {
 #[component]
 pub fn DelegateAction() -> impl IntoView {
     let d = use_delegate();
-    let hint = RwSignal::new(None::<fn() -> AnyView>);
-    // try_set: the page may be gone by the time the chunk comes.
-    leptos::task::spawn_local(async move {
-        if let Ok(part) = away_hint().await {
-            let _ = hint.try_set(Some(part));
-        }
-    });
     view! {
         <section class="card delegate" aria-labelledby="delegate-heading" data-testid="delegate-section">
             <h2 id="delegate-heading" class="visually-hidden">{tr(|t| t.delegation.dialog_title)}</h2>
-            {move || hint.get().map(|part| part())}
+            <OnDemand load=away_hint in_page=true quiet=true />
             <button
                 type="button"
                 class="button button--secondary"
