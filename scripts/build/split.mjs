@@ -64,7 +64,8 @@ try {
       throw new Error(`split: the app's JS creates ${name}: its exports are used`);
     }
   }
-  const unusedExports = ["*intounderlying*"];
+  // wasm-bindgen names a class's exports `<class>_<member>` and `__wbg_<class>_free`, the class in lower case.
+  const unusedExports = unused.map((name) => `*${name.toLowerCase()}_*`);
   let loader = readFileSync(join(split, "__wasm_split.js"), "utf8");
   // Which splits need each shared chunk: the generator writes them in a comment above the chunk's loader.
   const sharedBy = new Map(
