@@ -3,6 +3,7 @@
 
 pub mod audit_export;
 pub mod decision;
+pub mod deferred;
 pub mod receipt;
 pub mod register;
 pub mod route;

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::deferred::Deferred;
 use crate::adapters::idp::{IdpProfile, TokenUse};
 use crate::base::error::ErrorCode;
 use crate::base::principal::Principal;
@@ -105,10 +106,10 @@ pub struct ApprovalView {
     /// The caller's own earlier decision, if any.
     pub my_decision: Option<AuditEntry>,
     /// All recorded decisions (the audit trail).
-    pub decisions: Vec<AuditEntry>,
+    pub decisions: Deferred<Vec<AuditEntry>>,
     /// The approval's event log, oldest first (read in the same round trip as the approval).
     #[serde(default)]
-    pub events: Vec<crate::domain::audit::Event>,
+    pub events: Deferred<Vec<crate::domain::audit::Event>>,
     /// Who asked (people): they may see it but not decide it (separation of duty).
     #[serde(default)]
     pub requested_by: Vec<Principal>,

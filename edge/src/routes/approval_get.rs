@@ -1,10 +1,11 @@
 //! `GET /api/v1/approvals/{id}`: one approval as an approver sees it. Unknown and not-yours are the same 404.
 
+use ringi_core::api::deferred::Deferred;
 use ringi_core::api::wire::ApprovalView;
 use ringi_core::base::principal::{Identity, Principal};
 use ringi_core::base::status::ApprovalStatus;
 use ringi_core::base::time::format_rfc3339;
-use ringi_core::domain::audit::Actor;
+use ringi_core::domain::audit::{Actor, Event};
 use ringi_core::domain::schedule::ScheduleView;
 use ringi_core::domain::vote::progress;
 use ringi_core::{ApiError, ApprovalId};
@@ -31,9 +32,7 @@ pub async fn get(
         .loaded
         .filter(|(l, _)| ringi_core::domain::delegation::may_view(&l.seats, who))
         .ok_or(ApiError::NotFound)?;
-    let mut shown = view(loaded, schedule, who, now);
-    shown.events = viewed.events;
-    super::http::json(200, &shown)
+    super::http::json(200, &view(loaded, schedule, viewed.events, who, now))
 }
 
 /// The approval, if it exists *and* the caller is one of its approvers (else the same 404).
@@ -45,7 +44,7 @@ pub async fn load_for(store: &impl ApprovalStore, id: &ApprovalId, who: &Identit
     Ok(loaded)
 }
 
-fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> ApprovalView {
+fn view(loaded: Loaded, schedule: ScheduleView, events: Vec<Event>, who: &Identity, now: i64) -> ApprovalView {
     let Loaded { approval: a, principals, seats, votes } = loaded;
     let status = a.status.effective(a.expires_at, now);
     let unconfirmed = status == ApprovalStatus::DecidedUnconfirmed;
@@ -69,7 +68,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         decided_at: a.decided_at.map(format_rfc3339),
         locale: a.locale.map(|l| l.as_str().to_owned()),
         my_decision: votes.iter().find(|v| v.sub == who.sub).map(|v| v.audit_entry()),
-        decisions: votes.iter().map(|v| v.audit_entry()).collect(),
+        decisions: Deferred::new(&votes.iter().map(|v| v.audit_entry()).collect()),
         delegations: ringi_core::domain::delegation::delegation_views(&seats),
         my_seat: ringi_core::domain::delegation::my_seat(&seats, who),
         title: a.title,
@@ -78,7 +77,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, who: &Identity, now: i64) -> App
         form: a.form,
         context: a.context,
         registered_by: a.registered_by,
-        events: Vec::new(),
+        events: Deferred::new(&events),
         schedule,
         require_sign_in: a.require_sign_in,
         step_up,
