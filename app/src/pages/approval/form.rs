@@ -20,9 +20,8 @@ pub fn DecisionForm() -> impl IntoView {
                 <p class="notice notice--info" data-testid="step-up-notice">{tr(|t| t.step_up_notice)}</p>
             </Show>
             <form class="form" novalidate on:submit=|ev| ev.prevent_default()>
-                <For each=move || fields.get() key=|s| s.field.name.clone() let:state>
-                    <Field state />
-                </For>
+                // Set once, when the approval first loads (later reloads keep what is typed): no keyed list needed.
+                {move || fields.get().into_iter().map(|state| view! { <Field state /> }).collect_view()}
                 <Comment />
                 <Show when=move || state.form.marked()>
                     <p class="notice notice--error" role="alert" data-testid="decision-error" data-code="fields">
