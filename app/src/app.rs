@@ -10,10 +10,10 @@ use leptos_router::path;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
-use crate::components::{Block, ErrorCard, Later, OnDemand, Part, Skeleton};
-use crate::context::{tr, use_app, use_title_tr, AppContext};
+use crate::components::{Later, OnDemand, Part};
+use crate::context::{tr, use_app, AppContext};
 use crate::infra::auth;
-use crate::infra::config::{self, ConfigError, SpaConfig};
+use crate::infra::config;
 use crate::pages::approval::ApprovalPage;
 #[cfg(feature = "admin")]
 use crate::pages::audit::AuditPage;
@@ -23,37 +23,15 @@ use crate::pages::not_found::NotFound;
 use crate::pages::settings::Settings;
 use crate::pages::sign_in::{CallbackRoute, Reauthenticate, Welcome};
 
-type ConfigResource = LocalResource<Result<SpaConfig, ConfigError>>;
-
 #[component]
 pub fn App() -> impl IntoView {
-    // The configuration embedded in the page by the worker; `/config.json` only if it is missing.
-    let embedded = config::embedded();
-    // The language: the one chosen in the header earlier, else the browser's, else the configured default.
-    let chosen = config::saved_locale().or_else(config::browser_locale);
-    let locale = RwSignal::new(chosen.or_else(|| embedded.as_ref().map(config::default_locale)).unwrap_or_default());
-    let resource: ConfigResource = LocalResource::new(move || {
-        let embedded = embedded.clone();
-        async move {
-            let result = match embedded {
-                Some(cfg) => Ok(cfg),
-                None => config::load().await,
-            };
-            match &result {
-                Ok(cfg) if chosen.is_none() => locale.set(config::default_locale(cfg)),
-                Ok(_) => {}
-                Err(e) => leptos::logging::warn!("ringi: {e}"),
-            }
-            result
-        }
-    });
-    let config = Memo::new(move |_| resource.with(|r| r.as_ref().and_then(|r| r.as_ref().ok()).cloned()));
-    let failed = Memo::new(move |_| resource.with(|r| matches!(r, Some(Err(_)))));
+    // The configuration the worker embedded in the page; a part fetches `/config.json` when it is missing.
+    let config = RwSignal::new(config::embedded());
+    let locale = RwSignal::new(config.with_untracked(|c| config::ui_locale(c.as_ref())));
     let user = RwSignal::new(auth::user_name());
     let now = RwSignal::new(crate::infra::time::now());
     set_interval(move || now.set(crate::infra::time::now()), Duration::from_secs(30));
     provide_context(AppContext { config, locale, user, now });
-    let fetching = RwSignal::new(false);
 
     // <html lang> follows the UI language (screen readers pick their voice from it).
     Effect::new(move |_| {
@@ -63,11 +41,7 @@ pub fn App() -> impl IntoView {
     });
 
     // The e2e smoke test waits for `[data-testid=app-ready]`: only the fully rendered shell carries it.
-    let testid = move || match (config.with(Option::is_some), failed.get()) {
-        (true, _) => "app-ready",
-        (false, true) => "app-error",
-        (false, false) => "app-loading",
-    };
+    let testid = move || if config.with(Option::is_some) { "app-ready" } else { "app-loading" };
 
     view! {
         <Router>
@@ -78,17 +52,8 @@ pub fn App() -> impl IntoView {
                     {tr(|t| t.skip_to_content)}
                 </a>
                 <SiteHeader />
-                // Busy while the configuration loads. (Once it is there, the pages' own loads reach this
-                // <Transition> too: they say so themselves.)
-                <main
-                    id="main"
-                    class="site-main"
-                    tabindex="-1"
-                    aria-busy=move || (fetching.get() && config.with(Option::is_none)).to_string()
-                >
-                    <Transition fallback=AppSkeleton set_pending=fetching>
-                        {view! { <ConfigGate resource pending=fetching /> }.into_any()}
-                    </Transition>
+                <main id="main" class="site-main" tabindex="-1">
+                    <ConfigGate />
                 </main>
                 <SiteFooter />
             </div>
@@ -96,47 +61,25 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// The routes once the configuration is known; until then, the part that fetches it.
 #[component]
-fn AppSkeleton() -> impl IntoView {
-    view! {
-        <Skeleton
-            class="page skeleton"
-            testid="app-skeleton"
-            label=|t| t.loading
-            blocks=&[Block::Title, Block::Line, Block::Short, Block::Button]
-        />
+fn ConfigGate() -> impl IntoView {
+    let ctx = use_app();
+    let known = Memo::new(move |_| ctx.config.with(Option::is_some));
+    move || {
+        if known.get() {
+            view! { <Later><AppRoutes /></Later> }.into_any()
+        } else {
+            view! { <OnDemand load=config_fallback /> }.into_any()
+        }
     }
 }
 
-/// The routes once the configuration is known, else why it is not. Created under the <Transition>, so
-/// that reading the resource here lets it show the skeleton first and report each retry as pending; a
-/// failed retry keeps the error card (and the focused button) in place.
-#[component]
-fn ConfigGate(resource: ConfigResource, pending: RwSignal<bool>) -> impl IntoView {
-    // `Some(true)`: ready, `Some(false)`: failed.
-    let loaded = Memo::new(move |_| resource.with(|r| r.as_ref().map(Result::is_ok)));
-    let detail = Signal::derive(move || {
-        resource.with(|r| r.as_ref().and_then(|r| r.as_ref().err()).map(ToString::to_string).unwrap_or_default())
-    });
-    move || match loaded.get() {
-        None => ().into_any(),
-        Some(true) => view! { <Later><AppRoutes /></Later> }.into_any(),
-        Some(false) => {
-            use_title_tr(|t| t.config_error_title);
-            view! {
-                <ErrorCard
-                    name="config"
-                    title=|t| t.config_error_title
-                    body=|t| t.config_error_body
-                    detail
-                    pending
-                    on_retry=move || resource.refetch()
-                    page=true
-                />
-            }
-            .into_any()
-        }
-    }
+/// A page without the embedded configuration (not one the worker served) fetches `/config.json`: code in a chunk
+/// of its own, since the worker's pages never need it.
+#[leptos::wasm_split::wasm_split(config_fallback, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn config_fallback() -> Part {
+    Ok(|| view! { <crate::pages::config_missing::FetchConfig /> }.into_any())
 }
 
 #[component]

@@ -14,8 +14,8 @@ use crate::infra::config::SpaConfig;
 #[derive(Clone, Copy)]
 pub struct AppContext {
     /// `Some` once the configuration is known (embedded in the page, else `/config.json`; the routes only
-    /// render then).
-    pub config: Memo<Option<SpaConfig>>,
+    /// render then). Set once.
+    pub config: RwSignal<Option<SpaConfig>>,
     pub locale: RwSignal<Locale>,
     /// The signed-in user's name (display only), `None` when signed out.
     pub user: RwSignal<Option<String>>,

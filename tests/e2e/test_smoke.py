@@ -155,6 +155,39 @@ def test_spa_boots_from_the_embedded_config_under_the_strict_csp(stack):
             browser.close()
 
 
+def test_a_page_without_the_embedded_config_fetches_it_and_retries_a_failure(stack):
+    """A page served without the embedded block (another host of the files, a broken embedding) starts all the same:
+    the app fetches /config.json, with a retry card while that fails."""
+    with sync_playwright() as p:
+        browser = chromium.launch(p)
+        try:
+            page = browser.new_page()
+            strip = re.compile(r'<script type="application/json" id="ringi-config">.*?</script>', re.S)
+
+            def without_config(route):
+                response = route.fetch()
+                route.fulfill(response=response, body=strip.sub("", response.text()))
+
+            page.route(f"{stack.base_url}/", without_config)
+            config_fails = {"now": True}
+            page.route(f"{stack.base_url}/config.json",
+                       lambda route: route.abort() if config_fails["now"] else route.continue_())
+            page.goto(f"{stack.base_url}/", wait_until="load")
+            assert page.locator("#ringi-config").count() == 0
+            page.wait_for_selector("[data-testid=config-error]", timeout=30_000)
+            assert page.locator("[data-testid=app-loading]").count() == 1
+            assert "/config.json" in page.inner_text("[data-testid=config-error] code")
+            config_fails["now"] = False
+            page.click("[data-testid=config-retry]")
+            page.wait_for_selector("[data-testid=app-ready]", timeout=30_000)
+            # The routes with what /config.json says: the version in the footer, the landing page's sign-in.
+            page.wait_for_selector("text=0.1.0", timeout=10_000)
+            page.wait_for_selector("[data-testid=welcome] [data-testid=sign-in]", timeout=10_000)
+            assert page.locator("[data-testid=config-error]").count() == 0
+        finally:
+            browser.close()
+
+
 def _raw_get(stack, path, accept_encoding=None):
     """(status, lower-cased headers, body as sent): http.client, so that nothing is decoded on the way."""
     u = urlsplit(stack.base_url)

@@ -45,6 +45,11 @@ pub fn default_locale(cfg: &SpaConfig) -> Locale {
     Locale::from_tag(&cfg.default_locale).unwrap_or_default()
 }
 
+/// The UI language: the one chosen in the header earlier, else the browser's, else the configured default.
+pub fn ui_locale(cfg: Option<&SpaConfig>) -> Locale {
+    saved_locale().or_else(browser_locale).or_else(|| cfg.map(default_locale)).unwrap_or_default()
+}
+
 /// Why the configuration could not be used. Rendered as a one-line technical detail under the
 /// user-facing message.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 pub mod approval;
 #[cfg(feature = "admin")]
 pub mod audit;
+pub mod config_missing;
 pub mod inbox;
 pub mod not_found;
 #[cfg(feature = "admin")]
