@@ -2,6 +2,7 @@
 //! its `#[wasm_split]` functions (scripts/build/split.mjs), so the approval page's download carries none of it.
 
 use std::future::Future;
+use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::wasm_split::SplitLoaderError;
@@ -52,12 +53,21 @@ where
     L: Fn() -> F + Copy + Send + Sync + 'static,
     F: Future<Output = Part> + 'static,
 {
+    // Only the loader is per part: the rest is compiled once for all of them.
+    part_view(Box::new(move || Box::pin(load())), in_page, quiet)
+}
+
+type Loader = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Part>>>>;
+
+fn part_view(load: Loader, in_page: bool, quiet: bool) -> AnyView {
+    let load = StoredValue::new_local(load);
     let phase = RwSignal::new(Phase::Loading);
     let pending = RwSignal::new(false);
     let fetch = move || {
         pending.set(true);
+        let loading = load.with_value(|load| load());
         leptos::task::spawn_local(async move {
-            let loaded = load().await;
+            let loaded = loading.await;
             let _ = pending.try_set(false);
             match loaded {
                 Ok(part) => {
@@ -73,7 +83,7 @@ where
         });
     };
     fetch();
-    move || match phase.get() {
+    (move || match phase.get() {
         Phase::Loading => ().into_any(),
         Phase::Loaded(part) => part(),
         Phase::Failed if quiet => ().into_any(),
@@ -90,5 +100,6 @@ where
             />
         }
         .into_any(),
-    }
+    })
+    .into_any()
 }
