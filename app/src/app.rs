@@ -212,13 +212,18 @@ fn SiteHeader() -> impl IntoView {
                         <span class="visually-hidden">{tr(|t| t.switch_language)}" "</span>
                         <span lang=move || config::other_locale(ctx.locale.get()).as_str()>{tr(|t| t.other_language)}</span>
                     </button>
-                    <Show when=move || is_operator(ctx)>
-                        // rel=external: a full-page load, so that the worker answers with the bundle that has the page.
-                        <a class="chip chip--quiet" href="/audit" rel="external" data-testid="audit-link">
-                            {tr(|t| t.audit.nav)}
-                        </a>
-                    </Show>
-                    <Show when=move || ctx.user.with(Option::is_some)>
+                    // rel=external: a full-page load, so that the worker answers with the bundle that has the page.
+                    {move || {
+                        is_operator(ctx)
+                            .then(|| {
+                                view! {
+                                    <a class="chip chip--quiet" href="/audit" rel="external" data-testid="audit-link">
+                                        {tr(|t| t.audit.nav)}
+                                    </a>
+                                }
+                            })
+                    }}
+                    {move || ctx.user.with(Option::is_some).then(|| view! {
                         <a class="chip chip--quiet" href="/settings" rel="external" data-testid="settings-link">
                             {tr(|t| t.delegation.settings_link)}
                         </a>
@@ -236,7 +241,7 @@ fn SiteHeader() -> impl IntoView {
                         >
                             {tr(|t| t.sign_out)}
                         </button>
-                    </Show>
+                    })}
                 </div>
             </div>
         </header>
@@ -251,15 +256,20 @@ fn SiteFooter() -> impl IntoView {
         <footer class="site-footer">
             <p class="site-footer__inner">
                 <span class="site-footer__name">"ringi"</span>
-                <Show when=move || version().is_some()>
-                    <span class="site-footer__sep" aria-hidden="true">
-                        "·"
-                    </span>
-                    <span>{tr(|t| t.version_label)}" "</span>
-                    <span class="site-footer__version" data-testid="app-version">
-                        {move || version().unwrap_or_default()}
-                    </span>
-                </Show>
+                {move || {
+                    version()
+                        .map(|version| {
+                            view! {
+                                <span class="site-footer__sep" aria-hidden="true">
+                                    "·"
+                                </span>
+                                <span>{tr(|t| t.version_label)}" "</span>
+                                <span class="site-footer__version" data-testid="app-version">
+                                    {version}
+                                </span>
+                            }
+                        })
+                }}
             </p>
         </footer>
     }

@@ -16,9 +16,12 @@ pub fn DecisionForm() -> impl IntoView {
     view! {
         <section class="card decide" aria-labelledby="decide-title" data-testid="decision-form">
             <h2 id="decide-title" class="card__title">{tr(|t| t.form_heading)}</h2>
-            <Show when=move || state.view.with(|v| v.as_ref().is_some_and(|v| v.require_sign_in.is_some()))>
-                <p class="notice notice--info" data-testid="step-up-notice">{tr(|t| t.step_up_notice)}</p>
-            </Show>
+            {move || {
+                state
+                    .view
+                    .with(|v| v.as_ref().is_some_and(|v| v.require_sign_in.is_some()))
+                    .then(|| view! { <p class="notice notice--info" data-testid="step-up-notice">{tr(|t| t.step_up_notice)}</p> })
+            }}
             <form class="form" novalidate on:submit=|ev| ev.prevent_default()>
                 // Set once, when the approval first loads (later reloads keep what is typed): no keyed list needed.
                 {move || fields.get().into_iter().map(|state| view! { <Field state /> }).collect_view()}

@@ -101,17 +101,31 @@ fn Ready() -> impl IntoView {
         <EscalatedNotice />
         <DelegationNotices />
         <Outcomes />
-        <Show when=move || state.form.restored.get() && state.can_decide.get()>
-            <p class="notice notice--info" role="status" data-testid="draft-restored">
-                {tr(|t| t.draft_restored)}
-            </p>
-        </Show>
+        // Plain closures rather than <Show>: each reads memos or signals set once, so it re-runs only when its
+        // answer changes.
+        {move || {
+            (state.form.restored.get() && state.can_decide.get())
+                .then(|| {
+                    view! {
+                        <p class="notice notice--info" role="status" data-testid="draft-restored">
+                            {tr(|t| t.draft_restored)}
+                        </p>
+                    }
+                })
+        }}
         <Later>
             <Body />
-            <Show when=move || state.can_decide.get()>
-                <DecisionForm />
-                <DelegateAction />
-            </Show>
+            {move || {
+                state
+                    .can_decide
+                    .get()
+                    .then(|| {
+                        view! {
+                            <DecisionForm />
+                            <DelegateAction />
+                        }
+                    })
+            }}
         </Later>
         <OnDemand load=below_the_form in_page=true />
     }

@@ -16,12 +16,19 @@ pub fn Outcomes() -> impl IntoView {
     let state = use_approval();
     view! {
         <div id="decision-outcome" class="outcome" tabindex="-1" data-testid="decision-outcome">
-            <Show when=move || state.sending.get()>
-                <p class="notice notice--info notice--sending" role="status" data-testid="sending">
-                    <span class="spinner" aria-hidden="true"></span>
-                    {tr(|t| t.sending)}
-                </p>
-            </Show>
+            {move || {
+                state
+                    .sending
+                    .get()
+                    .then(|| {
+                        view! {
+                            <p class="notice notice--info notice--sending" role="status" data-testid="sending">
+                                <span class="spinner" aria-hidden="true"></span>
+                                {tr(|t| t.sending)}
+                            </p>
+                        }
+                    })
+            }}
             {move || state.outcome.get().map(|o| outcome_view(ctx.texts(), o, state))}
         </div>
     }
