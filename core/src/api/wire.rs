@@ -131,7 +131,7 @@ pub struct ApprovalView {
     pub schedule: crate::domain::schedule::ScheduleView,
     /// The hand-overs of slots (delegation, out-of-office routing), in chain order.
     #[serde(default)]
-    pub delegations: Vec<crate::domain::delegation::DelegationView>,
+    pub delegations: Deferred<Vec<crate::domain::delegation::DelegationView>>,
     /// The caller's standing: deciding, deciding for someone, or handed on.
     #[serde(default)]
     pub my_seat: crate::domain::delegation::MySeat,

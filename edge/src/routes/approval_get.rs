@@ -69,7 +69,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, events: Vec<Event>, who: &Identi
         locale: a.locale.map(|l| l.as_str().to_owned()),
         my_decision: votes.iter().find(|v| v.sub == who.sub).map(|v| v.audit_entry()),
         decisions: Deferred::new(&votes.iter().map(|v| v.audit_entry()).collect()),
-        delegations: ringi_core::domain::delegation::delegation_views(&seats),
+        delegations: Deferred::new(&ringi_core::domain::delegation::delegation_views(&seats)),
         my_seat: ringi_core::domain::delegation::my_seat(&seats, who),
         title: a.title,
         summary: a.summary,

@@ -273,7 +273,7 @@ fn DelegateDialog() -> impl IntoView {
     }
 }
 
-/// Where the caller's slot stands, and the chain of hand-overs.
+/// Where the caller's slot stands (the chain of hand-overs is below the form: `handovers`).
 #[component]
 pub fn DelegationNotices() -> impl IntoView {
     let ctx = use_app();
@@ -292,29 +292,10 @@ pub fn DelegationNotices() -> impl IntoView {
         let done = d.done.get().map(|to| {
             view! { <p class="notice notice--approved" role="status" data-testid="delegate-done">{(t.done)(to.value())}</p> }
         });
-        let chain = (!v.delegations.is_empty()).then(|| {
-            let items = v
-                .delegations
-                .iter()
-                .map(|h| {
-                    let text = if h.routed { t.routed_item } else { t.chain_item };
-                    let line = text(h.slot.value(), h.to.value());
-                    let note = h.note.clone().map(|n| view! { <q class="delegation__note">{n}</q> });
-                    view! { <li data-testid="delegation-item">{line}" "{note}</li> }
-                })
-                .collect_view();
-            view! {
-                <section class="card delegations" aria-labelledby="delegations-title">
-                    <h2 id="delegations-title" class="card__title">{t.chain_heading}</h2>
-                    <ul class="delegations__list">{items}</ul>
-                </section>
-            }
-        });
         Some(view! {
             {done}
             {mine}
             {behalf}
-            {chain}
         })
     };
     view! {

@@ -1,5 +1,5 @@
 //! `/a/{id}`: one approval request — what is asked, the feedback form, Approve / Reject behind a
-//! confirmation, the outcome, the schedule (reminders, escalation), and the history.
+//! confirmation, the outcome, the hand-overs, the schedule (reminders, escalation), and the history.
 
 mod body;
 mod confirm;
@@ -8,6 +8,7 @@ mod feedback;
 mod field;
 mod form;
 mod form_state;
+mod handovers;
 mod history;
 mod outcome;
 mod overview;
@@ -28,6 +29,7 @@ use body::Body;
 use confirm::ConfirmDialog;
 use delegate::{DelegateAction, DelegationNotices};
 use form::DecisionForm;
+use handovers::Handovers;
 use history::History;
 use outcome::Outcomes;
 use overview::Overview;
@@ -131,12 +133,13 @@ fn Ready() -> impl IntoView {
     }
 }
 
-/// What is below the decision (schedule, history, timeline) comes in a chunk of its own, fetched once the page's top
+/// What is below the decision (hand-overs, schedule, history, timeline) comes in a chunk of its own, fetched once the page's top
 /// is there: the page's first download is smaller by it.
 #[leptos::wasm_split::wasm_split(approval_below, fallible, wasm_split_path = ::leptos::wasm_split)]
 fn below_the_form() -> Part {
     Ok(|| {
         view! {
+            <Handovers />
             <Schedule />
             <History />
             <Timeline />
