@@ -10,8 +10,7 @@ pub fn Handovers() -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
     move || {
-        // A chain that is not what this build reads is left out, not a failed page.
-        let chain = state.view.with(|v| v.as_ref().map(|v| v.delegations.decode().unwrap_or_default()))?;
+        let chain = state.listed(|v| &v.delegations)?;
         if chain.is_empty() {
             return None;
         }

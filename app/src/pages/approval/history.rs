@@ -15,12 +15,12 @@ pub fn History() -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
     move || {
-        let (decisions, labels, status) = state.view.with(|v| {
+        let decisions = state.listed(|v| &v.decisions)?;
+        let (labels, status) = state.view.with(|v| {
             let v = v.as_ref()?;
             // Feedback is shown under the form's labels, in the form's order.
             let labels: Vec<(String, String)> = v.form.iter().map(|f| (f.name.clone(), f.label.clone())).collect();
-            // A trail that is not what this build reads is shown empty, not as a failed page.
-            Some((v.decisions.decode().unwrap_or_default(), labels, v.status))
+            Some((labels, v.status))
         })?;
         if decisions.is_empty() && !status.is_final() {
             return None;

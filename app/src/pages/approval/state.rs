@@ -5,6 +5,7 @@
 use leptos::html;
 use leptos::prelude::*;
 use ringi_core::api::decision::DecisionRequest;
+use ringi_core::api::deferred::Deferred;
 use ringi_core::api::wire::{ApprovalView, DecisionResponse};
 use ringi_core::base::error::ErrorDetail;
 use ringi_core::base::sign_in::SignInRequirement;
@@ -197,6 +198,15 @@ impl ApprovalState {
             step_up,
             id,
         }
+    }
+
+    /// A list the approval carries as plain JSON ([`Deferred`]), decoded where it is shown (tracked); `None` until
+    /// the approval is loaded. A list that is not what this build reads shows as empty, not as a failed page.
+    pub fn listed<T: serde::de::DeserializeOwned>(
+        self,
+        list: fn(&ApprovalView) -> &Deferred<Vec<T>>,
+    ) -> Option<Vec<T>> {
+        self.view.with(|v| v.as_ref().map(|v| list(v).decode().unwrap_or_default()))
     }
 
     pub fn phase(self) -> Phase {

@@ -16,8 +16,7 @@ pub fn Timeline() -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
     move || {
-        // An event log that is not what this build reads is left out, not a failed page.
-        let events = state.view.with(|v| v.as_ref().map(|v| v.events.decode().unwrap_or_default()))?;
+        let events = state.listed(|v| &v.events)?;
         if events.is_empty() {
             return None;
         }
