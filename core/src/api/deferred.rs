@@ -9,7 +9,7 @@ use serde_json::Value;
 /// `T` on the wire, read as plain JSON and decoded on [`Deferred::decode`]. The code that decodes `T` is then
 /// compiled where `decode` is called: the SPA's approval page reads its timeline this way, so the module
 /// the page downloads first carries no reader for events, which it shows only in a part loaded later.
-/// The writer (the worker) builds it from `T` and writes `T` as it is.
+/// The writer (the worker) builds it from `T`: the same JSON value as `T`, its objects' keys in name order.
 #[derive(Debug, Clone)]
 pub struct Deferred<T> {
     json: Value,
