@@ -32,16 +32,16 @@ lint:
 	$(ENV) cargo fmt --all -- --check
 	@# core's layers (no import cycle, no arrow up a layer) and the size limits: scripts/lint/check_layers.py
 	$(ENV) python scripts/lint/check_layers.py --quiet
-	$(ENV) cargo clippy -p ringi-core -p ringi-app --all-targets --features ringi-app/admin -- -D warnings
+	$(ENV) cargo clippy -p ringi-core -p ringi-sign-in -p ringi-app --all-targets --features ringi-app/admin -- -D warnings
 	@# The wasm crates too, where rustup's prebuilt wasm32 std exists (Debian's fallback toolchain has no clippy).
 	$(ENV) if [ "$$(cat "$$RINGI_HOME/wasm-std")" = rustup ]; then \
-	  cargo clippy -p ringi-edge -p ringi-app --target wasm32-unknown-unknown -- -D warnings; \
+	  cargo clippy -p ringi-edge -p ringi-sign-in -p ringi-app --target wasm32-unknown-unknown -- -D warnings; \
 	  cargo clippy -p ringi-app --target wasm32-unknown-unknown --features admin -- -D warnings; \
 	else echo "lint: clippy for the wasm crates skipped (build-std toolchain)"; fi
 
-## unit: the core crate's tests and the SPA's (natively: its logic and state run without a browser)
+## unit: the core crate's tests, the sign-in's and the SPA's (natively: their logic and state run without a browser)
 unit:
-	$(ENV) cargo test -p ringi-core -p ringi-app --features ringi-app/admin
+	$(ENV) cargo test -p ringi-core -p ringi-sign-in -p ringi-app --features ringi-app/admin
 
 ## the two wasm builds side by side: each ends in a long single-threaded link (LTO, codegen-units = 1); each is
 ## skipped when its inputs are as at its last successful build (scripts/build/uptodate.py: a no-change `make dev`)

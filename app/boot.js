@@ -5,7 +5,18 @@
 // front of this script at build time (app/src/early.rs, scripts/build/spa.sh).
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
 // The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
-const shortLinkId = () => /^\/a\/([^/]+)$/.exec(location.pathname)?.[1];
+const shortLinkId = (path = location.pathname) => /^\/a\/([^/]+)$/.exec(path)?.[1];
+// The page's configuration as the worker embedded it (JSON text), or undefined.
+const embeddedConfig = () => document.getElementById("ringi-config")?.textContent || undefined;
+
+// The sign-in's callback: its query (code, state) leaves the address bar and the history entry before anything else
+// runs or any request is made; the code exchange takes it from here.
+const callbackQuery = location.pathname === "/auth/callback" ? takeCallbackQuery() : null;
+function takeCallbackQuery() {
+  const query = location.search;
+  history.replaceState(null, "", "/auth/callback");
+  return query;
+}
 // This tab's session as app/src/infra/auth.rs keeps it (null when signed out).
 const storedSession = () => JSON.parse(sessionStorage.getItem(STORAGE.session) || "null");
 
@@ -21,12 +32,12 @@ function showFailure(error) {
   }
 }
 
-// A short link opened with a session in this tab: ask for the approval now, while the wasm downloads, instead
-// of after the app has started. The app takes this response (app/src/infra/api.rs `take_prefetched`) when it asks
-// for the same URL; anything unexpected here just means the app asks itself. The session's shape and expiry
-// margin are those of app/src/infra/auth.rs.
-function prefetchApproval() {
-  const id = shortLinkId();
+// A short link opened with a session in this tab (or a sign-in that just completed on the way to one, `path`): ask
+// for the approval now, while the wasm downloads, instead of after the app has started. The app takes this
+// response (app/src/infra/api.rs `take_prefetched`) when it asks for the same URL; anything unexpected here just
+// means the app asks itself. The session's shape and expiry margin are those of app/src/infra/auth.rs.
+function prefetchApproval(path) {
+  const id = shortLinkId(path);
   if (!id) return;
   const session = storedSession();
   if (typeof session?.bearer !== "string" || !(session.expiresAt - 30_000 > Date.now())) return;
@@ -51,7 +62,7 @@ function prefetchApproval() {
 function showPreview(view) {
   const boot = document.getElementById("boot");
   if (!boot || typeof view.title !== "string") return;
-  const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
+  const config = JSON.parse(embeddedConfig() || "null");
   const ja = uiLanguage(config || {}) === "ja";
   const el = (tag, className, text) => {
     const node = document.createElement(tag);
@@ -116,9 +127,54 @@ try {
   // Not worth a failure: the app asks for the approval itself.
 }
 
+// The sign-in's code exchange (sign-in/: the `oauth2` crate and the session it keeps) is a wasm module of its own,
+// a fraction of the app's: on the callback page it is fetched at once, beside the app, so that the sign-in
+// completes, and the approval it came for is asked for, while the app still downloads. The build names its files
+// (<meta name="ringi-sign-in-js"/"ringi-sign-in-wasm">, with their integrity). A module that could not be fetched
+// is not remembered: asking again fetches it again.
+let signInModule = null;
+function loadSignIn() {
+  signInModule ??= (async () => {
+    const [js, wasm] = ["js", "wasm"].map((kind) => document.querySelector(`meta[name="ringi-sign-in-${kind}"]`));
+    if (!js || !wasm) throw new Error("missing <meta name=ringi-sign-in-js/ringi-sign-in-wasm>");
+    const module = fetch(wasm.content, { integrity: wasm.dataset.integrity, credentials: "same-origin" });
+    // The import takes this preload's response, checked against its integrity.
+    const link = Object.assign(document.createElement("link"), { rel: "modulepreload", href: js.content });
+    link.integrity = js.dataset.integrity;
+    link.crossOrigin = "anonymous";
+    document.head.append(link);
+    const glue = await import(js.content);
+    await glue.default({ module_or_path: module });
+    return glue.complete;
+  })().catch((error) => {
+    signInModule = null;
+    throw error;
+  });
+  return signInModule;
+}
+globalThis.ringiLoadSignIn = () => loadSignIn().then(() => undefined);
+
+// This page's sign-in, completed once whoever asks first (this script as soon as the page is parsed, or the app's
+// callback page): resolves to the page to go to, rejects with the module's answer (JSON) or, when the module could
+// not be fetched, an error (then asking again tries again: the code is still unused).
+let signIn = null;
+globalThis.ringiCompleteSignIn = (config) => {
+  signIn ??= loadSignIn().then(
+    (complete) => complete(config, callbackQuery ?? ""),
+    (error) => {
+      signIn = null;
+      throw error;
+    },
+  );
+  return signIn;
+};
+if (callbackQuery !== null) {
+  loadSignIn().catch(() => {});
+}
+
 // The parts of the app that come in wasm chunks of their own (scripts/build/split.mjs writes a
 // <meta name="ringi-chunk" data-parts="…"> for each) and that this page shows at once: downloaded beside the app
-// rather than once it has started. The callback page's sign-in code (app/src/infra/auth.rs `exchange`) and, signed
+// rather than once it has started. The callback's page (app/src/pages/sign_in.rs `callback_page`) and, signed
 // in, the inbox (app/src/app.rs `inbox_part`); the approval page's own parts come after its decision form.
 function preloadParts() {
   const page = location.pathname;
@@ -139,8 +195,8 @@ try {
 }
 
 // Sign-in with authorization code + PKCE (S256). The one writer of the pending sign-in record
-// (sessionStorage[STORAGE.pending]: state, PKCE verifier, page to come back to) that
-// app/src/infra/auth.rs `complete` consumes on /auth/callback, where the oauth2 crate exchanges the code. The
+// (sessionStorage[STORAGE.pending]: state, PKCE verifier, page to come back to) that the sign-in module
+// (sign-in/src/callback.rs `complete`) consumes on /auth/callback, where the oauth2 crate exchanges the code. The
 // app calls it too (globalThis.ringiSignIn), so a short link opened signed-out need not wait for the wasm.
 const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 const randomB64url = (n) => b64url(crypto.getRandomValues(new Uint8Array(n)));
@@ -199,7 +255,7 @@ function uiLanguage(config) {
 // knows when signing in again would loop). Resolves false when the app should start instead.
 async function signInFirst() {
   if (!shortLinkId() || storedSession() !== null) return false;
-  const config = JSON.parse(document.getElementById("ringi-config")?.textContent || "null");
+  const config = JSON.parse(embeddedConfig() || "null");
   if (!config?.authorizationEndpoint || !config.clientId || !config.redirectUri) return false;
   await startSignIn(config, location.pathname + location.search, uiLanguage(config), false);
   return true;
@@ -212,12 +268,13 @@ async function startApp() {
   if (!js || !wasm) {
     throw new Error("missing <meta name=ringi-js/ringi-wasm> (index.html not built by Trunk?)");
   }
-  // Fetch the wasm with the integrity hash of the <link rel="preload"> Trunk injected: the download is checked
-  // (SRI) and the preloaded response is reused (a preload with integrity only matches a request with the same).
-  const preload = [...document.querySelectorAll('link[rel="preload"][as="fetch"]')].find(
-    (link) => link.getAttribute("href") === wasm,
-  );
-  const integrity = preload?.getAttribute("integrity") || undefined;
+  // The callback page has no preload of the app (the worker leaves it out): the sign-in's module goes first, and the
+  // app is fetched once it is in (or could not come).
+  if (callbackQuery !== null) await loadSignIn().catch(() => {});
+  // Fetched with the integrity the build wrote beside its name, as the page's <link rel="preload"> has it: the
+  // download is checked (SRI) and the preloaded response is reused (a preload with integrity only matches a
+  // request with the same).
+  const integrity = document.querySelector('meta[name="ringi-wasm"]')?.dataset.integrity || undefined;
   const response = fetch(wasm, { integrity, credentials: "same-origin" });
   const [{ default: init }, module] = await Promise.all([import(js), WebAssembly.compileStreaming(response)]);
   // Compiled, so the app mounts right after: the form typed into before the wasm hands over now.
@@ -260,6 +317,16 @@ globalThis.ringiForgetPushDevice = async (bearer) => {
 // what follows reads the embedded configuration and mounts the app, so it waits until the document is parsed.
 if (document.readyState === "loading") {
   await new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }));
+}
+
+// The callback page: the sign-in completes with the embedded configuration (a page without it leaves the sign-in to
+// the app, once it has fetched it), and a short link it came back to is asked for at once, shown and decidable
+// before the app has arrived.
+if (callbackQuery !== null && embeddedConfig()) {
+  globalThis
+    .ringiCompleteSignIn(embeddedConfig())
+    .then((to) => prefetchApproval(to))
+    .catch(() => {});
 }
 
 try {

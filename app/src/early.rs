@@ -10,9 +10,9 @@ use ringi_core::domain::form::{FieldKind, TEXT_MAX_CHARS};
 use serde_json::{json, Map, Value};
 
 use crate::i18n::{texts, Texts};
-use crate::infra::auth::{PENDING_KEY, SESSION_KEY, SIGNED_OUT_KEY};
 use crate::infra::config::LOCALE_PREF;
 use crate::pages::approval::{DRAFT_KEY_PREFIX, RADIO_MAX};
+use ringi_sign_in::session::{PENDING_KEY, SESSION_KEY, SIGNED_OUT_KEY};
 
 const HEADER: &str = "// Generated at build time from the app's Rust sources (app/src/early.rs): do not edit.\n";
 

@@ -16,13 +16,6 @@ mod pages;
 /// Starts the app in the page (the binary's `main`).
 pub fn start() {
     console_error_panic_hook::set_once();
-    // First of all: on /auth/callback, take code/state out of the address bar and the history entry, and start
-    // exchanging the code (the new tab's sign-in waits for nothing else).
-    if infra::auth::capture_callback() {
-        if let Some(cfg) = infra::config::embedded() {
-            infra::auth::complete_early(cfg);
-        }
-    }
     // The first mount is the page's longest main-thread task (each wasm function compiles on its first call): in a
     // task of its own, not added to the instantiation's, so that neither blocks a phone's input for as long.
     leptos::prelude::set_timeout(mount, std::time::Duration::ZERO);

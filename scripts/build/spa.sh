@@ -2,6 +2,7 @@
 # The SPA into dist/, as two bundles of the same app (docs/design.md §11 "Two bundles"): Trunk builds it
 # twice with the same release profile and std (scripts/build/wasm-env.sh --spa):
 #   dist/index.html  — what an emailed link loads: sign-in callback, inbox, approval page with its forms;
+#                      and beside them the sign-in's own module (sign-in/), which the callback page runs first;
 #   dist/admin.html  — the same plus the pages few people open (`admin` feature: /audit, /settings).
 # The worker answers each app path with the HTML of the bundle that has it (ringi-core
 # `assets::in_full_bundle`). Both share the stylesheet and boot.js (same content, same hashed name); each
@@ -20,11 +21,16 @@ done
 # Each bundle's wasm split into the app and its parts on demand (scripts/build/split.mjs), from what cargo linked
 # for that bundle, then minified and compressed again.
 linked="${CARGO_TARGET_DIR:-target/spa}/wasm32-unknown-unknown/release/ringi-app.wasm"
+# The sign-in's module (sign-in/: the code exchange the callback page runs before the app has arrived), built once
+# with the same profile and std, named in both bundles.
+scripts/build/wasm-env.sh --spa cargo build -q --release --target wasm32-unknown-unknown -p ringi-sign-in --bin ringi-sign-in
+sign_in="${CARGO_TARGET_DIR:-target/spa}/wasm32-unknown-unknown/release/ringi-sign-in.wasm"
 build() {  # build <dist> [trunk flags…]
   local out=$1
   shift
   scripts/build/wasm-env.sh --spa trunk build --release --dist "$out" "$@"
   node scripts/build/split.mjs "$out" "$linked"
+  node scripts/build/sign-in.mjs "$out" "$sign_in"
   node scripts/build/precompress.mjs "$out" > /dev/null
 }
 build dist

@@ -121,7 +121,10 @@ try {
   relink(trunkWasm, wasm, main, "the wasm");
   html = replaceAll(html, `content="/${trunkJs}"`, `content="/${js}"`, "ringi-js");
   const metas = chunks.map((c) => `<meta name="ringi-chunk" data-parts="${c.parts.join(" ")}" content="/${c.name}">`).join("");
-  html = replaceAll(html, `content="/${trunkWasm}">`, `content="/${wasm}">${metas}`, "ringi-wasm");
+  // With its integrity, which boot.js fetches it with: the callback page has no preload that says it (the worker
+  // leaves it out there, ringi-core `assets::without_app_preload`).
+  html = replaceAll(html, `content="/${trunkWasm}">`, `content="/${wasm}" data-integrity="${sri(main)}">${metas}`,
+    "ringi-wasm");
   for (const old of [trunkJs, trunkWasm]) {
     if (html.includes(old)) throw new Error(`split: ${htmlPath} still names ${old}`);
   }

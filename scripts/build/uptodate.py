@@ -20,7 +20,7 @@ STAMPS = ROOT / "target" / "stamps"
 COMMON = ["Cargo.toml", "Cargo.lock", "core", "scripts/build", "package-lock.json"]
 BUILDS = {
     # name: (its own input paths, the outputs that must exist)
-    "spa": (["app", "Trunk.toml", "index.html", "style", "public"], ["dist/index.html", "dist/admin.html"]),
+    "spa": (["app", "sign-in", "Trunk.toml", "index.html", "style", "public"], ["dist/index.html", "dist/admin.html"]),
     "worker": (["edge/src", "edge/Cargo.toml"], ["edge/build/worker/shim.mjs", "edge/build/index_bg.wasm"]),
 }
 

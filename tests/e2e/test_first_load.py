@@ -9,6 +9,7 @@ import json
 import re
 import time
 
+import pytest
 import requests
 
 from playwright.sync_api import expect
@@ -19,10 +20,12 @@ from support.pages import JWT_RE, HostedUi, Tab, sub
 CACHE = "ringi-shell-v1"
 HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
 MARK = "<!--ringi-old-shell-->"
-WASM_META = re.compile(r'<meta name="ringi-wasm" content="(/[^"]+_bg\.wasm)">')
+WASM_META = re.compile(r'<meta name="ringi-wasm" content="(/[^"]+_bg\.wasm)"')
 CHUNK_META = re.compile(r'<meta name="ringi-chunk" data-parts="([^"]*)" content="(/[^"]+_bg\.wasm)">')
 # The parts of the app in wasm chunks of their own (scripts/build/split.mjs names them after the split).
-PART_CHUNK = re.compile(r"/ringi-(?!app-|shared\d)([a-z-]+)-[0-9a-f]{16}_bg\.wasm$")
+PART_CHUNK = re.compile(r"/ringi-(?!app-|shared\d|sign-in-[0-9a-f]{16}_)([a-z-]+)-[0-9a-f]{16}_bg\.wasm$")
+# The sign-in's own module (sign-in/, scripts/build/sign-in.mjs), which the callback page runs before the app.
+SIGN_IN_MODULE = re.compile(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$")
 
 
 def register(workflows, api, title: str, **fields) -> str:
@@ -189,6 +192,9 @@ def test_the_emailed_link_loads_the_small_bundle_and_the_rare_pages_the_full_one
     assert small != full
     assert {bundle_of(pages[p].text) for p in ["/a/abcdefghijklmnop1234", "/auth/callback"]} == {small}
     assert {bundle_of(pages[p].text) for p in ["/settings", "/settings/"]} == {full}
+    # The callback page leaves the app's wasm to boot.js, after the sign-in's module: not preloaded there only.
+    preloads = {path: f'<link rel="preload" href="{bundle_of(r.text)}"' in r.text for path, r in pages.items()}
+    assert preloads == {path: path != "/auth/callback" for path in pages}, preloads
     sizes = {}
     for wasm in (small, full):
         r = requests.get(f"{stack.base_url}{wasm}", headers={"accept-encoding": "br"}, timeout=30)
@@ -233,8 +239,9 @@ def wasm_fetched(page) -> dict[str, list[str]]:
 def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_own(stack, workflows, api, browser):
     """Parts on demand (docs/design.md §11): a signed-in open of an emailed link downloads the main module and, after
     the decision form, the part below it (timeline) and the delegation's (its out-of-office hint); not the inbox's,
-    the sign-in callback's or the configuration fallback's. A sign-in's callback
-    page preloads its part beside the main module (boot.js), and the app takes that preload: one request."""
+    the sign-in callback's or the configuration fallback's, nor the sign-in's module. A sign-in's callback page
+    preloads its part beside the main module (boot.js), and the app takes that preload: one request; the sign-in's
+    module is fetched once, by boot.js."""
     approval_id = register(workflows, api, "Parts on demand")
     with Tab(browser) as tab:
         with_session(tab, stack)
@@ -245,6 +252,7 @@ def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_
         parts = {PART_CHUNK.search(path).group(1) for path in fetched if PART_CHUNK.search(path)}
         # The delegation's may still be on its way: it is asked for with the form, the part below after it.
         assert "approval-below" in parts and parts <= {"approval-below", "delegate-dialog"}, fetched
+        assert not any(SIGN_IN_MODULE.search(path) for path in fetched), fetched
         assert bundle_of(tab.page.content()) in fetched, fetched
 
     with Tab(browser) as tab:
@@ -254,6 +262,8 @@ def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_
         fetched = wasm_fetched(tab.page)
         wanted = [path for parts, path in CHUNK_META.findall(tab.page.content()) if "sign_in_callback" in parts.split()]
         assert wanted and all(fetched.get(path) == ["link"] for path in wanted), (wanted, fetched)
+        assert [initiators for path, initiators in fetched.items() if SIGN_IN_MODULE.search(path)] == [["fetch"]], \
+            fetched
         assert not tab.csp_problems(), tab.problems
 
 
@@ -315,13 +325,15 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         assert not tab.csp_problems(), tab.problems
 
 
-def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack, workflows, api, browser):
-    """The callback's part (its page and the code exchange) does not arrive: the sign-in is not lost. The page's retry
-    card tries the same sign-in again (the code is still unused), then goes on to the emailed link's approval."""
+@pytest.mark.parametrize("missing", ["module", "page"])
+def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack, workflows, api, browser, missing):
+    """The sign-in's module (the code exchange) or the callback page's part does not arrive: the sign-in is not lost.
+    The page's retry card tries the same sign-in again (the code is still unused), then goes on to the emailed link's
+    approval."""
     approval_id = register(workflows, api, "Signed in at the second try")
     with Tab(browser) as tab:
         tab.ctx.route("**/sw.js", lambda route: route.abort())
-        missing = re.compile(r".*/ringi-sign-in-callback-[0-9a-f]+_bg\.wasm$")
+        missing = SIGN_IN_MODULE if missing == "module" else re.compile(r".*/ringi-sign-in-callback-[0-9a-f]+_bg\.wasm$")
         tab.page.route(missing, lambda route: route.abort())
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
         HostedUi(tab.page, stack).sign_in("alice")
@@ -336,3 +348,23 @@ def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack
         expect(tab.approval.title).to_have_text("Signed in at the second try", timeout=30_000)
         assert tab.page.url == f"{stack.base_url}/a/{approval_id}"
         assert not tab.csp_problems(), tab.problems
+
+
+def test_a_sign_in_in_a_new_tab_shows_the_approval_and_its_form_before_the_app(stack, workflows, api, browser):
+    """The emailed link opened in a new tab (no session in it): the callback page exchanges the code with the sign-in's
+    module and asks for the approval at once, so the approval is readable and decidable before the app's wasm has
+    arrived, here never: the early form decides it."""
+    approval_id = register(workflows, api, "Decided before the app", summary="Signed in a moment ago.")
+    with Tab(browser) as tab:
+        tab.ctx.route("**/sw.js", lambda route: route.abort())
+        tab.page.route(re.compile(r".*/ringi-app-[0-9a-f]+_bg\.wasm$"), lambda route: route.abort())
+        tab.page.goto(f"{stack.base_url}/a/{approval_id}")
+        HostedUi(tab.page, stack).sign_in("alice")
+        preview = tab.page.get_by_test_id("approval-preview")
+        expect(preview.get_by_role("heading", level=1)).to_have_text("Decided before the app", timeout=30_000)
+        assert "code=" not in tab.page.url and "state=" not in tab.page.url, tab.page.url
+        assert tab.page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer.split('.').length") == 3
+        tab.page.get_by_test_id("boot-approve").click()
+        tab.page.get_by_test_id("boot-confirm-decision").click()
+        expect(tab.page.get_by_test_id("boot-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+    assert api.get(approval_id, as_user=sub("alice")).json()["status"] == "approved"

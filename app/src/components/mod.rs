@@ -18,6 +18,6 @@ pub use fact_row::FactRow;
 pub use json_tree::{object_view, rows_view};
 pub use later::{next_task, Later};
 pub use note_input::NoteInput;
-pub use on_demand::{OnDemand, Part};
+pub use on_demand::{ChunkMissing, OnDemand, Part};
 pub use progress::ProgressDots;
 pub use skeleton::{Block, Skeleton};

@@ -4,7 +4,6 @@
 pub mod api;
 pub mod auth;
 pub mod config;
-pub mod oauth_http;
 pub mod push;
 pub mod storage;
 pub mod time;

@@ -1,9 +1,13 @@
 //! Web storage helpers. Tokens and sign-in state go to `sessionStorage` only (per tab, cleared with the tab);
 //! `localStorage` holds nothing but UI preferences (the language).
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use web_sys::Storage;
+
+/// The tab's session storage, as the sign-in keeps it (one implementation for both).
+pub use ringi_sign_in::session::{
+    get as session_get, get_json as session_get_json, remove as session_remove, set as session_set,
+    set_json as session_set_json,
+};
 
 fn session() -> Option<Storage> {
     web_sys::window()?.session_storage().ok().flatten()
@@ -11,32 +15,6 @@ fn session() -> Option<Storage> {
 
 fn local() -> Option<Storage> {
     web_sys::window()?.local_storage().ok().flatten()
-}
-
-pub fn session_get(key: &str) -> Option<String> {
-    session()?.get_item(key).ok().flatten()
-}
-
-pub fn session_set(key: &str, value: &str) {
-    if let Some(s) = session() {
-        let _ = s.set_item(key, value);
-    }
-}
-
-pub fn session_remove(key: &str) {
-    if let Some(s) = session() {
-        let _ = s.remove_item(key);
-    }
-}
-
-pub fn session_get_json<T: DeserializeOwned>(key: &str) -> Option<T> {
-    serde_json::from_str(&session_get(key)?).ok()
-}
-
-pub fn session_set_json<T: Serialize>(key: &str, value: &T) {
-    if let Ok(text) = serde_json::to_string(value) {
-        session_set(key, &text);
-    }
 }
 
 /// Removes every ringi key from sessionStorage (sign-out).

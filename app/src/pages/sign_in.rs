@@ -7,8 +7,9 @@ use leptos_router::hooks::use_navigate;
 use leptos_router::NavigateOptions;
 use ringi_core::adapters::assets::in_full_bundle;
 use ringi_core::base::sign_in::SignInRequirement;
+use ringi_sign_in::SignInFailure;
 
-use crate::components::{Block, OnDemand, Part, Skeleton};
+use crate::components::{Block, ChunkMissing, OnDemand, Part, Skeleton};
 use crate::context::{tr, use_app, use_title_tr};
 use crate::infra::auth::{self, AuthError};
 
@@ -76,12 +77,17 @@ pub fn Welcome() -> impl IntoView {
     }
 }
 
-/// `/auth/callback`: the page comes in the chunk of the code exchange it runs (`infra::auth::exchange`), which
-/// boot.js preloads there beside the app; a chunk that cannot be fetched shows a retry card (the code is still
-/// unused, so the retry completes the same sign-in).
+/// `/auth/callback`: the page comes in a chunk of its own (boot.js preloads it there beside the app) and waits for
+/// the sign-in module, which boot.js fetched as the page arrived. Either one missing shows a retry card (the code
+/// is still unused, so the retry completes the same sign-in).
 #[component]
 pub fn CallbackRoute() -> impl IntoView {
-    view! { <OnDemand load=callback_page /> }
+    view! { <OnDemand load=callback_part /> }
+}
+
+async fn callback_part() -> Part {
+    auth::sign_in_module().await.map_err(|_| ChunkMissing)?;
+    callback_page().await
 }
 
 #[leptos::wasm_split::wasm_split(sign_in_callback, fallible, wasm_split_path = ::leptos::wasm_split)]
@@ -89,8 +95,8 @@ fn callback_page() -> Part {
     Ok(|| view! { <Callback /> }.into_any())
 }
 
-/// `main` has already taken `code`/`state` out of the URL (and started the exchange): finish it and go to the
-/// page the sign-in started from.
+/// boot.js has taken `code`/`state` out of the URL (and started the exchange): wait for it and go to the page the
+/// sign-in started from.
 #[component]
 fn Callback() -> impl IntoView {
     let ctx = use_app();
@@ -112,7 +118,9 @@ fn Callback() -> impl IntoView {
                     }
                 }
                 // A reload of the callback page of a sign-in that already completed: nothing to do.
-                Err(AuthError::NoPendingSignIn) if auth::bearer().is_some() => navigate("/", replace),
+                Err(AuthError::Callback(SignInFailure::NoPendingSignIn)) if auth::bearer().is_some() => {
+                    navigate("/", replace)
+                }
                 Err(e) => {
                     leptos::logging::warn!("ringi: sign-in: {e}");
                     let _ = failure.try_set(Some(e));

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where the provider sends a sign-in back (the SPA's `redirect_uri`, below the public base URL).
+pub const CALLBACK_PATH: &str = "/auth/callback";
+
 /// The sign-in claims of a verified token. Each is absent when the token does not carry it (or carries it in
 /// a shape no provider uses): an absent claim proves nothing, so a requirement on it is not met.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

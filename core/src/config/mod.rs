@@ -284,7 +284,7 @@ impl Config {
         SpaConfig {
             cognito_domain: self.cognito_domain.clone(),
             client_id: self.client_id.clone(),
-            redirect_uri: format!("{}/auth/callback", self.public_base_url),
+            redirect_uri: format!("{}{}", self.public_base_url, crate::base::sign_in::CALLBACK_PATH),
             issuer: self.issuer.clone(),
             token_use: self.token_use,
             default_locale: self.default_locale.clone(),
