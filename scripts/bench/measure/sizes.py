@@ -20,10 +20,13 @@ def bundle_sizes(edge_build: Path, dist: Path) -> BundleSizes:
 def spa_sizes(dist: Path) -> SpaSizes:
     """Everything dist/index.html makes the browser load on an approval page's first open: itself, boot.js, CSS, the
     app JS (modulepreload) and wasm (preload), favicon and manifest. The parts on demand (`<meta name="ringi-chunk">`,
-    scripts/build/split.mjs) apart: each is fetched only by the page that shows it."""
+    scripts/build/split.mjs) and the sign-in's module (`<meta name="ringi-sign-in-…">`, scripts/build/sign-in.mjs)
+    apart: each is fetched only by the page that shows it (the module by the sign-in's callback)."""
     html = (dist / "index.html").read_text()
     chunks = dict((path.lstrip("/"), parts) for parts, path in
                   re.findall(r'<meta name="ringi-chunk" data-parts="([^"]*)" content="(/[^"]+)"', html))
+    chunks |= {path.lstrip("/"): "the sign-in's module, /auth/callback" for path in
+               re.findall(r'<meta name="ringi-sign-in-(?:js|wasm)" content="(/[^"]+)"', html)}
     refs = re.findall(r'(?:src|href|content)="(/[^"]+)"', html)
     files = {"index.html": (dist / "index.html").read_bytes()}
     for ref in refs:
