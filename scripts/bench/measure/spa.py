@@ -98,7 +98,9 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
     """One run's load, step by step (ms from navigation start): the HTML, each request with its bytes, the
     WebAssembly compile+instantiate, the first render of the app shell and the end (view shown or redirect)."""
     reqs = [r for r in stats["resources"] if r["start"] < end_ms]
-    wasm_res = next((r for r in reqs if r["name"].endswith(".wasm")), None)
+    # The app's main module (on the sign-in's callback page the sign-in's own module comes first).
+    wasms = [r for r in reqs if r["name"].endswith(".wasm")]
+    wasm_res = next((r for r in wasms if r["name"].startswith("/ringi-app-")), wasms[0] if wasms else None)
     # boot.js compiles the streamed wasm (compileStreaming) and then instantiates the module: the step spans both.
     done = [w for w in stats["wasm"] if w.get("end") and not w.get("failed")]
     last = next((w for w in reversed(done) if w["name"].startswith("instantiate")), None)
@@ -340,6 +342,11 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
         finally:
             browser.close()
     steps = [Step(f"document: {d['url']}", d["at_ms"], None, None) for d in results[len(results) // 2].documents]
+    # The last document's own load (the callback page: its HTML, the sign-in's module, the token request, the
+    # approval, the app), in the same terms as a signed-in open's, from the click.
+    callback = median_steps(results)
+    steps.append(Step("last document's HTML, last byte", None, callback[0].end, callback[0].bytes))
+    steps += [s for s in callback[1:] if not s.label.startswith(("end:", "decision usable:"))]
     steps.append(Step("decision usable (boot.js's form or the app's)", None,
                       statistics.median(r.usable_ms for r in results), None))
     steps.append(Step("end: decision form interactive (the app rendered the approval)", None,
