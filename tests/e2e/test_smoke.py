@@ -169,14 +169,25 @@ def test_a_page_without_the_embedded_config_fetches_it_and_retries_a_failure(sta
                 route.fulfill(response=response, body=strip.sub("", response.text()))
 
             page.route(f"{stack.base_url}/", without_config)
-            config_fails = {"now": True}
-            page.route(f"{stack.base_url}/config.json",
-                       lambda route: route.abort() if config_fails["now"] else route.continue_())
+            config_fails = {"now": True, "asked": 0}
+
+            def config(route):
+                config_fails["asked"] += 1
+                route.abort() if config_fails["now"] else route.continue_()
+
+            page.route(f"{stack.base_url}/config.json", config)
             page.goto(f"{stack.base_url}/", wait_until="load")
             assert page.locator("#ringi-config").count() == 0
             page.wait_for_selector("[data-testid=config-error]", timeout=30_000)
             assert page.locator("[data-testid=app-loading]").count() == 1
             assert "/config.json" in page.inner_text("[data-testid=config-error] code")
+            # A retry that fails again keeps the card, and the focus on its button (not re-created).
+            page.focus("[data-testid=config-retry]")
+            page.click("[data-testid=config-retry]")
+            page.wait_for_function("""() => document.activeElement?.dataset.testid === 'config-retry'
+                && document.activeElement.getAttribute('aria-disabled') === 'false'""", timeout=10_000)
+            assert config_fails["asked"] == 2, config_fails
+            assert page.locator("[data-testid=config-error]").count() == 1
             config_fails["now"] = False
             page.click("[data-testid=config-retry]")
             page.wait_for_selector("[data-testid=app-ready]", timeout=30_000)

@@ -11,28 +11,24 @@ use crate::infra::config::{self, ConfigError};
 #[component]
 pub fn FetchConfig() -> impl IntoView {
     let ctx = use_app();
-    let failure = RwSignal::new(None::<ConfigError>);
-    let pending = RwSignal::new(false);
-    let fetch = move || {
-        pending.set(true);
-        leptos::task::spawn_local(async move {
-            match config::load().await {
-                Ok(cfg) => {
-                    ctx.locale.set(config::ui_locale(Some(&cfg)));
-                    ctx.config.set(Some(cfg));
-                }
-                Err(e) => {
-                    leptos::logging::warn!("ringi: {e}");
-                    failure.set(Some(e));
-                }
+    // One load per dispatch (on mount, on each retry); a configuration that arrives is the app's from then on.
+    let load = Action::new_local(move |_: &()| async move {
+        let loaded = config::load().await;
+        match &loaded {
+            Ok(cfg) => {
+                ctx.locale.set(config::ui_locale(Some(cfg)));
+                ctx.config.set(Some(cfg.clone()));
             }
-            pending.set(false);
-        });
-    };
-    fetch();
-    // The card stays mounted across retries: a failed retry only changes its detail.
+            Err(e) => leptos::logging::warn!("ringi: {e}"),
+        }
+        loaded.err()
+    });
+    load.dispatch(());
+    // The action keeps its last answer while a retry is on its way: the card stays mounted, only its detail changes.
+    let failure: Signal<Option<ConfigError>> = Signal::derive(move || load.value().get().flatten());
     let failed = Memo::new(move |_| failure.with(Option::is_some));
     let detail = Signal::derive(move || failure.with(|f| f.as_ref().map(ToString::to_string).unwrap_or_default()));
+    let pending = Signal::from(load.pending());
     move || {
         if !failed.get() {
             return view! {
@@ -53,7 +49,9 @@ pub fn FetchConfig() -> impl IntoView {
                 body=|t| t.config_error_body
                 detail
                 pending
-                on_retry=fetch
+                on_retry=move || {
+                    load.dispatch(());
+                }
                 page=true
             />
         }
