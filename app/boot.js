@@ -2,19 +2,26 @@
 // (script-src 'self' 'wasm-unsafe-eval'). Trunk writes the hashed names of the wasm-bindgen JS and the wasm
 // into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`); this module is itself
 // processed by Trunk (hashed file name + integrity attribute). STORAGE and LANGUAGES are the app's, written in
-// front of this script at build time (app/src/early.rs, scripts/build/spa.sh).
+// front of this script at build time (app/src/early.rs, scripts/build/spa.sh), and so is CALLBACK_PATH.
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
 // The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
 const shortLinkId = (path = location.pathname) => /^\/a\/([^/]+)$/.exec(path)?.[1];
+// A wasm module the build names in <meta name="…" content="…" data-integrity="…">: fetched checked against its
+// integrity (SRI), which also lets a preload of it with the same integrity be reused. Null when the page names none.
+function fetchNamedWasm(name) {
+  const named = document.querySelector(`meta[name="${name}"]`);
+  if (!named) return null;
+  return fetch(named.content, { integrity: named.dataset.integrity || undefined, credentials: "same-origin" });
+}
 // The page's configuration as the worker embedded it (JSON text), or undefined.
 const embeddedConfig = () => document.getElementById("ringi-config")?.textContent || undefined;
 
 // The sign-in's callback: its query (code, state) leaves the address bar and the history entry before anything else
 // runs or any request is made; the code exchange takes it from here.
-const callbackQuery = location.pathname === "/auth/callback" ? takeCallbackQuery() : null;
+const callbackQuery = location.pathname === CALLBACK_PATH ? takeCallbackQuery() : null;
 function takeCallbackQuery() {
   const query = location.search;
-  history.replaceState(null, "", "/auth/callback");
+  history.replaceState(null, "", CALLBACK_PATH);
   return query;
 }
 // This tab's session as app/src/infra/auth.rs keeps it (null when signed out).
@@ -135,9 +142,9 @@ try {
 let signInModule = null;
 function loadSignIn() {
   signInModule ??= (async () => {
-    const [js, wasm] = ["js", "wasm"].map((kind) => document.querySelector(`meta[name="ringi-sign-in-${kind}"]`));
-    if (!js || !wasm) throw new Error("missing <meta name=ringi-sign-in-js/ringi-sign-in-wasm>");
-    const module = fetch(wasm.content, { integrity: wasm.dataset.integrity, credentials: "same-origin" });
+    const js = document.querySelector('meta[name="ringi-sign-in-js"]');
+    const module = js && fetchNamedWasm("ringi-sign-in-wasm");
+    if (!module) throw new Error("missing <meta name=ringi-sign-in-js/ringi-sign-in-wasm>");
     // The import takes this preload's response, checked against its integrity.
     const link = Object.assign(document.createElement("link"), { rel: "modulepreload", href: js.content });
     link.integrity = js.dataset.integrity;
@@ -178,7 +185,7 @@ if (callbackQuery !== null) {
 // in, the inbox (app/src/app.rs `inbox_part`); the approval page's own parts come after its decision form.
 function preloadParts() {
   const page = location.pathname;
-  const part = page === "/auth/callback" ? "sign_in_callback" : page === "/" && storedSession() ? "inbox" : null;
+  const part = callbackQuery !== null ? "sign_in_callback" : page === "/" && storedSession() ? "inbox" : null;
   if (!part) return;
   for (const chunk of document.querySelectorAll('meta[name="ringi-chunk"]')) {
     if (!chunk.dataset.parts.split(" ").includes(part)) continue;
@@ -271,11 +278,8 @@ async function startApp() {
   // The callback page has no preload of the app (the worker leaves it out): the sign-in's module goes first, and the
   // app is fetched once it is in (or could not come).
   if (callbackQuery !== null) await loadSignIn().catch(() => {});
-  // Fetched with the integrity the build wrote beside its name, as the page's <link rel="preload"> has it: the
-  // download is checked (SRI) and the preloaded response is reused (a preload with integrity only matches a
-  // request with the same).
-  const integrity = document.querySelector('meta[name="ringi-wasm"]')?.dataset.integrity || undefined;
-  const response = fetch(wasm, { integrity, credentials: "same-origin" });
+  // With the integrity the build wrote beside its name, as the page's <link rel="preload"> has it.
+  const response = fetchNamedWasm("ringi-wasm");
   const [{ default: init }, module] = await Promise.all([import(js), WebAssembly.compileStreaming(response)]);
   // Compiled, so the app mounts right after: the form typed into before the wasm hands over now.
   await bootForm?.handOver();
@@ -322,9 +326,10 @@ if (document.readyState === "loading") {
 // The callback page: the sign-in completes with the embedded configuration (a page without it leaves the sign-in to
 // the app, once it has fetched it), and a short link it came back to is asked for at once, shown and decidable
 // before the app has arrived.
-if (callbackQuery !== null && embeddedConfig()) {
+const callbackConfig = callbackQuery !== null ? embeddedConfig() : undefined;
+if (callbackConfig) {
   globalThis
-    .ringiCompleteSignIn(embeddedConfig())
+    .ringiCompleteSignIn(callbackConfig)
     .then((to) => prefetchApproval(to))
     .catch(() => {});
 }

@@ -6,6 +6,7 @@
 
 use ringi_core::api::decision::COMMENT_MAX_CHARS;
 use ringi_core::base::locale::Locale;
+use ringi_core::base::sign_in::CALLBACK_PATH;
 use ringi_core::domain::form::{FieldKind, TEXT_MAX_CHARS};
 use serde_json::{json, Map, Value};
 
@@ -17,7 +18,7 @@ use ringi_sign_in::session::{PENDING_KEY, SESSION_KEY, SIGNED_OUT_KEY};
 const HEADER: &str = "// Generated at build time from the app's Rust sources (app/src/early.rs): do not edit.\n";
 
 /// The constants in front of app/boot.js: where the app keeps its session, sign-in record and language choice,
-/// and the languages the UI speaks.
+/// the languages the UI speaks, and the path the provider sends a sign-in back to.
 pub fn boot_js() -> String {
     let storage = json!({
         "session": SESSION_KEY,
@@ -26,7 +27,11 @@ pub fn boot_js() -> String {
         "locale": LOCALE_PREF,
     });
     let languages: Vec<&str> = Locale::ALL.iter().map(|l| l.as_str()).collect();
-    format!("{HEADER}const STORAGE = {storage};\nconst LANGUAGES = {};\n", json!(languages))
+    format!(
+        "{HEADER}const STORAGE = {storage};\nconst LANGUAGES = {};\nconst CALLBACK_PATH = {};\n",
+        json!(languages),
+        json!(CALLBACK_PATH)
+    )
 }
 
 /// The constants in front of app/boot-form.js: the form's texts per language, the limits the worker checks,
