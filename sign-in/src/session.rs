@@ -54,6 +54,17 @@ pub fn remove(key: &str) {
     }
 }
 
+/// Removes every ringi key (sign-out).
+pub fn clear_ringi() {
+    if let Some(s) = storage() {
+        let len = s.length().unwrap_or(0);
+        let keys: Vec<String> = (0..len).filter_map(|i| s.key(i).ok().flatten()).collect();
+        for k in keys.iter().filter(|k| k.starts_with("ringi.")) {
+            let _ = s.remove_item(k);
+        }
+    }
+}
+
 pub fn get_json<T: DeserializeOwned>(key: &str) -> Option<T> {
     serde_json::from_str(&get(key)?).ok()
 }

@@ -5,27 +5,12 @@ use web_sys::Storage;
 
 /// The tab's session storage, as the sign-in keeps it (one implementation for both).
 pub use ringi_sign_in::session::{
-    get as session_get, get_json as session_get_json, remove as session_remove, set as session_set,
-    set_json as session_set_json,
+    clear_ringi as session_clear_ringi, get as session_get, get_json as session_get_json, remove as session_remove,
+    set as session_set, set_json as session_set_json,
 };
-
-fn session() -> Option<Storage> {
-    web_sys::window()?.session_storage().ok().flatten()
-}
 
 fn local() -> Option<Storage> {
     web_sys::window()?.local_storage().ok().flatten()
-}
-
-/// Removes every ringi key from sessionStorage (sign-out).
-pub fn session_clear_ringi() {
-    if let Some(s) = session() {
-        let len = s.length().unwrap_or(0);
-        let keys: Vec<String> = (0..len).filter_map(|i| s.key(i).ok().flatten()).collect();
-        for k in keys.iter().filter(|k| k.starts_with("ringi.")) {
-            let _ = s.remove_item(k);
-        }
-    }
 }
 
 /// A UI preference (never a credential).
