@@ -6,20 +6,16 @@
 // (`ringi-sign-in-H.js`, `ringi-sign-in-H_bg.wasm`), and index.html names them in
 // <meta name="ringi-sign-in-js"/"ringi-sign-in-wasm" content="…" data-integrity="…">, which boot.js reads on the
 // callback page only (public/sw.js keeps them with the rest). Compression is left to precompress.mjs.
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sri } from "./minify.mjs";
+import { run, wasmOpt } from "./wasm-tools.mjs";
 
 const [dist, linked] = process.argv.slice(2);
 if (!dist || !linked) throw new Error("usage: node scripts/build/sign-in.mjs <dist> <linked wasm>");
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const optParams = /data-wasm-opt-params="([^"]*)"/.exec(readFileSync(join(root, "index.html"), "utf8"))?.[1];
-if (optParams === undefined) throw new Error("sign-in: no data-wasm-opt-params in index.html");
-const run = (command, args) => execFileSync(command, args, { stdio: ["ignore", "ignore", "inherit"] });
 
 const work = mkdtempSync(join(tmpdir(), "ringi-sign-in-"));
 try {
@@ -28,8 +24,7 @@ try {
   run("wasm-bindgen", ["--target", "web", "--no-typescript", "--out-dir", bound, "--out-name", "ringi-sign-in",
     join(work, "split", "main.wasm")]);
   const optimised = join(work, "opt.wasm");
-  run("wasm-opt", [...optParams.split(/\s+/).filter(Boolean), "-Oz", "--strip-debug",
-    join(bound, "ringi-sign-in_bg.wasm"), "-o", optimised]);
+  wasmOpt(join(bound, "ringi-sign-in_bg.wasm"), optimised);
   const wasm = readFileSync(optimised);
   let glue = readFileSync(join(bound, "ringi-sign-in.js"), "utf8");
   const hash = createHash("sha256").update(wasm).update(glue).update(readFileSync(fileURLToPath(import.meta.url)))

@@ -11,19 +11,16 @@
 // index.html gets them where it named Trunk's: the <meta> boot.js reads, the preloads with their integrity; the split
 // JS a modulepreload (the app's JS imports it); every chunk a `<meta name="ringi-chunk" data-parts="…">` (boot.js
 // preloads those of the page it opens, public/sw.js keeps them all). Compression is left to precompress.mjs.
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { escape, sri } from "./minify.mjs";
+import { run, wasmOpt } from "./wasm-tools.mjs";
 
 const [dist, linked] = process.argv.slice(2);
 if (!dist || !linked) throw new Error("usage: node scripts/build/split.mjs <dist> <linked wasm>");
-const root = fileURLToPath(new URL("../../", import.meta.url));
-const optParams = /data-wasm-opt-params="([^"]*)"/.exec(readFileSync(join(root, "index.html"), "utf8"))?.[1];
-if (optParams === undefined) throw new Error("split: no data-wasm-opt-params in index.html");
 
 const htmlPath = join(dist, "index.html");
 let html = readFileSync(htmlPath, "utf8");
@@ -32,7 +29,6 @@ const trunkJs = named("ringi-js");
 const trunkWasm = named("ringi-wasm");
 if (!trunkJs || !trunkWasm) throw new Error(`split: ${htmlPath} names no ringi-js/ringi-wasm`);
 
-const run = (command, args) => execFileSync(command, args, { stdio: ["ignore", "ignore", "inherit"] });
 // Replaces every occurrence, of which there must be one at least (a build whose output changed shape fails here,
 // not in a browser).
 function replaceAll(text, from, to, what) {
@@ -49,7 +45,7 @@ try {
     "--out-dir", bound, "--out-name", "ringi-app", join(split, "main.wasm")]);
   const optimise = (path, prune = []) => {
     const removals = prune.flatMap((pattern) => ["--remove-exports", `--pass-arg=remove-exports@${pattern}`]);
-    run("wasm-opt", [...optParams.split(/\s+/).filter(Boolean), ...removals, "-Oz", "--strip-debug", path, "-o", `${path}.opt`]);
+    wasmOpt(path, `${path}.opt`, removals);
     return readFileSync(`${path}.opt`);
   };
 
