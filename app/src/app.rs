@@ -4,9 +4,6 @@
 use std::time::Duration;
 
 use leptos::prelude::*;
-use leptos_router::components::{Route, Router, Routes};
-use leptos_router::hooks::{use_location, use_params_map};
-use leptos_router::path;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
@@ -22,6 +19,7 @@ use crate::pages::not_found::NotFound;
 #[cfg(feature = "admin")]
 use crate::pages::settings::Settings;
 use crate::pages::sign_in::{CallbackRoute, Reauthenticate, Welcome};
+use crate::router::{Location, Page};
 
 #[component]
 pub fn App() -> impl IntoView {
@@ -32,6 +30,7 @@ pub fn App() -> impl IntoView {
     let now = RwSignal::new(crate::infra::time::now());
     set_interval(move || now.set(crate::infra::time::now()), Duration::from_secs(30));
     provide_context(AppContext { config, locale, user, now });
+    Location::provide();
 
     // <html lang> follows the UI language (screen readers pick their voice from it).
     Effect::new(move |_| {
@@ -44,20 +43,18 @@ pub fn App() -> impl IntoView {
     let testid = move || if config.with(Option::is_some) { "app-ready" } else { "app-loading" };
 
     view! {
-        <Router>
-            <div class="app" data-testid=testid>
-                // target="_self": the router leaves the click to the browser, whose fragment navigation
-                // also moves keyboard focus to <main tabindex="-1">.
-                <a class="skip-link" href="#main" target="_self">
-                    {tr(|t| t.skip_to_content)}
-                </a>
-                <SiteHeader />
-                <main id="main" class="site-main" tabindex="-1">
-                    <ConfigGate />
-                </main>
-                <SiteFooter />
-            </div>
-        </Router>
+        <div class="app" data-testid=testid>
+            // target="_self": the router leaves the click to the browser, whose fragment navigation
+            // also moves keyboard focus to <main tabindex="-1">.
+            <a class="skip-link" href="#main" target="_self">
+                {tr(|t| t.skip_to_content)}
+            </a>
+            <SiteHeader />
+            <main id="main" class="site-main" tabindex="-1">
+                <ConfigGate />
+            </main>
+            <SiteFooter />
+        </div>
     }
 }
 
@@ -84,25 +81,30 @@ fn config_fallback() -> Part {
 
 #[component]
 fn AppRoutes() -> impl IntoView {
+    let location = crate::router::use_location();
+    let page = Memo::new(move |_| Page::parse(&location.path()));
     // After a client-side navigation the clicked link is usually gone with the old page: move focus to <main>
     // (tabindex=-1) so that keyboard and screen-reader users continue from the top of the new page.
-    let location = use_location();
-    Effect::new(move |previous: Option<String>| {
-        let path = location.pathname.get();
-        if previous.is_some_and(|previous| previous != path) {
+    Effect::new(move |previous: Option<Page>| {
+        let current = page.get();
+        if previous.is_some_and(|previous| previous != current) {
             if let Some(main) = document().get_element_by_id("main").and_then(|el| el.dyn_into::<HtmlElement>().ok()) {
                 let _ = main.focus();
             }
         }
-        path
+        current
     });
-    view! {
-        <Routes fallback=|| view! { <NotFound /> }>
-            <Route path=path!("/") view=InboxRoute />
-            <Route path=path!("/a/:id") view=ApprovalRoute />
-            <Route path=path!("/auth/callback") view=CallbackRoute />
-            <FullBundleRoutes />
-        </Routes>
+    move || match page.get() {
+        Page::Inbox => view! { <InboxRoute /> }.into_any(),
+        Page::Approval(id) => view! { <ApprovalRoute id /> }.into_any(),
+        Page::Callback => view! { <CallbackRoute /> }.into_any(),
+        #[cfg(feature = "admin")]
+        Page::Settings => view! { <SettingsRoute /> }.into_any(),
+        #[cfg(feature = "admin")]
+        Page::Audit => view! { <AuditRoute /> }.into_any(),
+        // The bundle an emailed link loads has no pages of the full bundle: the worker never serves it their paths,
+        // and its links to them are full-page loads (ringi-core `assets::FULL_BUNDLE_PATHS`).
+        _ => view! { <NotFound /> }.into_any(),
     }
 }
 
@@ -128,36 +130,11 @@ fn inbox_part() -> Part {
 /// `/a/{id}`: a short link opened signed-out goes to the Hosted UI at once and comes back here. Another
 /// approval's link starts a new page (its own load, form and outcome).
 #[component]
-fn ApprovalRoute() -> impl IntoView {
+fn ApprovalRoute(id: String) -> impl IntoView {
     if auth::bearer().is_none() {
         return view! { <Reauthenticate /> }.into_any();
     }
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    (move || view! { <ApprovalPage id=id.get() /> }).into_any()
-}
-
-/// The pages only the full bundle has (`admin.html`, ringi-core `assets::FULL_BUNDLE_PATHS`). The bundle an
-/// emailed link loads never gets these paths from the worker; its links to them are full-page loads.
-#[cfg(feature = "admin")]
-#[component(transparent)]
-fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
-    use leptos_router::any_nested_route::IntoAnyNestedRoute;
-    // One nested route, whichever way the views are built (typed, or erased: scripts/build/wasm-env.sh).
-    view! {
-        <Route path=path!("/settings") view=SettingsRoute />
-        <Route path=path!("/audit") view=AuditRoute />
-    }
-    .into_inner()
-    .into_any_nested_route()
-}
-
-#[cfg(not(feature = "admin"))]
-#[component(transparent)]
-fn FullBundleRoutes() -> impl leptos_router::MatchNestedRoutes + Clone {
-    use leptos_router::any_nested_route::IntoAnyNestedRoute;
-    // No routes, as one nested route (see above).
-    ().into_any_nested_route()
+    view! { <ApprovalPage id /> }.into_any()
 }
 
 /// `/audit`: the operators' event log (signed in; the worker refuses everyone else with a 403).

@@ -1,7 +1,7 @@
 //! ringi approver SPA (Leptos CSR). Built by Trunk from the repository's `index.html` (the binary, `main.rs`);
 //! started by `app/boot.js`, inlined into the page and allowed by its hash (the worker's CSP has no `'unsafe-inline'`).
 //!
-//! Rooms: `app` (router and shell), `context` (what every page reads), `i18n` (texts per language),
+//! Rooms: `app` (the shell and its pages), `router` (the page a path names, navigation), `context` (what every page reads), `i18n` (texts per language),
 //! `infra` (API, sign-in, storage, configuration, dates), `components` (shared pieces), `pages`.
 //! `early`: what the scripts that run before the wasm take from here, written into them at build time.
 
@@ -12,6 +12,7 @@ pub mod early;
 mod i18n;
 mod infra;
 mod pages;
+mod router;
 
 /// Starts the app in the page (the binary's `main`).
 pub fn start() {

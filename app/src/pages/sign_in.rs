@@ -3,8 +3,6 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::use_navigate;
-use leptos_router::NavigateOptions;
 use ringi_core::adapters::assets::in_full_bundle;
 use ringi_core::base::sign_in::SignInRequirement;
 use ringi_sign_in::SignInFailure;
@@ -100,13 +98,12 @@ fn callback_page() -> Part {
 #[component]
 fn Callback() -> impl IntoView {
     let ctx = use_app();
-    let navigate = use_navigate();
+    let location = crate::router::use_location();
     let failure = RwSignal::new(None::<AuthError>);
     use_title_tr(|t| t.signing_in);
     // Runs once and navigates away (a one-shot task, not state to render).
     if let Some(cfg) = ctx.config.get_untracked() {
         spawn_local(async move {
-            let replace = NavigateOptions { replace: true, ..Default::default() };
             match auth::completion(&cfg).await {
                 Ok(to) => {
                     ctx.user.set(auth::user_name());
@@ -114,12 +111,12 @@ fn Callback() -> impl IntoView {
                     // load, which the worker answers with the bundle that has it.
                     let path = to.split(['?', '#']).next().unwrap_or_default();
                     if !(in_full_bundle(path) && window().location().replace(&to).is_ok()) {
-                        navigate(&to, replace);
+                        location.navigate(&to, true);
                     }
                 }
                 // A reload of the callback page of a sign-in that already completed: nothing to do.
                 Err(AuthError::Callback(SignInFailure::NoPendingSignIn)) if auth::bearer().is_some() => {
-                    navigate("/", replace)
+                    location.navigate("/", true)
                 }
                 Err(e) => {
                     leptos::logging::warn!("ringi: sign-in: {e}");

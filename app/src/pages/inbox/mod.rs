@@ -3,7 +3,6 @@
 mod list;
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 use ringi_core::api::wire::{InboxItem, InboxPage};
 use ringi_core::domain::inbox::InboxFilter;
 
@@ -141,8 +140,8 @@ fn cursor(first: LocalResource<FirstPage>, more: RwSignal<More>) -> Option<Strin
 #[component]
 pub fn Inbox() -> impl IntoView {
     let ctx = use_app();
-    let query = use_query_map();
-    let decided = Memo::new(move |_| query.read().get("tab").as_deref() == Some("decided"));
+    let location = crate::router::use_location();
+    let decided = Memo::new(move |_| location.query("tab").as_deref() == Some("decided"));
     let state = InboxState::new(decided);
     let phase = Memo::new(move |_| state.phase());
     use_title_tr(|t| t.inbox_title);
