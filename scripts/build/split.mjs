@@ -43,25 +43,20 @@ try {
   run("wasm-split-cli", [linked, split]);
   run("wasm-bindgen", ["--target", "web", "--keep-lld-exports", "--no-demangle", "--no-typescript",
     "--out-dir", bound, "--out-name", "ringi-app", join(split, "main.wasm")]);
-  const optimise = (path, prune = []) => {
-    const removals = prune.flatMap((pattern) => ["--remove-exports", `--pass-arg=remove-exports@${pattern}`]);
-    wasmOpt(path, `${path}.opt`, removals);
+  const optimise = (path) => {
+    wasmOpt(path, `${path}.opt`);
     return readFileSync(`${path}.opt`);
   };
 
   let glue = readFileSync(join(bound, "ringi-app.js"), "utf8");
-  // Leptos links server_fn's stream adapters (wasm-streams' IntoUnderlyingSource/Sink/ByteSource), which wasm-bindgen
-  // exports to JS as classes. Only Rust code that hands a stream to JS creates them, and a CSR app without server
-  // functions has none: the glue never wraps a pointer in them (checked here), so their exports, and the code only
-  // they reach, go.
-  const unused = ["IntoUnderlyingSource", "IntoUnderlyingSink", "IntoUnderlyingByteSource"];
-  for (const name of unused) {
+  // The SPA's linker leaves out the exports of server_fn's stream adapters (scripts/build/wasm-link.sh), whose classes
+  // wasm-bindgen still declares. Only Rust code that hands a stream to JS creates them, and a CSR app without server
+  // functions has none: the glue never wraps a pointer in them (checked here).
+  for (const name of ["IntoUnderlyingSource", "IntoUnderlyingSink", "IntoUnderlyingByteSource"]) {
     if (glue.includes(`${name}.__wrap`) || glue.includes(`new ${name}(`)) {
       throw new Error(`split: the app's JS creates ${name}: its exports are used`);
     }
   }
-  // wasm-bindgen names a class's exports `<class>_<member>` and `__wbg_<class>_free`, the class in lower case.
-  const unusedExports = unused.map((name) => `*${name.toLowerCase()}_*`);
   let loader = readFileSync(join(split, "__wasm_split.js"), "utf8");
   // Which splits need each shared chunk: the generator writes them in a comment above the chunk's loader.
   const sharedBy = new Map(
@@ -77,7 +72,7 @@ try {
       return { file, stem: own ? `ringi-${own.replace(/_/g, "-")}` : `ringi-shared${shared}`,
         parts: own ? [own] : sharedBy.get(file) || [], data: optimise(join(split, file)) };
     });
-  const main = optimise(join(bound, "ringi-app_bg.wasm"), unusedExports);
+  const main = optimise(join(bound, "ringi-app_bg.wasm"));
 
   // Over what is renamed below and the renaming itself (this script), so that a name never stands for other bytes.
   const all = createHash("sha256");

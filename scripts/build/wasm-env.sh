@@ -10,7 +10,9 @@
 # and clippy build the typed views, so the app compiles both ways.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+spa=
 if [ "${1:-}" = "--spa" ]; then
+  spa=1
   shift
   # The linker's relocations and symbols stay in the module: scripts/build/split.mjs splits it at the app's
   # `#[wasm_split]` functions, then strips what it does not ship.
@@ -37,5 +39,10 @@ SHIM
   export PATH="$shim:/usr/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
     CARGO_UNSTABLE_BUILD_STD=std,panic_abort CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/bin/wasm-ld-22
   export CARGO=/usr/bin/cargo
+fi
+if [ -n "$spa" ]; then
+  # Through scripts/build/wasm-link.sh, which leaves out exports the app never uses.
+  export RINGI_WASM_LINKER="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER:-rust-lld}" \
+    CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$RINGI_ROOT/scripts/build/wasm-link.sh"
 fi
 exec "$@"

@@ -2,16 +2,16 @@
 //! token is the bearer, and where its tokens carry the audience, groups, scopes and the email. The checks
 //! themselves are `crate::adapters::jwt`.
 
-use serde::Deserialize;
+use crate::base::by_name::serde_by_name;
 
 /// Which Cognito token the API takes as the bearer (`token_use` claim; the SPA sends that one).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TokenUse {
     Id,
     #[default]
     Access,
 }
+serde_by_name!(TokenUse, as_str, parse, "id or access");
 
 impl TokenUse {
     pub fn as_str(self) -> &'static str {
@@ -113,8 +113,7 @@ pub enum AudienceRule {
 }
 
 /// Which kind of identity provider signs people in (the configuration's provider profile).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum IdpProfile {
     /// A Cognito user pool (`COGNITO_ISSUER`): endpoints below `COGNITO_DOMAIN`, Cognito's `/logout`,
     /// `token_use` + `client_id` claims.
@@ -122,6 +121,20 @@ pub enum IdpProfile {
     Cognito,
     /// Any OpenID Connect provider (`OIDC_ISSUER`): endpoints from its discovery document, `aud`/`azp`.
     Oidc,
+}
+serde_by_name!(IdpProfile, as_str, parse, "cognito or oidc");
+
+impl IdpProfile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cognito => "cognito",
+            Self::Oidc => "oidc",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Cognito, Self::Oidc].into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 /// What a token must satisfy for one purpose (user calls or machine registration).

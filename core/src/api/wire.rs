@@ -128,7 +128,7 @@ pub struct ApprovalView {
     pub decided_on_expiry: bool,
     /// Reminders and escalation (core::domain::schedule): what is due when, and what was done.
     #[serde(default)]
-    pub schedule: crate::domain::schedule::ScheduleView,
+    pub schedule: Deferred<crate::domain::schedule::ScheduleView>,
     /// The hand-overs of slots (delegation, out-of-office routing), in chain order.
     #[serde(default)]
     pub delegations: Deferred<Vec<crate::domain::delegation::DelegationView>>,

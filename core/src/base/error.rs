@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::by_name::serde_by_name;
 use crate::base::sign_in::SignInRequirement;
 use crate::base::status::ApprovalStatus;
 
 /// The stable machine-readable `error.code` of every API error; the SPA keys its messages on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     InvalidRequest,
     MalformedBody,
@@ -26,7 +26,6 @@ pub enum ErrorCode {
     SelfApproval,
     PayloadTooLarge,
     RateLimited,
-    #[serde(rename = "sfn_unavailable")]
     SfnUnavailable,
     StorageUnavailable,
     UpstreamRejected,
@@ -42,6 +41,7 @@ pub enum ErrorCode {
     PushNotConfigured,
     TooManyDevices,
 }
+serde_by_name!(ErrorCode, code, parse, "an error code");
 
 impl ErrorCode {
     /// The wire name (what serde writes): the OpenAPI `ErrorCode` enum lists exactly these.

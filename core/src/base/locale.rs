@@ -1,14 +1,14 @@
 //! The languages ringi speaks: an approval's `locale` (its mails), the SPA's language.
 
-use serde::{Deserialize, Serialize};
+use crate::base::by_name::serde_by_name;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Locale {
     #[default]
     En,
     Ja,
 }
+serde_by_name!(Locale, as_str, parse, "en or ja");
 
 impl Locale {
     pub const ALL: [Self; 2] = [Self::En, Self::Ja];

@@ -2,6 +2,7 @@
 //! rules they share, and the one error enum every layer returns (mapped to HTTP in [`error`]).
 
 pub mod body;
+pub mod by_name;
 pub mod context;
 pub mod corrupt;
 pub mod error;

@@ -1,12 +1,10 @@
 //! An approval's status and a decision's verdict: values stored in both backends, sent to the SPA and named
 //! in errors (the lifecycle that moves between them is `crate::domain::approval`).
 
-use serde::{Deserialize, Serialize};
-
+use crate::base::by_name::serde_by_name;
 use crate::base::corrupt::CorruptValue;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovalStatus {
     Pending,
     Claimed,
@@ -17,6 +15,12 @@ pub enum ApprovalStatus {
     DecidedUnconfirmed,
     Expired,
 }
+serde_by_name!(
+    ApprovalStatus,
+    as_str,
+    parse,
+    "an approval status (pending, claimed, approved, rejected, decided_unconfirmed, expired)"
+);
 
 /// A stored `(status, confirmed)` pair that no lifecycle state maps to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,12 +108,12 @@ impl std::fmt::Display for ApprovalStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Approve,
     Reject,
 }
+serde_by_name!(Verdict, as_str, parse, "approve or reject");
 
 impl Verdict {
     pub fn as_str(self) -> &'static str {

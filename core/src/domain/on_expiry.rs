@@ -6,9 +6,9 @@
 //! [`EXPIRED_ERROR`], or `SendTaskSuccess` with `{"decision": "expired", …}`. The registration's deadline is the
 //! task's: it should be the state's `TimeoutSeconds`.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::base::by_name::serde_by_name;
 use crate::base::corrupt::CorruptValue;
 use crate::base::ids::ApprovalId;
 use crate::base::principal::Identity;
@@ -19,8 +19,7 @@ use crate::domain::callback::SfnCallback;
 /// The `error` of ringi's SendTaskFailure when an approval with `onExpiry: "reject"` runs out.
 pub const EXPIRED_ERROR: &str = "ringi.Expired";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnExpiry {
     /// Step Functions' own timeout ends the task.
     #[default]
@@ -28,6 +27,7 @@ pub enum OnExpiry {
     Reject,
     Approve,
 }
+serde_by_name!(OnExpiry, as_str, parse, "none, reject or approve");
 
 impl OnExpiry {
     pub const ALL: [Self; 3] = [Self::None, Self::Reject, Self::Approve];
@@ -40,9 +40,13 @@ impl OnExpiry {
         }
     }
 
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+
     /// The stored `approvals.on_expiry`.
     pub fn from_stored(s: &str) -> Result<Self, CorruptValue> {
-        Self::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| CorruptValue::new("approvals.on_expiry", s))
+        Self::parse(s).ok_or_else(|| CorruptValue::new("approvals.on_expiry", s))
     }
 
     /// The verdict ringi delivers itself, if any.

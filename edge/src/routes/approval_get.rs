@@ -78,7 +78,7 @@ fn view(loaded: Loaded, schedule: ScheduleView, events: Vec<Event>, who: &Identi
         context: a.context,
         registered_by: a.registered_by,
         events: Deferred::new(&events),
-        schedule,
+        schedule: Deferred::new(&schedule),
         require_sign_in: a.require_sign_in,
         step_up,
     };

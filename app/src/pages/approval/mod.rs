@@ -100,9 +100,7 @@ fn Ready() -> impl IntoView {
     let state = use_approval();
     view! {
         <Overview />
-        <EscalatedNotice />
-        <DelegationNotices />
-        <Outcomes />
+        <OnDemand load=notices in_page=true />
         // Plain closures rather than <Show>: each reads memos or signals set once, so it re-runs only when its
         // answer changes.
         {move || {
@@ -133,8 +131,22 @@ fn Ready() -> impl IntoView {
     }
 }
 
-/// What is below the decision (hand-overs, schedule, history, timeline) comes in a chunk of its own, fetched once the page's top
-/// is there: the page's first download is smaller by it.
+/// Under the overview: the escalation, the hand-overs that concern the caller and the outcome. With the rest of what is
+/// not the decision itself, in a chunk of its own fetched once the page's top is there (the page's first download is
+/// smaller by it, and the decision does not wait for it).
+#[leptos::wasm_split::wasm_split(approval_below, fallible, wasm_split_path = ::leptos::wasm_split)]
+fn notices() -> Part {
+    Ok(|| {
+        view! {
+            <EscalatedNotice />
+            <DelegationNotices />
+            <Outcomes />
+        }
+        .into_any()
+    })
+}
+
+/// What is below the decision (hand-overs, schedule, history, timeline), in the same chunk as the notices.
 #[leptos::wasm_split::wasm_split(approval_below, fallible, wasm_split_path = ::leptos::wasm_split)]
 fn below_the_form() -> Part {
     Ok(|| {

@@ -35,7 +35,7 @@ pub fn EscalatedNotice() -> impl IntoView {
     let ctx = use_app();
     let state = use_approval();
     move || {
-        let esc = state.view.with(|v| v.as_ref().and_then(|v| v.schedule.escalation.clone()))?;
+        let esc = state.view.with(|v| v.as_ref().and_then(|v| v.schedule.decode().ok()?.escalation))?;
         let at = esc.escalated_at.clone()?;
         let to = esc.to.clone();
         let text = move || {
@@ -62,7 +62,9 @@ pub fn EscalatedNotice() -> impl IntoView {
 pub fn Schedule() -> impl IntoView {
     let state = use_approval();
     move || {
-        let (schedule, status) = state.view.with(|v| v.as_ref().map(|v| (v.schedule.clone(), v.status)))?;
+        let (schedule, status) = state.view.with(|v| v.as_ref().map(|v| (v.schedule.decode(), v.status)))?;
+        // Not shown if unreadable: the schedule is a forecast; the reminders and escalation happen anyway.
+        let schedule = schedule.ok()?;
         let status = state.status.get().unwrap_or(status);
         let open = matches!(status, ApprovalStatus::Pending | ApprovalStatus::Claimed);
         if !open || (schedule.reminders.is_empty() && schedule.escalation.is_none()) {
