@@ -5,6 +5,7 @@ the network, so the open right after a deploy runs the new build (the cached she
 nothing else — no API response, no token."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -269,12 +270,17 @@ def test_the_approval_page_leaves_the_other_parts_and_the_callback_preloads_its_
 
 def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, workflows, api, browser):
     """A part's chunk that does not arrive (a network gone, a deploy in between) leaves the rest of the page working
-    and shows a retry card where the part goes; the retry downloads it again (a failure is not remembered). The
-    delegation's chunk (fetched with the action, for the out-of-office hint, which is left out when it is missing)
-    opens the dialog once a retry brings it."""
+    and shows a retry card where the part goes (one per chunk); the retry downloads it again (a failure is not
+    remembered). The delegation's chunk (fetched with the action, for the out-of-office hint, which is left out while
+    it is missing) opens the dialog once a retry brings it, and the hint with it."""
     approval_id = register(workflows, api, "A part goes missing")
+    # Out of office from now on (after the registration, so the approval stays alice's): the page offers the hand-over.
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    away = api.call("PUT", "/api/v1/me/out-of-office", as_user=sub("alice"),
+                    body={"delegate": {"sub": sub("bob")}, "until": until})
+    assert away.status_code == 200, away.text
     # The service worker would fetch the chunks itself, out of the page's routes: none here.
-    with Tab(browser) as tab:
+    with Tab(browser) as tab, _back_in_office(api):
         tab.ctx.route("**/sw.js", lambda route: route.abort())
         with_session(tab, stack)
         missing = re.compile(r".*/ringi-(approval-below|inbox)-[0-9a-f]+_bg\.wasm$")
@@ -287,6 +293,7 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         expect(tab.approval.approve_button).to_be_enabled(timeout=30_000)
         card = tab.page.get_by_test_id("part-error")
         expect(card).to_be_visible(timeout=30_000)
+        # One card for the chunk, under the form, though the notices above it come in the same chunk.
         expect(card).to_have_count(1)
         expect(card).to_have_attribute("role", "alert")
         expect(card.get_by_role("heading", level=2)).to_have_text("Part of this page could not be loaded")
@@ -303,7 +310,8 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         expect(tab.approval.approve_button).to_be_enabled()
 
         # Opening the delegation dialog fetches its chunk again: its card stands under the button, and a retry opens
-        # the dialog.
+        # the dialog. The out-of-office hint, quietly left out so far, comes with that chunk.
+        expect(tab.page.get_by_test_id("ooo-hint")).to_have_count(0)
         tab.page.get_by_test_id("delegate-open").click()
         expect(tab.page.get_by_test_id("delegate-section").get_by_test_id("part-error")).to_be_visible(timeout=30_000)
         expect(tab.page.get_by_test_id("delegate-dialog")).to_have_count(0)
@@ -311,6 +319,7 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         tab.page.get_by_test_id("part-retry").click()
         expect(tab.page.get_by_test_id("delegate-dialog")).to_be_visible(timeout=30_000)
         expect(card).to_have_count(0)
+        expect(tab.page.get_by_test_id("ooo-hint")).to_have_count(1)
         tab.page.get_by_test_id("delegate-cancel").click()
         expect(tab.page.get_by_test_id("delegate-dialog")).not_to_be_visible()
 
@@ -323,6 +332,14 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
         tab.page.get_by_test_id("part-retry").click()
         expect(tab.inbox.item(approval_id)).to_be_visible(timeout=30_000)
         assert not tab.csp_problems(), tab.problems
+
+
+@contextlib.contextmanager
+def _back_in_office(api):
+    try:
+        yield
+    finally:
+        api.call("DELETE", "/api/v1/me/out-of-office", as_user=sub("alice"))
 
 
 @pytest.mark.parametrize("missing", ["module", "page"])

@@ -38,6 +38,8 @@ enum Phase {
 
 /// Nothing while the part's chunk is fetched; then the part; a retry card (in place of the part) if the fetch
 /// failed, unless the part is `quiet`. The card stays mounted across retries (only its button shows the retry in flight).
+/// A quiet part that failed tries again whenever another part's chunk arrives (the network is back, or that part
+/// was in the same chunk).
 #[component]
 pub fn OnDemand<L, F>(
     /// The part's split function.
@@ -45,7 +47,8 @@ pub fn OnDemand<L, F>(
     /// A part of a page (its card under the page's `<h1>`), else a page of its own (the card is the page).
     #[prop(optional)]
     in_page: bool,
-    /// A part the page can do without (a hint): a chunk that cannot be fetched leaves it out, with no retry card.
+    /// A part the page can do without (a hint), or one whose chunk another part's card on the page already stands
+    /// for: a chunk that cannot be fetched leaves it out, with no retry card of its own.
     #[prop(optional)]
     quiet: bool,
 ) -> impl IntoView
@@ -58,6 +61,11 @@ where
 }
 
 type Loader = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Part>>>>;
+
+thread_local! {
+    /// Notified whenever a part's chunk arrives: what quiet parts that failed wait for.
+    static ARRIVED: ArcTrigger = ArcTrigger::new();
+}
 
 fn part_view(load: Loader, in_page: bool, quiet: bool) -> AnyView {
     let load = StoredValue::new_local(load);
@@ -72,6 +80,7 @@ fn part_view(load: Loader, in_page: bool, quiet: bool) -> AnyView {
             match loaded {
                 Ok(part) => {
                     let _ = phase.try_set(Phase::Loaded(part));
+                    ARRIVED.with(ArcTrigger::notify);
                 }
                 // A failed retry leaves the card as it is (the button under the user's focus is not re-created).
                 Err(ChunkMissing) => {
@@ -83,6 +92,15 @@ fn part_view(load: Loader, in_page: bool, quiet: bool) -> AnyView {
         });
     };
     fetch();
+    if quiet {
+        let arrived = ARRIVED.with(ArcTrigger::clone);
+        Effect::new(move |tracked: Option<()>| {
+            arrived.track();
+            if tracked.is_some() && matches!(phase.get_untracked(), Phase::Failed) && !pending.get_untracked() {
+                fetch();
+            }
+        });
+    }
     (move || match phase.get() {
         Phase::Loading => ().into_any(),
         Phase::Loaded(part) => part(),

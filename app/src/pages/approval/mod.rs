@@ -100,7 +100,10 @@ fn Ready() -> impl IntoView {
     let state = use_approval();
     view! {
         <Overview />
-        <OnDemand load=notices in_page=true />
+        // The timeline's chunk: its card, if it cannot be fetched, stands under the form for both.
+        <OnDemand load=notices in_page=true quiet=true />
+        // What became of the caller's decision is part of the decision: never in a chunk that might not come.
+        <Outcomes />
         // Plain closures rather than <Show>: each reads memos or signals set once, so it re-runs only when its
         // answer changes.
         {move || {
@@ -131,8 +134,8 @@ fn Ready() -> impl IntoView {
     }
 }
 
-/// Under the overview: the escalation, the hand-overs that concern the caller and the outcome. With the rest of what is
-/// not the decision itself, in a chunk of its own fetched once the page's top is there (the page's first download is
+/// Under the overview: the escalation and the hand-overs that concern the caller. With the rest of what is not the
+/// decision itself, in a chunk of its own fetched once the page's top is there (the page's first download is
 /// smaller by it, and the decision does not wait for it).
 #[leptos::wasm_split::wasm_split(approval_below, fallible, wasm_split_path = ::leptos::wasm_split)]
 fn notices() -> Part {
@@ -140,7 +143,6 @@ fn notices() -> Part {
         view! {
             <EscalatedNotice />
             <DelegationNotices />
-            <Outcomes />
         }
         .into_any()
     })
