@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlElement;
 
-use crate::components::{Later, OnDemand, Part};
+use crate::components::{OnDemand, Part};
 use crate::context::{tr, use_app, AppContext};
 use crate::infra::auth;
 use crate::infra::config;
@@ -65,7 +65,7 @@ fn ConfigGate() -> impl IntoView {
     let known = Memo::new(move |_| ctx.config.with(Option::is_some));
     move || {
         if known.get() {
-            view! { <Later><AppRoutes /></Later> }.into_any()
+            view! { <AppRoutes /> }.into_any()
         } else {
             view! { <OnDemand load=config_fallback /> }.into_any()
         }

@@ -59,6 +59,9 @@ def test_the_approval_is_readable_before_the_wasm_arrives(stack, workflows, api,
         cdp.send("Network.enable")
         cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
                                                       "downloadThroughput": 60_000, "uploadThroughput": 60_000})
+        asked = []
+        tab.page.on("request", lambda r: asked.append(r.url)
+                    if r.method == "GET" and r.url.endswith(f"/api/v1/approvals/{approval_id}") else None)
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
         preview = tab.page.get_by_test_id("approval-preview")
         expect(preview.get_by_role("heading", level=1)).to_have_text(title, timeout=30_000)
@@ -75,6 +78,7 @@ def test_the_approval_is_readable_before_the_wasm_arrives(stack, workflows, api,
         expect(tab.approval.title).to_have_text(title, timeout=90_000)
         expect(preview).to_have_count(0)
         expect(tab.approval.approve_button).to_be_enabled()
+        assert len(asked) == 1, f"the app takes the answer boot.js read rather than asking again: {asked}"
         assert not tab.csp_problems(), tab.problems
 
     # The wasm never arrives: the approval stays readable and the failure is said where the status was.

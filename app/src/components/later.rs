@@ -1,7 +1,7 @@
-//! Rendering in pieces: what is below the fold comes one main-thread task after the rest of its page.
+//! Rendering in pieces: a long list's rows below the fold come one main-thread task after the rest of its page.
 //!
-//! On a phone the first render of a whole page is one long task (each wasm function compiles on its first call),
-//! and input waits for it. The page's top (what is asked, the decision) no longer waits for what is below it.
+//! Only where the rest is long: every task boundary lets the browser lay out and paint what is there, which on a
+//! phone costs more than rendering a short page at once (the approval page renders in one task).
 
 use std::time::Duration;
 
@@ -18,11 +18,4 @@ pub fn next_task() -> ReadSignal<bool> {
         Duration::ZERO,
     );
     reached
-}
-
-/// Renders its children in a task of their own, after the one that renders the rest of the page.
-#[component]
-pub fn Later(children: ChildrenFn) -> impl IntoView {
-    let reached = next_task();
-    move || reached.get().then(|| children())
 }

@@ -16,7 +16,7 @@ pub use busy_button::BusyButton;
 pub use error_card::ErrorCard;
 pub use fact_row::FactRow;
 pub use json_tree::{object_view, rows_view};
-pub use later::{next_task, Later};
+pub use later::next_task;
 pub use note_input::NoteInput;
 pub use on_demand::{ChunkMissing, OnDemand, Part};
 pub use progress::ProgressDots;

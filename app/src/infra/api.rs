@@ -66,20 +66,20 @@ fn with_auth(builder: RequestBuilder) -> Result<RequestBuilder, ApiError> {
         .cache(RequestCache::NoStore))
 }
 
-async fn read<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {
-    let (status, text) = success_text(response).await?;
-    decode(status, &text)
-}
-
 fn decode<T: DeserializeOwned>(status: u16, text: &str) -> Result<T, ApiError> {
     serde_json::from_str(text).map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") })
 }
 
-/// The status and body of a 2xx answer, else the error it stands for. Apart from [`read`] and not generic (as
+/// The status and body of a 2xx answer, else the error it stands for. Apart from [`decode`] and not generic (as
 /// [`send_text`]), so that the wasm has this code once rather than once per type read.
 async fn success_text(response: Response) -> Result<(u16, String), ApiError> {
     let status = response.status();
     let text = response.text().await.map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    answer(status, text)
+}
+
+/// A status and body already read: the body of a 2xx answer, else the error it stands for.
+fn answer(status: u16, text: String) -> Result<(u16, String), ApiError> {
     if (200..300).contains(&status) {
         return Ok((status, text));
     }
@@ -142,8 +142,8 @@ pub async fn inbox(filter: InboxFilter, cursor: Option<&str>) -> Result<InboxPag
     send(request).await
 }
 
-/// The request `app/boot.js` already sent for this URL while the wasm was downloading
-/// (`globalThis.ringiPrefetch = {url, response}`), taken at most once.
+/// The request `app/boot.js` already sent for this URL while the wasm was downloading, and its answer read
+/// (`globalThis.ringiPrefetch = {url, answer}`, `answer` a promise of `{status, text}`), taken at most once.
 fn take_prefetched(url: &str) -> Option<js_sys::Promise> {
     let global = js_sys::global();
     let key = JsValue::from_str("ringiPrefetch");
@@ -153,7 +153,7 @@ fn take_prefetched(url: &str) -> Option<js_sys::Promise> {
     if for_url != url {
         return None;
     }
-    js_sys::Reflect::get(&prefetch, &JsValue::from_str("response")).ok()?.dyn_into().ok()
+    js_sys::Reflect::get(&prefetch, &JsValue::from_str("answer")).ok()?.dyn_into().ok()
 }
 
 /// `GET /api/v1/approvals/{id}`
@@ -164,8 +164,12 @@ pub async fn approval(id: &str) -> Result<ApprovalView, ApiError> {
     }
     if let Some(pending) = take_prefetched(&url) {
         // A network failure of the early request: ask again below.
-        if let Ok(raw) = JsFuture::from(pending).await.and_then(|r| r.dyn_into::<web_sys::Response>()) {
-            return read(Response::from(raw)).await;
+        if let Some((status, text)) = JsFuture::from(pending).await.ok().and_then(|a| {
+            let field = |name: &str| js_sys::Reflect::get(&a, &JsValue::from_str(name)).ok();
+            Some((field("status")?.as_f64()? as u16, field("text")?.as_string()?))
+        }) {
+            let (status, text) = answer(status, text)?;
+            return decode(status, &text);
         }
     }
     let request = with_auth(Request::get(&url))?.build().map_err(|e| ApiError::Unavailable(e.to_string()))?;
@@ -260,7 +264,7 @@ pub async fn audit_csv(from: &str, to: &str) -> Result<String, ApiError> {
             .await
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
         if !(200..300).contains(&response.status()) {
-            return Err(read::<serde_json::Value>(response)
+            return Err(success_text(response)
                 .await
                 .err()
                 .unwrap_or(ApiError::Server { status: 0, message: "unexpected response".into() }));

@@ -21,7 +21,7 @@ pub(crate) mod timeline;
 
 use leptos::prelude::*;
 
-use crate::components::{Block, ErrorCard, Later, OnDemand, Part, Skeleton};
+use crate::components::{Block, ErrorCard, OnDemand, Part, Skeleton};
 use crate::context::{tr, use_app, use_title};
 use crate::pages::not_found::Missing;
 use crate::pages::sign_in::Reauthenticate;
@@ -116,20 +116,18 @@ fn Ready() -> impl IntoView {
                     }
                 })
         }}
-        <Later>
-            <Body />
-            {move || {
-                state
-                    .can_decide
-                    .get()
-                    .then(|| {
-                        view! {
-                            <DecisionForm />
-                            <DelegateAction />
-                        }
-                    })
-            }}
-        </Later>
+        <Body />
+        {move || {
+            state
+                .can_decide
+                .get()
+                .then(|| {
+                    view! {
+                        <DecisionForm />
+                        <DelegateAction />
+                    }
+                })
+        }}
         <OnDemand load=below_the_form in_page=true />
     }
 }
