@@ -279,12 +279,8 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
     it is missing) opens the dialog once a retry brings it, and the hint with it."""
     approval_id = register(workflows, api, "A part goes missing")
     # Out of office from now on (after the registration, so the approval stays alice's): the page offers the hand-over.
-    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
-    away = api.call("PUT", "/api/v1/me/out-of-office", as_user=sub("alice"),
-                    body={"delegate": {"sub": sub("bob")}, "until": until})
-    assert away.status_code == 200, away.text
     # The service worker would fetch the chunks itself, out of the page's routes: none here.
-    with Tab(browser) as tab, _back_in_office(api):
+    with _out_of_office(api, "alice", delegate="bob"), Tab(browser) as tab:
         tab.ctx.route("**/sw.js", lambda route: route.abort())
         with_session(tab, stack)
         missing = re.compile(r".*/ringi-(approval-below|inbox)-[0-9a-f]+_bg\.wasm$")
@@ -339,11 +335,16 @@ def test_a_part_that_cannot_be_downloaded_shows_a_retry_in_its_place(stack, work
 
 
 @contextlib.contextmanager
-def _back_in_office(api):
+def _out_of_office(api, user: str, delegate: str):
+    """`user` out of office for the next hour, handing over to `delegate`; back in office afterwards."""
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    away = api.call("PUT", "/api/v1/me/out-of-office", as_user=sub(user),
+                    body={"delegate": {"sub": sub(delegate)}, "until": until})
+    assert away.status_code == 200, away.text
     try:
         yield
     finally:
-        api.call("DELETE", "/api/v1/me/out-of-office", as_user=sub("alice"))
+        api.call("DELETE", "/api/v1/me/out-of-office", as_user=sub(user))
 
 
 @pytest.mark.parametrize("missing", ["module", "page"])

@@ -100,7 +100,8 @@ fn Ready() -> impl IntoView {
     let state = use_approval();
     view! {
         <Overview />
-        // The timeline's chunk: its card, if it cannot be fetched, stands under the form for both.
+        // In the timeline's chunk, without a card of its own: if that chunk cannot be fetched, the timeline's card
+        // under the form stands for both.
         <OnDemand load=notices in_page=true quiet=true />
         // What became of the caller's decision is part of the decision: never in a chunk that might not come.
         <Outcomes />
