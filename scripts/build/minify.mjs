@@ -1,4 +1,4 @@
-// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue and app/boot.js) and stylesheet with esbuild, in
+// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue, app/boot-form.js) and stylesheet with esbuild, in
 // place, and rewrites the `integrity` attributes that name those files in index.html, so that the
 // subresource-integrity checks (and the `<link rel="modulepreload">` Trunk injected) match the bytes served. The file names stay: they are
 // Trunk's content hash of the unminified file, still unique to this content. Trunk's own minifier stays off
@@ -22,15 +22,7 @@ export function minifyScripts(dist) {
     const kind = hashed.exec(name)?.[1];
     if (!kind) continue;
     const source = readFileSync(join(dist, name), "utf8");
-    const { code } = transformSync(source, {
-      loader: kind,
-      ...(kind === "js" ? { format: "esm" } : {}),
-      minify: true,
-      // The browsers the SPA supports run the source as written: nothing to lower.
-      target: "esnext",
-      legalComments: "none",
-      charset: "utf8",
-    });
+    const code = minified(source, kind);
     if (code.length >= source.length) continue;
     const before = sri(source);
     const after = sri(code);
@@ -43,7 +35,32 @@ export function minifyScripts(dist) {
     writeFileSync(join(dist, name), code);
     console.log(`minify: ${name}: ${source.length} B → ${code.length} B (${uses} integrity attribute(s) updated)`);
   }
-  writeFileSync(htmlPath, html);
+  writeFileSync(htmlPath, minifiedPage(html));
+}
+
+const minified = (source, kind) =>
+  transformSync(source, {
+    loader: kind,
+    ...(kind === "js" ? { format: "esm" } : {}),
+    minify: true,
+    // The browsers the SPA supports run the source as written: nothing to lower.
+    target: "esnext",
+    legalComments: "none",
+    charset: "utf8",
+  }).code;
+
+// The page itself is on every first open's critical path (twice on a sign-in: the link's page, then the callback's),
+// and its inlined boot.js is most of it: that script minified, and the page's comments left out (none is inside a
+// script). The worker allows the inlined script by the hash of what it serves, so its bytes may change here.
+export function minifiedPage(html) {
+  const inline = /(<script type="module"(?: async)?>)([\s\S]*?)(<\/script>)/;
+  const script = inline.exec(html);
+  if (!script) throw new Error("minify: the page has no inlined module script");
+  const page = html.replace(inline, () => `${script[1]}${minified(script[2], "js").trimEnd()}${script[3]}`);
+  const [head, tail] = [page.slice(0, script.index), page.slice(script.index)];
+  const end = tail.indexOf("</script>");
+  const strip = (part) => part.replace(/<!--[\s\S]*?-->\s*/g, "");
+  return strip(head) + tail.slice(0, end) + strip(tail.slice(end));
 }
 
 // The `integrity` value of a file's bytes (a string as UTF-8), and a file name as a literal inside a RegExp.

@@ -3,6 +3,7 @@
 //! [`ringi_sign_in::SignInFailure`] as JSON.
 
 use ringi_core::api::wire::SpaConfig;
+use ringi_core::base::json;
 use ringi_sign_in::callback;
 use ringi_sign_in::SignInFailure;
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -15,6 +16,6 @@ fn main() {}
 pub async fn complete(config: String, search: String) -> Result<String, String> {
     let failed = |f: SignInFailure| serde_json::to_string(&f).unwrap_or_default();
     let cfg: SpaConfig =
-        serde_json::from_str(&config).map_err(|e| failed(SignInFailure::Config(format!("unreadable: {e}"))))?;
+        json::from_str(&config).map_err(|e| failed(SignInFailure::Config(format!("unreadable: {e}"))))?;
     callback::complete(&cfg, &search, js_sys::Date::now()).await.map_err(failed)
 }

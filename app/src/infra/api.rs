@@ -9,12 +9,12 @@ use ringi_core::api::audit_export::AuditPage;
 use ringi_core::api::decision::DecisionRequest;
 use ringi_core::api::wire::{ApprovalView, DecisionResponse, InboxPage};
 use ringi_core::base::error::ErrorDetail;
+use ringi_core::base::json::{self, FromJson};
 use ringi_core::base::principal::Principal;
 use ringi_core::base::sign_in::SignInRequirement;
 use ringi_core::domain::delegation::{DelegationView, OutOfOffice, OutOfOfficeAnswer};
 use ringi_core::domain::inbox::InboxFilter;
 use ringi_core::ErrorBody;
-use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::RequestCache;
@@ -66,8 +66,10 @@ fn with_auth(builder: RequestBuilder) -> Result<RequestBuilder, ApiError> {
         .cache(RequestCache::NoStore))
 }
 
-fn decode<T: DeserializeOwned>(status: u16, text: &str) -> Result<T, ApiError> {
-    serde_json::from_str(text).map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") })
+/// A 2xx answer's body read as `T`: by a [`FromJson`] reader of its own for what the approval page reads (serde's
+/// derive would add its code to the module an emailed link downloads first), through serde for the rest.
+fn decode<T: FromJson>(status: u16, text: &str) -> Result<T, ApiError> {
+    json::from_str(text).map_err(|e| ApiError::Server { status, message: format!("unexpected response: {e}") })
 }
 
 /// The status and body of a 2xx answer, else the error it stands for. Apart from [`decode`] and not generic (as
@@ -83,7 +85,7 @@ fn answer(status: u16, text: String) -> Result<(u16, String), ApiError> {
     if (200..300).contains(&status) {
         return Ok((status, text));
     }
-    let error = serde_json::from_str::<ErrorBody>(&text).map(|b| b.error).unwrap_or_else(|_| ErrorDetail {
+    let error = json::from_str::<ErrorBody>(&text).map(|b| b.error).unwrap_or_else(|_| ErrorDetail {
         code: String::new(),
         message: format!("HTTP {status}"),
         field: None,
@@ -117,7 +119,7 @@ fn answer(status: u16, text: String) -> Result<(u16, String), ApiError> {
     })
 }
 
-async fn send<T: DeserializeOwned>(request: Request) -> Result<T, ApiError> {
+async fn send<T: FromJson>(request: Request) -> Result<T, ApiError> {
     let (status, text) = send_text(request).await?;
     decode(status, &text)
 }
@@ -211,7 +213,7 @@ pub async fn clear_out_of_office() -> Result<(), ApiError> {
     send::<OutOfOfficeAnswer>(request).await.map(drop)
 }
 
-async fn send_json<T: DeserializeOwned, B: serde::Serialize + ?Sized>(
+async fn send_json<T: FromJson, B: serde::Serialize + ?Sized>(
     builder: RequestBuilder,
     body: &B,
 ) -> Result<T, ApiError> {

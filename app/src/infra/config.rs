@@ -4,6 +4,7 @@
 
 use gloo_net::http::Request;
 pub use ringi_core::api::wire::SpaConfig;
+use ringi_core::base::json;
 use ringi_core::base::locale::Locale;
 use web_sys::RequestCache;
 
@@ -77,7 +78,7 @@ impl std::fmt::Display for ConfigError {
 pub fn embedded() -> Option<SpaConfig> {
     let element = leptos::prelude::document().get_element_by_id(ringi_core::adapters::assets::CONFIG_ELEMENT_ID)?;
     let text = element.text_content()?;
-    match serde_json::from_str(&text) {
+    match json::from_str(&text) {
         Ok(cfg) => Some(cfg),
         Err(e) => {
             leptos::logging::warn!("ringi: embedded configuration: {e}; asking {CONFIG_URL}");
@@ -99,7 +100,7 @@ pub async fn load() -> Result<SpaConfig, ConfigError> {
         return Err(ConfigError::Status(response.status()));
     }
     let text = response.text().await.map_err(|e| ConfigError::Network(e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| ConfigError::Invalid(e.to_string()))
+    json::from_str(&text).map_err(|e| ConfigError::Invalid(e.to_string()))
 }
 
 #[cfg(test)]
@@ -109,7 +110,7 @@ mod tests {
     #[test]
     fn decodes_the_documented_shape() {
         let json = r#"{"cognitoDomain":"https://auth.example.com","clientId":"abc","redirectUri":"https://ringi.example.com/callback","issuer":"https://cognito-idp.ap-northeast-1.amazonaws.com/ap-northeast-1_X","tokenUse":"access","defaultLocale":"ja","version":"0.1.0","provider":"cognito","authorizationEndpoint":"https://auth.example.com/oauth2/authorize","tokenEndpoint":"https://auth.example.com/oauth2/token","endSessionEndpoint":"https://auth.example.com/logout","scope":"openid email profile","groupsClaim":"cognito:groups"}"#;
-        let cfg: SpaConfig = serde_json::from_str(json).unwrap();
+        let cfg: SpaConfig = json::from_str(json).unwrap();
         assert_eq!(default_locale(&cfg), Locale::Ja);
         assert_eq!(cfg.client_id, "abc");
         assert_eq!(serde_json::to_string(&cfg).unwrap(), json);
@@ -118,7 +119,7 @@ mod tests {
     #[test]
     fn missing_field_is_an_error() {
         let json = r#"{"cognitoDomain":"d","redirectUri":"r","issuer":"i","defaultLocale":"en","version":"v"}"#;
-        let err = serde_json::from_str::<SpaConfig>(json).unwrap_err().to_string();
+        let err = json::from_str::<SpaConfig>(json).unwrap_err().to_string();
         assert!(err.contains("clientId"), "{err}");
     }
 }

@@ -114,6 +114,8 @@ pub struct AuditPage {
     pub next_cursor: Option<String>,
 }
 
+crate::from_json_by_serde!(AuditPage);
+
 /// The response header that carries the next cursor of a CSV page (a CSV body has no room for it).
 pub const NEXT_CURSOR_HEADER: &str = "ringi-next-cursor";
 

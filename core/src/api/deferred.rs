@@ -5,6 +5,9 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::base::json::{FromJson, ReadError};
 
 /// `T` on the wire, kept as its JSON text and decoded on [`Deferred::decode`]. The code that decodes `T` is
 /// then compiled where `decode` is called: the SPA's approval page reads its timeline this way, so the module
@@ -33,6 +36,13 @@ impl<T: DeserializeOwned> Deferred<T> {
     /// The value; an error when the JSON is not a `T`.
     pub fn decode(&self) -> Result<T, serde_json::Error> {
         serde_json::from_str(self.json.get())
+    }
+}
+
+/// The value's JSON text, as it is: decoded by [`Deferred::decode`].
+impl<T> FromJson for Deferred<T> {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        Ok(Self { json: serde_json::value::to_raw_value(v)?, _of: PhantomData })
     }
 }
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::deferred::Deferred;
 use crate::adapters::idp::{IdpProfile, TokenUse};
 use crate::base::error::ErrorCode;
+use crate::base::json::{FromJson, Members, ReadError};
 use crate::base::principal::Principal;
 use crate::base::sign_in::SignInRequirement;
 use crate::base::status::{ApprovalStatus, Verdict};
@@ -55,6 +56,29 @@ pub struct SpaConfig {
     pub vapid_public_key: Option<String>,
 }
 
+impl FromJson for SpaConfig {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            cognito_domain: m.get("cognitoDomain"),
+            client_id: m.get("clientId"),
+            redirect_uri: m.get("redirectUri"),
+            issuer: m.get("issuer"),
+            token_use: m.or_default("tokenUse"),
+            default_locale: m.get("defaultLocale"),
+            version: m.get("version"),
+            admin_group: m.or_default("adminGroup"),
+            provider: m.or_default("provider"),
+            authorization_endpoint: m.or_default("authorizationEndpoint"),
+            token_endpoint: m.or_default("tokenEndpoint"),
+            end_session_endpoint: m.or_default("endSessionEndpoint"),
+            scope: m.or_default("scope"),
+            groups_claim: m.or_default("groupsClaim"),
+            vapid_public_key: m.or_default("vapidPublicKey"),
+        })
+    }
+}
+
 /// `201`/`200` answer to a registration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,6 +98,18 @@ pub struct DecisionResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     pub progress: Progress,
+}
+
+impl FromJson for DecisionResponse {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            id: m.get("id"),
+            status: m.get("status"),
+            verdict: m.or_default("verdict"),
+            progress: m.get("progress"),
+        })
+    }
 }
 
 /// `GET /api/v1/approvals/{id}`: the approval as an approver may see it. Never the token.
@@ -144,6 +180,44 @@ pub struct ApprovalView {
     pub step_up: bool,
 }
 
+impl FromJson for ApprovalView {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            id: m.get("id"),
+            status: m.get("status"),
+            verdict: m.or_default("verdict"),
+            attempted_by: m.or_default("attemptedBy"),
+            title: m.get("title"),
+            summary: m.get("summary"),
+            details: m.get("details"),
+            form: m.get("form"),
+            approvers: m.get("approvers"),
+            quorum: m.get("quorum"),
+            progress: m.get("progress"),
+            created_at: m.get("createdAt"),
+            expires_at: m.get("expiresAt"),
+            decided_at: m.get("decidedAt"),
+            context: m.get("context"),
+            registered_by: m.or_default("registeredBy"),
+            locale: m.get("locale"),
+            my_decision: m.get("myDecision"),
+            decisions: m.get("decisions"),
+            events: m.or_default("events"),
+            requested_by: m.or_default("requestedBy"),
+            cannot_decide: m.or_default("cannotDecide"),
+            can_decide: m.or_default("canDecide"),
+            on_expiry: m.or_default("onExpiry"),
+            decided_on_expiry: m.or_default("decidedOnExpiry"),
+            schedule: m.or_default("schedule"),
+            delegations: m.or_default("delegations"),
+            my_seat: m.or_default("mySeat"),
+            require_sign_in: m.or_default("requireSignIn"),
+            step_up: m.or_default("stepUp"),
+        })
+    }
+}
+
 impl ApprovalView {
     /// Whether the caller may decide: pending (not past its expiry), not decided by them, no reason they may not
     /// (`cannot_decide`), and a seat of their own (not handed on).
@@ -208,4 +282,71 @@ pub struct InboxItem {
 pub struct InboxPage {
     pub items: Vec<InboxItem>,
     pub next_cursor: Option<String>,
+}
+
+crate::from_json_by_serde!(InboxPage);
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::base::error::ErrorBody;
+    use crate::base::json::{agrees, from_str};
+
+    fn approval() -> Value {
+        json!({
+            "id": "Zo8XKxfXpqFSGvPXHwUJwQ", "status": "pending", "verdict": "approve", "attemptedBy": "a@x",
+            "title": "Deploy", "summary": "v2", "details": {"env": "prod", "n": [1, 2.5]},
+            "form": [
+                {"name": "why", "label": "Why", "type": "text", "maxLength": 10, "required": true, "help": "h"},
+                {"name": "risk", "label": "Risk", "type": "choice", "options": ["low", "high"]},
+                {"name": "cost", "label": "Cost", "type": "number", "min": 0, "max": 1.5},
+                {"name": "ok", "label": "OK", "type": "boolean"},
+                {"name": "note", "label": "Note", "type": "textarea"}
+            ],
+            "approvers": [{"sub": "s"}, {"email": "e@x"}, {"group": "g"}],
+            "quorum": 2, "progress": {"approvals": 1, "required": 2},
+            "createdAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-01-02T00:00:00Z", "decidedAt": null,
+            "context": {"executionArn": "arn"}, "registeredBy": "api-key:k", "locale": "ja",
+            "myDecision": {"decision": "approve", "by": "me", "comment": "c", "feedback": {"risk": "low"}, "at": "t"},
+            "decisions": [{"decision": "reject", "by": "you", "comment": null, "feedback": null, "at": "t"}],
+            "events": [], "requestedBy": [{"email": "r@x"}], "cannotDecide": "self_approval", "canDecide": false,
+            "onExpiry": "reject", "decidedOnExpiry": false, "schedule": {"reminders": []}, "delegations": [],
+            "mySeat": {"holds": true, "onBehalfOf": {"email": "o@x"}, "delegatedTo": null},
+            "requireSignIn": {"maxAgeSeconds": 300, "acr": ["mfa"], "mfa": true}, "stepUp": true
+        })
+    }
+
+    #[test]
+    fn the_approval_is_read_as_serde_reads_it() {
+        agrees::<ApprovalView>(approval());
+        let mut other = approval();
+        other["quorum"] = json!("all");
+        other["verdict"] = Value::Null;
+        agrees::<ApprovalView>(other);
+    }
+
+    #[test]
+    fn the_approval_read_keeps_its_deferred_lists_as_text() {
+        let view: ApprovalView = from_str(&approval().to_string()).unwrap();
+        assert_eq!(view.decisions.decode().unwrap()[0].by, "you");
+        assert_eq!(view, serde_json::from_str(&approval().to_string()).unwrap());
+    }
+
+    #[test]
+    fn the_configuration_the_decision_answer_and_an_error_are_read_as_serde_reads_them() {
+        agrees::<SpaConfig>(json!({
+            "cognitoDomain": "https://d", "clientId": "c", "redirectUri": "https://r", "issuer": "https://i",
+            "tokenUse": "id", "defaultLocale": "en", "version": "1", "adminGroup": "ops", "provider": "oidc",
+            "authorizationEndpoint": "https://a", "tokenEndpoint": "https://t", "endSessionEndpoint": "https://e",
+            "scope": "openid", "groupsClaim": "groups", "vapidPublicKey": "k"
+        }));
+        agrees::<DecisionResponse>(json!({
+            "id": "x", "status": "decided_unconfirmed", "verdict": "reject", "progress": {"approvals": 0, "required": 1}
+        }));
+        agrees::<ErrorBody>(json!({"error": {
+            "code": "step_up_required", "message": "m", "field": "f", "requireSignIn": {"maxAgeSeconds": 60}
+        }}));
+    }
 }

@@ -8,8 +8,8 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 
-/// `impl Serialize + Deserialize` for `$t` by `$t::$as_str` and `$t::$parse` (`fn(&str) -> Option<$t>`);
-/// `$what` is what a wrong value is told it should have been.
+/// `impl Serialize + Deserialize` (and [`FromJson`](crate::base::json::FromJson)) for `$t` by `$t::$as_str` and
+/// `$t::$parse` (`fn(&str) -> Option<$t>`); `$what` is what a wrong value is told it should have been.
 macro_rules! serde_by_name {
     ($t:ty, $as_str:ident, $parse:ident, $what:literal) => {
         impl serde::Serialize for $t {
@@ -21,6 +21,12 @@ macro_rules! serde_by_name {
         impl<'de> serde::Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $crate::base::by_name::read(d, <$t>::$parse, $what)
+            }
+        }
+
+        impl $crate::base::json::FromJson for $t {
+            fn from_json(v: &serde_json::Value) -> Result<Self, $crate::base::json::ReadError> {
+                $crate::base::json::name(v, <$t>::$parse, $what)
             }
         }
     };

@@ -3,7 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::base::by_name::serde_by_name;
+use crate::base::json::{FromJson, Members, Placeholder, ReadError};
 use crate::base::sign_in::SignInRequirement;
 use crate::base::status::ApprovalStatus;
 
@@ -361,6 +364,31 @@ pub struct ErrorDetail {
     /// `step_up_required`: the sign-in that lets the caller decide (what to ask the provider for).
     #[serde(default, rename = "requireSignIn", skip_serializing_if = "Option::is_none")]
     pub require_sign_in: Option<SignInRequirement>,
+}
+
+impl FromJson for ErrorBody {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self { error: m.get("error") })
+    }
+}
+
+impl FromJson for ErrorDetail {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            code: m.get("code"),
+            message: m.get("message"),
+            field: m.or_default("field"),
+            require_sign_in: m.or_default("requireSignIn"),
+        })
+    }
+}
+
+impl Placeholder for ErrorDetail {
+    fn placeholder() -> Self {
+        Self { code: String::new(), message: String::new(), field: None, require_sign_in: None }
+    }
 }
 
 impl ErrorDetail {

@@ -8,6 +8,7 @@ pub mod corrupt;
 pub mod error;
 pub mod hex;
 pub mod ids;
+pub mod json;
 pub mod locale;
 pub mod principal;
 pub mod sign_in;

@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::base::error::ApiError;
+use crate::base::json::{FromJson, Members, ReadError};
 use crate::base::text::valid_email;
 
 /// One entry of an approval's approver list: `{"sub": …}`, `{"email": …}` or `{"group": …}`.
@@ -12,6 +15,20 @@ pub enum Principal {
     Sub(String),
     Email(String),
     Group(String),
+}
+
+impl FromJson for Principal {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let (kind, value) =
+            Members::of(v)?.only().ok_or_else(|| ReadError::new("expected one of sub, email, group"))?;
+        let value = String::from_json(value).map_err(|e| ReadError::new(format!("{kind}: {e}")))?;
+        match kind {
+            "sub" => Ok(Self::Sub(value)),
+            "email" => Ok(Self::Email(value)),
+            "group" => Ok(Self::Group(value)),
+            other => Err(ReadError::new(format!("unknown `{other}`, expected sub, email or group"))),
+        }
+    }
 }
 
 impl Principal {

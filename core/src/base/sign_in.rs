@@ -2,6 +2,9 @@
 //! approval asks of its deciders (`requireSignIn`). Value types only: the rule is `crate::domain::step_up`.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::base::json::{FromJson, Members, ReadError};
 
 /// Where the provider sends a sign-in back (the SPA's `redirect_uri`, below the public base URL).
 pub const CALLBACK_PATH: &str = "/auth/callback";
@@ -36,4 +39,15 @@ pub struct SignInRequirement {
     /// The token's `amr` must show a second factor.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mfa: bool,
+}
+
+impl FromJson for SignInRequirement {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            max_age_seconds: m.or_default("maxAgeSeconds"),
+            acr: m.or_default("acr"),
+            mfa: m.or_default("mfa"),
+        })
+    }
 }

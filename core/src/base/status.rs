@@ -22,6 +22,12 @@ serde_by_name!(
     "an approval status (pending, claimed, approved, rejected, decided_unconfirmed, expired)"
 );
 
+impl crate::base::json::Placeholder for ApprovalStatus {
+    fn placeholder() -> Self {
+        Self::Pending
+    }
+}
+
 /// A stored `(status, confirmed)` pair that no lifecycle state maps to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt stored approval state: status {status:?}, confirmed {confirmed}")]

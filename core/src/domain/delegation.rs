@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::base::body::{from_object, json_value, top_field};
 use crate::base::error::ApiError;
+use crate::base::json::{FromJson, Members, ReadError};
 use crate::base::principal::{approvers, checked_principal};
 use crate::base::principal::{Identity, Principal};
 use crate::base::text::strip_invisible;
@@ -253,6 +254,8 @@ pub struct DelegationView {
     pub routed: bool,
 }
 
+crate::from_json_by_serde!(OutOfOfficeAnswer, DelegationView);
+
 /// The hand-overs of an approval, in chain order.
 pub fn delegation_views(seats: &[Seat]) -> Vec<DelegationView> {
     let mut out: Vec<DelegationView> = seats
@@ -283,6 +286,17 @@ pub struct MySeat {
     /// Where the caller's slot went, when they handed every seat of theirs on.
     #[serde(default)]
     pub delegated_to: Option<Principal>,
+}
+
+impl FromJson for MySeat {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            holds: m.get("holds"),
+            on_behalf_of: m.or_default("onBehalfOf"),
+            delegated_to: m.or_default("delegatedTo"),
+        })
+    }
 }
 
 /// A view without it (an older worker): the caller decides, as before delegation existed.

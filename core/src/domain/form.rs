@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use crate::base::error::ApiError;
+use crate::base::json::{self, FromJson, Members, Placeholder, ReadError};
 use crate::base::text::strip_invisible;
 
 pub const MAX_FIELDS: usize = 30;
@@ -126,6 +127,44 @@ enum KindTag {
     Choice,
     Number,
     Boolean,
+}
+
+impl FromJson for KindTag {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let parse = |name: &str| match name {
+            "text" => Some(Self::Text),
+            "textarea" => Some(Self::Textarea),
+            "choice" => Some(Self::Choice),
+            "number" => Some(Self::Number),
+            "boolean" => Some(Self::Boolean),
+            _ => None,
+        };
+        json::name(v, parse, "text, textarea, choice, number or boolean")
+    }
+}
+
+impl Placeholder for KindTag {
+    fn placeholder() -> Self {
+        Self::Text
+    }
+}
+
+impl FromJson for FormField {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        let wire = m.done(FieldWire {
+            name: m.get("name"),
+            label: m.get("label"),
+            kind: m.get("type"),
+            required: m.or_default("required"),
+            help: m.or_default("help"),
+            max_length: m.or_default("maxLength"),
+            options: m.or_default("options"),
+            min: m.or_default("min"),
+            max: m.or_default("max"),
+        })?;
+        Self::try_from(wire).map_err(ReadError::new)
+    }
 }
 
 impl TryFrom<FieldWire> for FormField {

@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::base::error::ApiError;
+use crate::base::json::{FromJson, Placeholder, ReadError};
 
 use crate::base::corrupt::CorruptValue;
 use crate::base::principal::{Identity, Principal};
@@ -84,6 +87,24 @@ impl<'de> Deserialize<'de> for Quorum {
             }
         }
         d.deserialize_any(Visit)
+    }
+}
+
+impl FromJson for Quorum {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let n = |n: u64| u32::try_from(n).ok().filter(|n| *n >= 1).map(Quorum::N);
+        match v {
+            Value::Number(number) if number.is_u64() || number.is_i64() => number.as_u64().and_then(n),
+            Value::String(s) => Quorum::parse(s),
+            _ => None,
+        }
+        .ok_or_else(|| ReadError::new(QUORUM_EXPECTED))
+    }
+}
+
+impl Placeholder for Quorum {
+    fn placeholder() -> Self {
+        Self::Any
     }
 }
 

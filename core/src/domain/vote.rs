@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::base::json::{FromJson, Members, Placeholder, ReadError};
 use crate::base::principal::Principal;
 use crate::base::status::Verdict;
 use crate::base::time::format_rfc3339;
@@ -83,6 +84,32 @@ pub struct AuditEntry {
     pub comment: Option<String>,
     pub feedback: Option<Map<String, Value>>,
     pub at: String,
+}
+
+impl FromJson for Progress {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self { approvals: m.get("approvals"), required: m.get("required") })
+    }
+}
+
+impl Placeholder for Progress {
+    fn placeholder() -> Self {
+        Self { approvals: 0, required: 0 }
+    }
+}
+
+impl FromJson for AuditEntry {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            decision: m.get("decision"),
+            by: m.get("by"),
+            comment: m.get("comment"),
+            feedback: m.get("feedback"),
+            at: m.get("at"),
+        })
+    }
 }
 
 impl AuditEntry {
