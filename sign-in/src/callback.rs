@@ -16,7 +16,9 @@ use oauth2::{
 };
 use ringi_core::adapters::idp::{IdpProfile, TokenUse};
 use ringi_core::api::wire::SpaConfig;
+use ringi_core::base::json::{FromJson, Members, ReadError};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::http::GlooHttp;
 use crate::session::{self, Session, PENDING_KEY, SESSION_KEY};
@@ -51,7 +53,7 @@ type OauthClient = Client<
 >;
 
 /// One sign-in in flight, keyed by its `state`: the record app/boot.js `startSignIn` writes.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Pending {
     state: String,
@@ -60,6 +62,19 @@ struct Pending {
     created_at: f64,
     #[serde(default)]
     reauth: bool,
+}
+
+impl FromJson for Pending {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            state: m.get("state"),
+            verifier: m.get("verifier"),
+            return_to: m.get("returnTo"),
+            created_at: m.get("createdAt"),
+            reauth: m.or_default("reauth"),
+        })
+    }
 }
 
 /// What the provider put in the callback's query.
@@ -206,12 +221,13 @@ mod tests {
     fn reads_the_pending_sign_in_that_boot_js_writes() {
         let written =
             r#"{"state":"s-16","verifier":"v-43","returnTo":"/a/abc","createdAt":1764570000000,"reauth":true}"#;
-        let p: Pending = serde_json::from_str(written).unwrap();
+        let p: Pending = crate::json::from_str(written).unwrap();
+        ringi_core::base::json::agrees::<Pending>(serde_json::from_str(written).unwrap());
         assert_eq!((p.state.as_str(), p.verifier.as_str(), p.return_to.as_str()), ("s-16", "v-43", "/a/abc"));
         assert_eq!((p.created_at, p.reauth), (1_764_570_000_000.0, true));
         // A record of an older boot.js without `reauth` still completes.
         let old: Pending =
-            serde_json::from_str(r#"{"state":"s","verifier":"v","returnTo":"/","createdAt":1}"#).unwrap();
+            crate::json::from_str(r#"{"state":"s","verifier":"v","returnTo":"/","createdAt":1}"#).unwrap();
         assert!(!old.reauth);
     }
 }

@@ -9,9 +9,12 @@
 
 pub mod callback;
 mod http;
+pub mod json;
 pub mod session;
 
+use ringi_core::base::json::{FromJson, Members, ReadError};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Why a callback did not complete a sign-in: what the module answers, which the app explains.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +30,24 @@ pub enum SignInFailure {
     Token(String),
     /// The configuration the module was given is not one it can use.
     Config(String),
+}
+
+/// As serde writes it (`{"kind": …, "detail": …}`): what the app reads from the module's answer.
+impl FromJson for SignInFailure {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        let (kind, detail): (String, Option<String>) = (m.get("kind"), m.get("detail"));
+        let detail = || detail.clone().ok_or_else(|| ReadError::new("missing field `detail`"));
+        let failure = match kind.as_str() {
+            "noPendingSignIn" => Self::NoPendingSignIn,
+            "stateMismatch" => Self::StateMismatch,
+            "provider" => Self::Provider(detail()?),
+            "token" => Self::Token(detail()?),
+            "config" => Self::Config(detail()?),
+            other => return Err(ReadError::new(format!("unknown sign-in failure `{other}`"))),
+        };
+        m.done(failure)
+    }
 }
 
 impl std::fmt::Display for SignInFailure {
@@ -52,6 +73,13 @@ mod tests {
         for failure in [SignInFailure::StateMismatch, SignInFailure::Token("invalid_grant".into())] {
             let text = serde_json::to_string(&failure).unwrap();
             assert_eq!(serde_json::from_str::<SignInFailure>(&text).unwrap(), failure);
+            assert_eq!(json::from_str::<SignInFailure>(&text).unwrap(), failure);
+        }
+        for text in
+            [r#"{"kind":"token"}"#, r#"{"kind":"other"}"#, r#"{"detail":"x"}"#, r#"{"kind":"config","detail":1}"#]
+        {
+            assert!(serde_json::from_str::<SignInFailure>(text).is_err(), "{text}");
+            assert!(json::from_str::<SignInFailure>(text).is_err(), "{text}");
         }
         assert_eq!(serde_json::to_string(&SignInFailure::NoPendingSignIn).unwrap(), r#"{"kind":"noPendingSignIn"}"#);
     }

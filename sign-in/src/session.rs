@@ -4,8 +4,9 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde::de::DeserializeOwned;
+use ringi_core::base::json::{FromJson, Members, ReadError};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use web_sys::Storage;
 
 /// The session ([`Session`]).
@@ -17,7 +18,7 @@ pub const SIGNED_OUT_KEY: &str = "ringi.signedOut";
 
 /// What a completed sign-in keeps. Only the API bearer, no refresh token: when it expires (or the API answers
 /// 401) the app goes through the authorize endpoint again, which a live provider session makes a quick round trip.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     /// The API bearer: the access token or the ID token (`TOKEN_USE`).
@@ -32,6 +33,19 @@ pub struct Session {
     /// OIDC only: the ID token, sent back to the provider's end-session endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_token_hint: Option<String>,
+}
+
+impl FromJson for Session {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            bearer: m.get("bearer"),
+            expires_at: m.get("expiresAt"),
+            obtained_at: m.get("obtainedAt"),
+            via_reauth: m.or_default("viaReauth"),
+            id_token_hint: m.or_default("idTokenHint"),
+        })
+    }
 }
 
 fn storage() -> Option<Storage> {
@@ -65,8 +79,8 @@ pub fn clear_ringi() {
     }
 }
 
-pub fn get_json<T: DeserializeOwned>(key: &str) -> Option<T> {
-    serde_json::from_str(&get(key)?).ok()
+pub fn get_json<T: FromJson>(key: &str) -> Option<T> {
+    crate::json::from_str(&get(key)?).ok()
 }
 
 pub fn set_json<T: Serialize>(key: &str, value: &T) {
@@ -79,6 +93,21 @@ pub fn set_json<T: Serialize>(key: &str, value: &T) {
 pub fn claims(token: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     let payload = token.split('.').nth(1)?;
     let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    // From text, as every other JSON read here: one instance of the parser.
-    serde_json::from_str(std::str::from_utf8(&bytes).ok()?).ok()
+    match crate::json::parse(std::str::from_utf8(&bytes).ok()?)? {
+        serde_json::Value::Object(claims) => Some(claims),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_is_read_as_serde_reads_it() {
+        ringi_core::base::json::agrees::<Session>(serde_json::json!({
+            "bearer": "b", "expiresAt": 1764570000000.0, "obtainedAt": 1764566400000u64, "viaReauth": true,
+            "idTokenHint": "h"
+        }));
+    }
 }

@@ -34,7 +34,9 @@ pub fn rows_view(rows: &[(String, Value)], t: &'static Texts, depth: usize) -> A
 
 fn value_view(v: &Value, t: &'static Texts, depth: usize) -> AnyView {
     if depth >= MAX_DEPTH && (v.is_object() || v.is_array()) {
-        return view! { <code class="kv__json">{v.to_string()}</code> }.into_any();
+        // Written as a request body is (`Value`'s own `Display` is another copy of the writer in the wasm).
+        let json = serde_json::to_string(v).unwrap_or_default();
+        return view! { <code class="kv__json">{json}</code> }.into_any();
     }
     match v {
         Value::Object(m) if !m.is_empty() => view! {

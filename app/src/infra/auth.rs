@@ -89,7 +89,7 @@ pub async fn completion(cfg: &SpaConfig) -> Result<String, AuthError> {
         // The module answers a failure as JSON; anything else is the module not being there.
         Err(e) => Err(e
             .as_string()
-            .and_then(|text| serde_json::from_str(&text).ok())
+            .and_then(|text| ringi_sign_in::json::from_str(&text).ok())
             .map_or(AuthError::Unavailable, AuthError::Callback)),
     }
 }

@@ -4,8 +4,8 @@
 
 use gloo_net::http::Request;
 pub use ringi_core::api::wire::SpaConfig;
-use ringi_core::base::json;
 use ringi_core::base::locale::Locale;
+use ringi_sign_in::json;
 use web_sys::RequestCache;
 
 /// Where the SPA fetches its configuration. Absolute: the SPA is served from the origin root, and deep links

@@ -29,7 +29,8 @@ impl<T: Serialize> Deferred<T> {
 }
 
 fn null() -> Box<RawValue> {
-    RawValue::from_string("null".to_owned()).expect("null is JSON")
+    // Written, not parsed: `RawValue::from_string` would link serde_json's parser into the SPA for this.
+    serde_json::value::to_raw_value(&()).expect("() is JSON null")
 }
 
 impl<T: DeserializeOwned> Deferred<T> {

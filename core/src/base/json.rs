@@ -241,9 +241,9 @@ macro_rules! from_json_by_serde {
 
 /// Holds a reader to serde's: `sample` (valid), and every variant of it with one member anywhere in it removed,
 /// null, or of another type, read by both, must give the same value or both fail. Not tried: an array in place
-/// of an object, which serde's derive reads as the struct's members in order, a form no writer produces.
-#[cfg(test)]
-pub(crate) fn agrees<T>(sample: Value)
+/// of an object, which serde's derive reads as the struct's members in order, a form no writer produces. For tests
+/// (of every crate with a reader).
+pub fn agrees<T>(sample: Value)
 where
     T: FromJson + serde::de::DeserializeOwned + PartialEq + fmt::Debug,
 {
@@ -259,7 +259,6 @@ where
     }
 }
 
-#[cfg(test)]
 fn mutations(v: &Value, out: &mut dyn FnMut(Value)) {
     let others = [Value::Null, Value::from(7), Value::from(-1), Value::from(1.5), Value::from("x"), Value::from(true)];
     let others = others.into_iter().chain([serde_json::json!([]), serde_json::json!({}), serde_json::json!(["x"])]);

@@ -3,6 +3,7 @@
 //! field by field so every problem shows next to its field at once.
 
 use leptos::prelude::*;
+use ringi_core::base::json::{FromJson, Members, ReadError};
 use ringi_core::domain::form::{check, json_number, FieldKind, FormField, Issue};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -61,8 +62,8 @@ impl FieldState {
     }
 }
 
-/// A number as `<input type="number">` gives it (`-`, digits, `.`, digits, an exponent), read by serde_json's number
-/// parser, which the app carries anyway (`str::parse::<f64>` would add core's own tables, ≈ 12 KB of wasm). JSON
+/// A number as `<input type="number">` gives it (`-`, digits, `.`, digits, an exponent), read as JSON, with the
+/// parser the app reads its JSON with (`str::parse::<f64>` would add core's own tables, ≈ 12 KB of wasm). JSON
 /// refuses the leading zeros and the bare fraction (`.5`) the input allows.
 fn parse_number(raw: &str) -> Option<f64> {
     let (sign, rest) = raw.strip_prefix('-').map_or(("", raw), |rest| ("-", rest));
@@ -71,7 +72,7 @@ fn parse_number(raw: &str) -> Option<f64> {
     }
     let digits = rest.trim_start_matches('0');
     let zero = if digits.starts_with(|c: char| c.is_ascii_digit()) { "" } else { "0" };
-    serde_json::from_str::<f64>(&format!("{sign}{zero}{digits}")).ok()
+    ringi_sign_in::json::parse(&format!("{sign}{zero}{digits}"))?.as_f64()
 }
 
 /// Checks every field, setting their problems; returns the feedback object when all are fine.
@@ -97,7 +98,7 @@ pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
 
 /// What is stashed in sessionStorage while the user signs in again, or what was typed into app/boot-form.js's form
 /// before the wasm had started (`handedOver`, with the id of the control that had the focus).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Draft {
     pub comment: String,
@@ -106,6 +107,18 @@ pub struct Draft {
     pub handed_over: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<String>,
+}
+
+impl FromJson for Draft {
+    fn from_json(v: &Value) -> Result<Self, ReadError> {
+        let m = Members::of(v)?;
+        m.done(Self {
+            comment: m.get("comment"),
+            text: m.get("text"),
+            handed_over: m.or_default("handedOver"),
+            focus: m.or_default("focus"),
+        })
+    }
 }
 
 impl Draft {
@@ -207,10 +220,11 @@ mod tests {
 
     #[test]
     fn a_draft_handed_over_by_boot_js_reads_as_one() {
-        let draft: Draft = serde_json::from_value(json!({
+        let written = json!({
             "comment": "c", "text": {"reason": "why", "urgent": true}, "handedOver": true, "focus": "field-reason"
-        }))
-        .unwrap();
+        });
+        ringi_core::base::json::agrees::<Draft>(written.clone());
+        let draft = Draft::from_json(&written).unwrap();
         assert!(draft.handed_over && draft.focus.as_deref() == Some("field-reason"));
         let s = states();
         restore(&s, &draft);
@@ -228,7 +242,7 @@ mod tests {
         let draft = draft_of(&s, "a comment");
         let text = serde_json::to_string(&draft).unwrap();
         let again = states();
-        restore(&again, &serde_json::from_str(&text).unwrap());
+        restore(&again, &ringi_sign_in::json::from_str(&text).unwrap());
         assert_eq!(again[0].text.get_untracked(), "why");
         assert!(again[3].checked.get_untracked());
         assert_eq!(draft.comment, "a comment");
