@@ -6,7 +6,8 @@
 //! asks for each member by name with one generic function per member type, shared by every struct. serde's
 //! attributes stay the definition of the format (the worker writes with them); each reader's test holds it to
 //! serde's reading of the same JSON with every member removed, null or of another type ([`agrees`]).
-//! Types read only in parts loaded on demand read through serde ([`from_json_by_serde!`]).
+//! Types read only in parts loaded on demand read through serde ([`from_json_by_serde!`]). The text becomes a
+//! `Value` by serde_json here ([`from_str`]) or, in the browser, by its own `JSON.parse` (`ringi_sign_in::json`).
 
 use std::cell::RefCell;
 use std::fmt;
