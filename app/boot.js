@@ -59,76 +59,7 @@ function prefetchApproval(path) {
   const answer = response.then(async (r) => ({ status: r.status, text: await r.text() }));
   answer.catch(() => {});
   globalThis.ringiPrefetch = { url, answer };
-  answer
-    .then(({ status, text }) => (status >= 200 && status < 300 ? JSON.parse(text) : null))
-    .then((view) => view && showPreview(view))
-    .catch(() => {});
 }
-
-// While the wasm still downloads (seconds on a slow phone network), the prefetched approval is shown read-only in
-// the start-up placeholder: title, summary, who asked, expiry, as plain text. The app replaces the placeholder
-// when it starts and shows the same facts with the decision form (app/src/pages/approval/overview.rs).
-function showPreview(view) {
-  const boot = document.getElementById("boot");
-  if (!boot || typeof view.title !== "string") return;
-  const config = JSON.parse(embeddedConfig() || "null");
-  const ja = uiLanguage(config || {}) === "ja";
-  const el = (tag, className, text) => {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
-    return node;
-  };
-  const card = el("article", "card boot-preview");
-  card.dataset.testid = "approval-preview";
-  card.setAttribute("aria-busy", "true");
-  card.append(el("h1", "page__title", view.title));
-  if (typeof view.summary === "string" && view.summary) {
-    const summary = view.summary.length > 600 ? `${view.summary.slice(0, 600)}…` : view.summary;
-    card.append(el("p", "boot-preview__summary", summary));
-  }
-  const facts = el("dl", "facts");
-  const fact = (label, value) => {
-    if (typeof value !== "string" || !value) return;
-    const row = el("div", "facts__row");
-    row.append(el("dt", "", label), el("dd", "", value));
-    facts.append(row);
-  };
-  const requestedBy = view.context?.requestedBy;
-  fact(ja ? "依頼者" : "Requested by", typeof requestedBy === "string" ? requestedBy : undefined);
-  const expires = Date.parse(view.expiresAt);
-  if (view.status === "pending" && !Number.isNaN(expires)) {
-    const format = new Intl.DateTimeFormat(ja ? "ja-JP" : "en", { dateStyle: "medium", timeStyle: "short" });
-    fact(ja ? "期限" : "Expires", format.format(expires));
-  }
-  if (facts.childElementCount) card.append(facts);
-  // The placeholder's status line moves along: a start-up failure is reported there, before or after this.
-  const status = document.getElementById("boot-status") || el("p", "boot__status");
-  if (!status.classList.contains("boot__status--error")) {
-    status.textContent = ja ? "決裁フォームを読み込み中…" : "Loading the decision form…";
-  }
-  card.append(status);
-  boot.classList.add("boot--preview");
-  boot.replaceChildren(card);
-  formModule.then(({ BootForm, mayDecide }) => {
-    // Not once the app has replaced the placeholder, nor where the app would show no form.
-    if (!boot.isConnected || !mayDecide(view)) return;
-    bootForm = new BootForm(view, ja ? "ja" : "en", () => storedSession()?.bearer);
-    boot.append(bootForm.section);
-    if (!status.classList.contains("boot__status--error")) {
-      // With the form there, what is still coming is the rest of the page (history, timeline…).
-      status.textContent = ja ? "ページの残りを読み込み中…" : "Loading the rest of the page…";
-    }
-  });
-}
-
-// The decision form before the wasm (app/boot-form.js): a module of its own, loaded beside this one, so that the
-// sign-in and the prefetch here do not wait for its bytes. It announces itself on `globalThis.ringiBootForm`.
-let bootForm = null;
-const formModule = new Promise((resolve) => {
-  if (globalThis.ringiBootForm) resolve(globalThis.ringiBootForm);
-  else document.addEventListener("ringi:boot-form", () => resolve(globalThis.ringiBootForm), { once: true });
-});
 
 try {
   prefetchApproval();
@@ -283,8 +214,6 @@ async function startApp() {
   // With the integrity the build wrote beside its name, as the page's <link rel="preload"> has it.
   const response = fetchNamedWasm("ringi-wasm");
   const [{ default: init }, module] = await Promise.all([import(js), WebAssembly.compileStreaming(response)]);
-  // Compiled, so the app mounts right after: the form typed into before the wasm hands over now.
-  await bootForm?.handOver();
   await init({ module_or_path: module });
 }
 

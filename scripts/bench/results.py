@@ -233,7 +233,6 @@ class SpaRun:
     wasm_instantiate: dict | None
     resources: list[dict]
     # When boot.js showed the prefetched approval (signed in, before the wasm).
-    preview_ms: float | None = None
     # When the app showed the approval's title (signed in; its decision form, the end, follows).
     title_ms: float | None = None
     # When Approve could first be pressed: boot.js's decision form, or the app's.
@@ -260,35 +259,19 @@ class SpaLoad:
         return max(r.tti_ms for r in self.runs)
 
     @property
-    def median_preview_ms(self) -> float | None:
-        previews = [r.preview_ms for r in self.runs if r.preview_ms]
-        return statistics.median(previews) if previews else None
-
-    @property
     def median_readable_ms(self) -> float | None:
-        """Signed in: when the approval was first readable on screen — boot.js's read-only preview, or the app's
-        own rendering when that came first (a warm start can beat the prefetch). None when signed out."""
-        xs = [min(x for x in (r.preview_ms, r.title_ms, r.tti_ms) if x)
+        """Signed in: when the approval was first readable on screen (its title, rendered by the app). None when
+        signed out."""
+        xs = [min(x for x in (r.title_ms, r.tti_ms) if x)
               for r in self.runs if r.ended_by == "approval rendered"]
         return statistics.median(xs) if xs else None
 
     @property
     def median_usable_ms(self) -> float | None:
-        """Signed in: when a decision could first be made — boot.js's decision form before the wasm, or the app's
-        form when that came first. None when signed out."""
+        """Signed in: when a decision could first be made (the app's Approve). None when signed out."""
         xs = [min(r.usable_ms, r.tti_ms) if r.usable_ms else r.tti_ms
               for r in self.runs if r.ended_by == "approval rendered"]
         return statistics.median(xs) if xs else None
-
-    @property
-    def forms_first(self) -> int:
-        """Runs in which boot.js's decision form appeared before the app rendered the approval."""
-        return sum(1 for r in self.runs if r.usable_ms and r.usable_ms < r.tti_ms)
-
-    @property
-    def previews_first(self) -> int:
-        """Runs in which boot.js's preview appeared before the app rendered the approval."""
-        return sum(1 for r in self.runs if r.preview_ms and r.preview_ms < (r.title_ms or r.tti_ms))
 
     @property
     def median_fcp_ms(self) -> float | None:

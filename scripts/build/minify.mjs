@@ -1,4 +1,4 @@
-// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue, app/boot-form.js) and stylesheet with esbuild, in
+// Minifies the SPA's content-hashed JavaScript (the wasm-bindgen glue) and stylesheet with esbuild, in
 // place, and rewrites the `integrity` attributes that name those files in index.html, so that the
 // subresource-integrity checks (and the `<link rel="modulepreload">` Trunk injected) match the bytes served. The file names stay: they are
 // Trunk's content hash of the unminified file, still unique to this content. Trunk's own minifier stays off

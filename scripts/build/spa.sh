@@ -10,14 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 full=target/spa-full-dist
-# The scripts that run before the wasm, with the app's texts, limits and storage keys written in front of them
-# (app/src/early.rs; a native build, outside the wasm environment). index.html loads them from target/early/.
+# The script that runs before the wasm, with the app's storage keys written in front of it (app/src/early.rs; a
+# native build, outside the wasm environment). index.html inlines it from target/early/.
 mkdir -p target/early
-for script in boot boot-form; do
-  cargo run -q -p ringi-app --example early -- "$script" > "target/early/$script.js.new"
-  cat "app/$script.js" >> "target/early/$script.js.new"
-  mv "target/early/$script.js.new" "target/early/$script.js"
-done
+cargo run -q -p ringi-app --example early > target/early/boot.js.new
+cat app/boot.js >> target/early/boot.js.new
+mv target/early/boot.js.new target/early/boot.js
 # Each bundle's wasm split into the app and its parts on demand (scripts/build/split.mjs), from what cargo linked
 # for that bundle, then minified and compressed again.
 linked="${CARGO_TARGET_DIR:-target/spa}/wasm32-unknown-unknown/release/ringi-app.wasm"

@@ -1,5 +1,5 @@
 """Opening an emailed link on a phone, in Chromium against the real stack. First open: with a session in the tab,
-app/boot.js shows the prefetched approval read-only (as text) while the wasm downloads, and the app replaces it.
+app/boot.js asks for the approval while the wasm downloads, and the app renders it from that answer.
 Repeat opens: the service worker (public/sw.js) answers the hashed files from its cache and the app shell from
 the network, so the open right after a deploy runs the new build (the cached shell answers only offline); it caches
 nothing else — no API response, no token."""
@@ -48,7 +48,7 @@ def with_session(tab: Tab, stack, user="alice") -> None:
                              % (json.dumps(stack.base_url), json.dumps(json.dumps(session))))
 
 
-def test_the_approval_is_readable_before_the_wasm_arrives(stack, workflows, api, browser):
+def test_the_app_renders_the_approval_boot_js_asked_for_while_the_wasm_downloaded(stack, workflows, api, browser):
     title = 'Rotate the signing key <img src=x data-injected="1">'
     approval_id = register(workflows, api, title, summary="Line one.\nLine two <b>plain</b>.",
                            context={"requestedBy": "ci@example.com"})
@@ -63,34 +63,39 @@ def test_the_approval_is_readable_before_the_wasm_arrives(stack, workflows, api,
         tab.page.on("request", lambda r: asked.append(r.url)
                     if r.method == "GET" and r.url.endswith(f"/api/v1/approvals/{approval_id}") else None)
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
-        preview = tab.page.get_by_test_id("approval-preview")
-        expect(preview.get_by_role("heading", level=1)).to_have_text(title, timeout=30_000)
-        expect(preview).to_contain_text("Line two <b>plain</b>.")
-        expect(preview).to_contain_text("依頼者")
-        expect(preview).to_contain_text("ci@example.com")
-        # boot.js's decision form is under it (test_boot_form.py): what is still coming is the rest of the page.
-        expect(preview.get_by_role("status")).to_have_text("ページの残りを読み込み中…")
-        expect(tab.page.get_by_test_id("boot-approve")).to_have_text("✓ 承認する")
-        assert tab.page.locator("[data-injected]").count() == 0, "text only: nothing from the approval is markup"
-        assert tab.page.evaluate("document.querySelector('.app') === null"), "the app has not started yet"
-        tab.page.screenshot(path=ARTIFACTS / "first-load-preview-ja-mobile.png")
-        # Then the app takes over with the decision form.
+        expect(tab.page.locator("#boot-status")).to_be_visible()
         expect(tab.approval.title).to_have_text(title, timeout=90_000)
-        expect(preview).to_have_count(0)
+        expect(tab.page.get_by_test_id("approve")).to_have_text("✓ 承認する")
         expect(tab.approval.approve_button).to_be_enabled()
+        expect(tab.page.get_by_text("Line two <b>plain</b>.")).to_be_visible()
+        assert tab.page.locator("[data-injected]").count() == 0, "text only: nothing from the approval is markup"
         assert len(asked) == 1, f"the app takes the answer boot.js read rather than asking again: {asked}"
+        tab.page.screenshot(path=ARTIFACTS / "first-load-ja-mobile.png")
         assert not tab.csp_problems(), tab.problems
 
-    # The wasm never arrives: the approval stays readable and the failure is said where the status was.
+    # The wasm never arrives: the failure is said where the status was.
     with Tab(browser) as tab:
         with_session(tab, stack)
         tab.page.route("**/*.wasm", lambda route: route.abort())
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
-        preview = tab.page.get_by_test_id("approval-preview")
-        expect(preview.get_by_role("heading", level=1)).to_have_text(title, timeout=30_000)
-        expect(preview).to_contain_text("Requested by")
-        expect(preview.get_by_role("status")).to_have_text("The app could not start. Please reload the page.",
-                                                           timeout=30_000)
+        expect(tab.page.locator("#boot-status")).to_have_text("The app could not start. Please reload the page.",
+                                                              timeout=30_000)
+
+
+def test_a_rejection_in_japanese_on_a_first_open(stack, workflows, api, browser):
+    approval_id = register(workflows, api, "Rotate the key")
+    with Tab(browser, locale="ja-JP") as tab:
+        with_session(tab, stack)
+        page = tab.page
+        page.goto(f"{stack.base_url}/a/{approval_id}")
+        expect(page.get_by_test_id("reject")).to_have_text("✕ 却下する", timeout=30_000)
+        tab.approval.comment.fill("鍵の期限はまだ先です")
+        tab.approval.reject()
+        expect(tab.approval.dialog).to_contain_text("この依頼を却下しますか？")
+        tab.approval.confirm()
+        expect(tab.approval.expect_result("rejected")).to_contain_text("却下しました。")
+        view = api.get(approval_id, as_user=sub("alice")).json()
+        assert view["status"] == "rejected" and view["decisions"][0]["comment"] == "鍵の期限はまだ先です"
 
 
 def wait_for_service_worker(page) -> None:
@@ -372,21 +377,21 @@ def test_a_sign_in_whose_code_cannot_be_downloaded_is_tried_again_in_place(stack
         assert not tab.csp_problems(), tab.problems
 
 
-def test_a_sign_in_in_a_new_tab_shows_the_approval_and_its_form_before_the_app(stack, workflows, api, browser):
+def test_a_sign_in_in_a_new_tab_lands_on_the_approval_asked_for_once(stack, workflows, api, browser):
     """The emailed link opened in a new tab (no session in it): the callback page exchanges the code with the sign-in's
-    module and asks for the approval at once, so the approval is readable and decidable before the app's wasm has
-    arrived, here never: the early form decides it."""
-    approval_id = register(workflows, api, "Decided before the app", summary="Signed in a moment ago.")
+    module and asks for the approval at once, while the app downloads; the app renders that answer and decides."""
+    approval_id = register(workflows, api, "Decided after a sign-in", summary="Signed in a moment ago.")
     with Tab(browser) as tab:
         tab.ctx.route("**/sw.js", lambda route: route.abort())
-        tab.page.route(re.compile(r".*/ringi-app-[0-9a-f]+_bg\.wasm$"), lambda route: route.abort())
+        asked = []
+        tab.page.on("request", lambda r: asked.append(r.url)
+                    if r.method == "GET" and r.url.endswith(f"/api/v1/approvals/{approval_id}") else None)
         tab.page.goto(f"{stack.base_url}/a/{approval_id}")
         HostedUi(tab.page, stack).sign_in("alice")
-        preview = tab.page.get_by_test_id("approval-preview")
-        expect(preview.get_by_role("heading", level=1)).to_have_text("Decided before the app", timeout=30_000)
+        expect(tab.approval.title).to_have_text("Decided after a sign-in", timeout=60_000)
         assert "code=" not in tab.page.url and "state=" not in tab.page.url, tab.page.url
         assert tab.page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer.split('.').length") == 3
-        tab.page.get_by_test_id("boot-approve").click()
-        tab.page.get_by_test_id("boot-confirm-decision").click()
-        expect(tab.page.get_by_test_id("boot-result")).to_have_attribute("data-result", "approved", timeout=30_000)
+        assert len(asked) == 1, f"the app takes the answer the callback page asked for: {asked}"
+        tab.approval.decide("approve")
+        tab.approval.expect_result("approved")
     assert api.get(approval_id, as_user=sub("alice")).json()["status"] == "approved"

@@ -89,7 +89,7 @@ def test_a_requester_sees_it_read_only_and_another_approver_decides(backend, ver
     view = api.get(approval_id, **requester)
     assert view.status_code == 200, view.text
     assert view.json()["cannotDecide"] == "self_approval" and view.json()["requestedBy"] == [{"email": who}]
-    assert view.json()["canDecide"] is False  # what the app and the early form go by
+    assert view.json()["canDecide"] is False  # what the app goes by
     # Listed through the group, still: their inbox shows it, marked.
     listed = api.call("GET", "/api/v1/approvals?status=pending", "req-sub", email=who, groups=[group]).json()
     assert {i["id"]: i for i in listed["items"]}[approval_id]["cannotDecide"] == "self_approval"

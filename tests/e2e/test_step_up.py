@@ -301,21 +301,6 @@ def test_okta_two_factors_asked_through_the_app(okta_stack, browser):
         assert workflows.wait_done(arn)["status"] == "SUCCEEDED"
 
 
-def test_no_early_form_for_an_approval_that_asks_for_a_sign_in(stack, workflows, browser):
-    """The decision form drawn before the wasm leaves such an approval to the app, which steps up first."""
-    arn, task_token = workflows.start_paused()
-    approval_id = Api(stack).register(task_token, approvers=[{"sub": sub("alice")}], title="Needs a fresh sign-in",
-                                      requireSignIn=FIVE_MINUTES).json()["id"]
-    with Tab(browser) as t:
-        with_session(t, stack)
-        t.page.route("**/*.wasm", lambda route: route.abort())
-        t.page.goto(f"{stack.base_url}/a/{approval_id}")
-        expect(t.page.get_by_test_id("approval-preview")).to_be_visible(timeout=30_000)
-        expect(t.page.locator("#boot-status")).to_have_text("The app could not start. Please reload the page.",
-                                                            timeout=30_000)
-        expect(t.page.get_by_test_id("boot-form")).to_have_count(0)
-
-
 def bearer_claims(page) -> dict:
     token = page.evaluate("JSON.parse(sessionStorage.getItem('ringi.session')).bearer")
     return jwt.decode(token, options={"verify_signature": False})

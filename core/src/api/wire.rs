@@ -152,8 +152,8 @@ pub struct ApprovalView {
     /// Why this caller may not decide although listed (`self_approval`: they asked for it); null if they may.
     #[serde(default)]
     pub cannot_decide: Option<ErrorCode>,
-    /// The caller may decide it now ([`ApprovalView::decidable`]): ringi says so, and both the app and the early
-    /// form that draws the decision before the app has loaded show the form on it alone.
+    /// The caller may decide it now ([`ApprovalView::decidable`]): ringi says so, and a client shows the form on it
+    /// alone.
     #[serde(default)]
     pub can_decide: bool,
     /// What ringi does itself when nobody decides before `expiresAt`.

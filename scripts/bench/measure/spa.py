@@ -53,13 +53,11 @@ SPA_PROBE = """(() => {
       window.__ringiShell = performance.now();
     if (window.__ringiReady === undefined && document.querySelector(selector))
       window.__ringiReady = performance.now();
-    if (window.__ringiPreview === undefined && document.querySelector('[data-testid=approval-preview]'))
-      window.__ringiPreview = performance.now();
     // The app's own page shows the approval (its decision form may follow a task later).
     if (window.__ringiTitle === undefined && document.querySelector('[data-testid=approval-title]'))
       window.__ringiTitle = performance.now();
-    // A decision can be made: boot.js's form before the wasm, or the app's.
-    if (window.__ringiUsable === undefined && document.querySelector('[data-testid=boot-approve], [data-testid=approve]'))
+    // A decision can be made: the app's form.
+    if (window.__ringiUsable === undefined && document.querySelector('[data-testid=approve]'))
       window.__ringiUsable = performance.now();
   };
   new MutationObserver(mark).observe(document, {subtree: true, childList: true, attributes: true,
@@ -86,7 +84,7 @@ SPA_STATS = """() => {
     transfer: e.transferSize, encoded: e.encodedBodySize, decoded: e.decodedBodySize, duration: e.duration,
     initiator: e.initiatorType}));
   return {ready: window.__ringiReady, leave: window.__ringiLeave, shell: window.__ringiShell,
-          preview: window.__ringiPreview, title: window.__ringiTitle, usable: window.__ringiUsable,
+          title: window.__ringiTitle, usable: window.__ringiUsable,
           fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
           html: {response_start: nav.responseStart, end: nav.responseEnd, transfer: nav.transferSize,
                  encoded: nav.encodedBodySize, decoded: nav.decodedBodySize},
@@ -113,7 +111,7 @@ def spa_steps(stats: dict, end_ms: float) -> dict:
             waves += 1
         wave_end = max(wave_end, r["end"]) if r["start"] >= wave_end - 1 else wave_end
     return {
-        "end_ms": end_ms, "shell_ms": stats.get("shell"), "preview_ms": stats.get("preview"),
+        "end_ms": end_ms, "shell_ms": stats.get("shell"),
         "title_ms": stats.get("title"),
         "usable_ms": stats.get("usable"), "fcp_ms": stats.get("fcp"),
         "html": stats["html"],
@@ -239,14 +237,6 @@ def median_steps(results: list[SpaRun]) -> list[Step]:
         after = med([i["after_last_byte"] for i in inst if i["after_last_byte"] is not None]) or 0
         rows.append(Step(f"wasm compile + instantiate (streaming; resolves after the last byte by {after:.0f} ms)",
                          med([i["start"] for i in inst]), med([i["end"] for i in inst]), None))
-    previews = [r.preview_ms for r in results if r.preview_ms]
-    if previews:
-        rows.append(Step("approval readable: boot.js shows the prefetched approval (runs where it came before the "
-                         "app)", None, med(previews), None))
-    usable = [r.usable_ms for r in results if r.usable_ms and r.usable_ms < r.tti_ms]
-    if usable:
-        rows.append(Step("decision usable: boot.js's decision form, before the wasm (runs where it came before the "
-                         "app)", None, med(usable), None))
     rows.append(Step("first render of the app shell", None, med([r.shell_ms for r in results if r.shell_ms]), None))
     ends = {"approval rendered": "decision form interactive (the app rendered the approval)"}
     rows.append(Step("end: " + "/".join(sorted({ends.get(r.ended_by, r.ended_by) for r in results})), None,
@@ -273,8 +263,7 @@ ORIGIN_PROBE = "window.__ringiOrigin = performance.timeOrigin;"
 def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaLoad:
     """The emailed link /a/{id} opened in a new tab while the IdP still has a session: boot.js sends the tab to the
     Hosted UI, the IdP answers with a code at once (no form), the callback exchanges it, the approval is fetched
-    and shown. Measured from the moment the link is opened until a decision can be made (boot.js's form or the
-    app's Approve), across the documents of the round trip, with the app and the IdP behind the same throttling.
+    and shown. Measured from the moment the link is opened until a decision can be made (the app's Approve), across the documents of the round trip, with the app and the IdP behind the same throttling.
     Each run: a fresh context signed in once at the IdP through the app (unthrottled), then — cold — its HTTP cache
     cleared and the service worker removed (a first visit: the cache starts empty and fills as the documents of the
     round trip load, as any browser's does); a new tab opens the link of an approval the user may decide."""
@@ -346,9 +335,7 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
     # approval, the app), in the same terms as a signed-in open's, from the click.
     callback = median_steps(results)
     steps.append(Step("last document's HTML, last byte", None, callback[0].end, callback[0].bytes))
-    steps += [s for s in callback[1:] if not s.label.startswith(("end:", "decision usable:"))]
-    steps.append(Step("decision usable (boot.js's form or the app's)", None,
-                      statistics.median(r.usable_ms for r in results), None))
+    steps += [s for s in callback[1:] if not s.label.startswith("end:")]
     steps.append(Step("end: decision form interactive (the app rendered the approval)", None,
                       statistics.median(r.tti_ms for r in results), None))
     return SpaLoad(runs=results, steps=steps)
@@ -358,7 +345,7 @@ def _shifted(stats: dict, by: float) -> dict:
     """The final document's times moved from its own origin to the click's."""
     move = lambda v: None if v is None else v + by  # noqa: E731
     out = dict(stats)
-    for k in ("ready", "leave", "shell", "preview", "title", "usable", "fcp"):
+    for k in ("ready", "leave", "shell", "title", "usable", "fcp"):
         out[k] = move(stats.get(k))
     out["html"] = {**stats["html"], "response_start": move(stats["html"].get("response_start")),
                    "end": move(stats["html"].get("end"))}

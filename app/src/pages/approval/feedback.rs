@@ -96,28 +96,18 @@ pub fn collect(fields: &[FieldState]) -> Result<Map<String, Value>, ()> {
     ok.then_some(feedback).ok_or(())
 }
 
-/// What is stashed in sessionStorage while the user signs in again, or what was typed into app/boot-form.js's form
-/// before the wasm had started (`handedOver`, with the id of the control that had the focus).
+/// What is stashed in sessionStorage while the user signs in again.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Draft {
     pub comment: String,
     pub text: Map<String, Value>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub handed_over: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub focus: Option<String>,
 }
 
 impl FromJson for Draft {
     fn from_json(v: &Value) -> Result<Self, ReadError> {
         let m = Members::of(v)?;
-        m.done(Self {
-            comment: m.get("comment"),
-            text: m.get("text"),
-            handed_over: m.or_default("handedOver"),
-            focus: m.or_default("focus"),
-        })
+        m.done(Self { comment: m.get("comment"), text: m.get("text") })
     }
 }
 
@@ -138,7 +128,7 @@ pub fn draft_of(fields: &[FieldState], comment: &str) -> Draft {
         };
         text.insert(s.field.name.clone(), v);
     }
-    Draft { comment: comment.to_owned(), text, ..Draft::default() }
+    Draft { comment: comment.to_owned(), text }
 }
 
 pub fn restore(fields: &[FieldState], draft: &Draft) {
@@ -219,19 +209,8 @@ mod tests {
     }
 
     #[test]
-    fn a_draft_handed_over_by_boot_js_reads_as_one() {
-        let written = json!({
-            "comment": "c", "text": {"reason": "why", "urgent": true}, "handedOver": true, "focus": "field-reason"
-        });
-        ringi_core::base::json::agrees::<Draft>(written.clone());
-        let draft = Draft::from_json(&written).unwrap();
-        assert!(draft.handed_over && draft.focus.as_deref() == Some("field-reason"));
-        let s = states();
-        restore(&s, &draft);
-        assert_eq!(s[0].text.get_untracked(), "why");
-        assert!(s[3].checked.get_untracked());
-        let stashed = serde_json::to_value(draft_of(&s, "x")).unwrap();
-        assert!(stashed.get("handedOver").is_none() && stashed.get("focus").is_none(), "{stashed}");
+    fn a_stashed_draft_reads_as_serde_reads_it() {
+        ringi_core::base::json::agrees::<Draft>(json!({"comment": "c", "text": {"reason": "why", "urgent": true}}));
     }
 
     #[test]

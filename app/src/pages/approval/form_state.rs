@@ -12,8 +12,8 @@ use super::feedback::{self, Draft, FieldProblem, FieldState, RADIO_MAX};
 use crate::context::focus_id;
 use crate::infra::storage;
 
-/// The sessionStorage key of an approval's draft is this prefix and its ID (app/boot-form.js writes one too).
-pub const DRAFT_KEY_PREFIX: &str = "ringi.draft.";
+/// The sessionStorage key of an approval's draft is this prefix and its ID.
+const DRAFT_KEY_PREFIX: &str = "ringi.draft.";
 
 fn draft_key(id: &str) -> String {
     format!("{DRAFT_KEY_PREFIX}{id}")
@@ -48,20 +48,13 @@ impl FormState {
         }
         self.adopted.set_value(true);
         let states: Vec<FieldState> = view.form.iter().cloned().map(FieldState::new).collect();
-        let mut focus = None;
         if let Some(draft) = storage::session_get_json::<Draft>(&draft_key(id)) {
             storage::session_remove(&draft_key(id));
             feedback::restore(&states, &draft);
             self.comment.set(draft.comment);
-            // Typed a moment ago into the form before the wasm: nothing to announce, the caret goes on where it was.
-            self.restored.set(!draft.handed_over);
-            focus = draft.focus.filter(|_| draft.handed_over);
+            self.restored.set(true);
         }
         self.fields.set(states);
-        if let Some(id) = focus {
-            // After the form has rendered (it follows this view).
-            request_animation_frame(move || focus_id(&id));
-        }
     }
 
     /// Keeps what was typed (if anything) for the page the user comes back to after signing in again.

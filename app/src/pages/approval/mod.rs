@@ -15,8 +15,6 @@ mod overview;
 mod schedule;
 mod state;
 
-pub(crate) use feedback::RADIO_MAX;
-pub(crate) use form_state::DRAFT_KEY_PREFIX;
 pub(crate) mod timeline;
 
 use leptos::prelude::*;
