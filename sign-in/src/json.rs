@@ -2,7 +2,8 @@
 //! emailed link downloads first (the app's main module, this crate's session record) then carry no JSON parser of
 //! their own, where serde_json's is ≈ 20 KB of wasm. Native builds (the tests) read with serde_json.
 //!
-//! `JSON.parse` gives every number as a double: a whole number is kept as an integer, as serde_json reads one.
+//! `JSON.parse` gives every number as a double: a whole number is kept as an integer, as serde_json reads one
+//! (`json_number`, the app's one rule for a double as JSON).
 
 use ringi_core::base::json::{FromJson, ReadError};
 use serde_json::Value;
@@ -31,7 +32,8 @@ fn value(v: &wasm_bindgen::JsValue) -> Value {
     if let Some(b) = v.as_bool() {
         Value::Bool(b)
     } else if let Some(n) = v.as_f64() {
-        number(n)
+        // A whole number as an integer, as serde_json reads one (and as the app writes one).
+        ringi_core::domain::form::json_number(n).map_or(Value::Null, Value::Number)
     } else if let Some(s) = v.as_string() {
         Value::String(s)
     } else if let Some(items) = v.dyn_ref::<Array>() {
@@ -45,19 +47,5 @@ fn value(v: &wasm_bindgen::JsValue) -> Value {
         Value::Object(members.collect())
     } else {
         Value::Null
-    }
-}
-
-#[cfg(target_arch = "wasm32")]
-fn number(n: f64) -> Value {
-    // Below 2^53 a whole double is exact; serde_json reads such a number as an integer.
-    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
-        if n >= 0.0 {
-            Value::from(n as u64)
-        } else {
-            Value::from(n as i64)
-        }
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
     }
 }
