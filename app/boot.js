@@ -26,6 +26,38 @@ function takeCallbackQuery() {
 }
 // This tab's session as app/src/infra/auth.rs keeps it (null when signed out).
 const storedSession = () => JSON.parse(sessionStorage.getItem(STORAGE.session) || "null");
+// A short link opened with no session in this tab leaves for the IdP (`signInFirst`) and comes back to the callback
+// page, whose sign-in's module goes first. Read once, as the page starts.
+const leavesToSignIn = callbackQuery === null && shortLinkId() !== undefined && hasNoSession();
+function hasNoSession() {
+  try {
+    return storedSession() === null;
+  } catch {
+    return false; // Unreadable: the app starts and says so.
+  }
+}
+
+// What the callback page runs first (the sign-in's module, the callback page's part), asked for before leaving to
+// sign in. A page's downloads go on until the next page arrives, and an IdP with a live session answers the
+// authorize request with a redirect to the callback: this page stays for those two round trips, in which a phone
+// downloads the module, and the callback page finds it in the HTTP cache. (Where the IdP shows a page of its own,
+// the download stops there and the callback page makes it.) Not the app's wasm: on a phone's bandwidth it would
+// hold the module back past the callback page's arrival, which drops what is still under way.
+function prefetchSignIn() {
+  const parts = [...document.querySelectorAll('meta[name="ringi-chunk"]')]
+    .filter((chunk) => chunk.dataset.parts.split(" ").includes("sign_in_callback"))
+    .map((chunk) => chunk.content);
+  for (const href of [meta("ringi-sign-in-wasm"), meta("ringi-sign-in-js"), ...parts]) {
+    if (href) document.head.append(Object.assign(document.createElement("link"), { rel: "prefetch", href }));
+  }
+}
+if (leavesToSignIn) {
+  try {
+    prefetchSignIn();
+  } catch {
+    // The callback page downloads them itself.
+  }
+}
 
 function showFailure(error) {
   console.error("ringi: the application could not start", error);
@@ -108,9 +140,18 @@ globalThis.ringiCompleteSignIn = (config) => {
   );
   return signIn;
 };
-if (callbackQuery !== null) {
-  loadSignIn().catch(() => {});
-}
+// The app's wasm (the page has no preload of it), asked for as the page starts wherever the app starts on it. Not
+// before leaving to sign in. On the callback page the sign-in's module goes first, and the app's wasm is asked for
+// once it is in (or could not come), so that on a phone's link the two do not share the bandwidth.
+const appWasm = leavesToSignIn
+  ? null
+  : callbackQuery === null
+    ? fetchNamedWasm("ringi-wasm")
+    : loadSignIn().then(
+        () => fetchNamedWasm("ringi-wasm"),
+        () => fetchNamedWasm("ringi-wasm"),
+      );
+appWasm?.catch(() => {}); // Reported when the app starts with it.
 
 // The parts of the app that come in wasm chunks of their own (scripts/build/split.mjs writes a
 // <meta name="ringi-chunk" data-parts="…"> for each) and that this page shows at once: downloaded beside the app
@@ -194,7 +235,7 @@ function uiLanguage(config) {
 // rather than after the wasm has downloaded and started. A tab with an expired session is left to the app (it
 // knows when signing in again would loop). Resolves false when the app should start instead.
 async function signInFirst() {
-  if (!shortLinkId() || storedSession() !== null) return false;
+  if (!leavesToSignIn) return false;
   const config = JSON.parse(embeddedConfig() || "null");
   if (!config?.authorizationEndpoint || !config.clientId || !config.redirectUri) return false;
   await startSignIn(config, location.pathname + location.search, uiLanguage(config), false);
@@ -208,11 +249,7 @@ async function startApp() {
   if (!js || !wasm) {
     throw new Error("missing <meta name=ringi-js/ringi-wasm> (index.html not built by Trunk?)");
   }
-  // The callback page has no preload of the app (the worker leaves it out): the sign-in's module goes first, and the
-  // app is fetched once it is in (or could not come).
-  if (callbackQuery !== null) await loadSignIn().catch(() => {});
-  // With the integrity the build wrote beside its name, as the page's <link rel="preload"> has it.
-  const response = fetchNamedWasm("ringi-wasm");
+  const response = appWasm ?? fetchNamedWasm("ringi-wasm");
   const [{ default: init }, module] = await Promise.all([import(js), WebAssembly.compileStreaming(response)]);
   await init({ module_or_path: module });
 }

@@ -4,10 +4,9 @@
 //! year-long cache; everything else as stored.
 
 use ringi_core::adapters::assets::{
-    accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, inline_script_sources, without_app_preload,
-    FULL_BUNDLE_PAGE, IMMUTABLE,
+    accepted_encodings, embed_config, hashed_asset_type, in_full_bundle, inline_script_sources, FULL_BUNDLE_PAGE,
+    IMMUTABLE,
 };
-use ringi_core::base::sign_in::CALLBACK_PATH;
 use serde_json::json;
 use worker::{
     EncodeBody, Env, Headers, Method, Request, RequestInit, RequestRedirect, Response, ResponseBuilder, Result,
@@ -117,7 +116,6 @@ async fn serve_page(req: Request, env: &Env, path: &str) -> Result<Served> {
         return as_built(ResponseBuilder::new().with_status(200).with_headers(headers).empty());
     }
     let page = resp.text().await?;
-    let page = if path == CALLBACK_PATH { without_app_preload(&page).into_owned() } else { page };
     let script_sources = inline_script_sources(&page);
     // Without a valid configuration the page goes out as built and the SPA asks /config.json (which explains).
     let page = match spa.map(|c| serde_json::to_string(&c)) {

@@ -39,8 +39,10 @@ try {
   if (html.includes('<meta name="ringi-sign-in-js" content=')) throw new Error(`sign-in: ${htmlPath} names a sign-in module already`);
   const metas = `<meta name="ringi-sign-in-js" content="/${names.js}" data-integrity="${sri(glue)}">` +
     `<meta name="ringi-sign-in-wasm" content="/${names.wasm}" data-integrity="${sri(wasm)}">`;
-  if (!html.includes("</head>")) throw new Error(`sign-in: ${htmlPath} has no </head>`);
-  writeFileSync(htmlPath, html.replace("</head>", `${metas}</head>`));
+  // Beside the app's (before boot.js): a short link opened signed out asks for the module as boot.js starts.
+  const appMeta = /<meta name="ringi-wasm" [^>]*>/;
+  if (!appMeta.test(html)) throw new Error(`sign-in: ${htmlPath} has no <meta name="ringi-wasm">`);
+  writeFileSync(htmlPath, html.replace(appMeta, (m) => `${m}${metas}`));
   console.log(`sign-in: ${names.wasm} ${(wasm.length / 1024).toFixed(1)} KiB`);
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -102,18 +102,23 @@ try {
   writeFileSync(join(dist, splitJs), loader);
   for (const chunk of chunks) writeFileSync(join(dist, chunk.name), chunk.data);
 
+  const preload = (old) =>
+    new RegExp(`(<link rel="(?:modulepreload|preload)" href=")/${escape(old)}("[^>]*? integrity=")[^"]+("[^>]*>)`);
   const relink = (old, name, data, what, after = "") => {
-    const link = new RegExp(`(<link rel="(?:modulepreload|preload)" href=")/${escape(old)}("[^>]*? integrity=")[^"]+("[^>]*>)`);
+    const link = preload(old);
     if (!link.test(html)) throw new Error(`split: no preload of ${what} (${old}) in ${htmlPath}`);
     html = html.replace(link, (_, a, b, c) => `${a}/${name}${b}${sri(data)}${c}${after}`);
   };
   relink(trunkJs, js, glue, "the app's JS",
     `<link rel="modulepreload" href="/${splitJs}" crossorigin="anonymous" integrity="${sri(loader)}">`);
-  relink(trunkWasm, wasm, main, "the wasm");
+  // No preload of the wasm: boot.js asks for it as it starts, where the app starts on the page. A short link opened
+  // signed out leaves for the IdP, and the callback page runs the sign-in's module first: there the app's wasm would
+  // only take a phone's bandwidth from what the sign-in waits for.
+  if (!preload(trunkWasm).test(html)) throw new Error(`split: no preload of the wasm (${trunkWasm}) in ${htmlPath}`);
+  html = html.replace(preload(trunkWasm), "");
   html = replaceAll(html, `content="/${trunkJs}"`, `content="/${js}"`, "ringi-js");
   const metas = chunks.map((c) => `<meta name="ringi-chunk" data-parts="${c.parts.join(" ")}" content="/${c.name}">`).join("");
-  // With its integrity, which boot.js fetches it with: the callback page has no preload that says it (the worker
-  // leaves it out there, ringi-core `assets::without_app_preload`).
+  // With its integrity, which boot.js fetches it with.
   html = replaceAll(html, `content="/${trunkWasm}">`, `content="/${wasm}" data-integrity="${sri(main)}">${metas}`,
     "ringi-wasm");
   for (const old of [trunkJs, trunkWasm]) {

@@ -152,9 +152,8 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
     with Tab(browser, locale="ja-JP") as t:
         page = t.page
         wasm, authorize = [], []
-        # boot.js alone starts the sign-in: the app's wasm (only preloaded by the page) cannot load. The authorize
-        # request is answered 204 once (the browser stays on the page), so that the record it left in this tab
-        # can be read.
+        # boot.js alone starts the sign-in: no wasm can load. The authorize request is answered 204 once (the
+        # browser stays on the page), so that the record it left in this tab can be read.
         page.route("**/*.wasm", lambda route: (wasm.append(route.request.url), route.abort()))
         page.route(f"{stack.idp_url}/oauth2/authorize*", lambda route: (authorize.append(route.request.url),
                                                                           route.fulfill(status=204)))
@@ -175,7 +174,10 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
         assert pending["state"] == query["state"] and pending["returnTo"] == f"/a/{approval_id}"
         challenge = base64.urlsafe_b64encode(hashlib.sha256(pending["verifier"].encode()).digest()).rstrip(b"=")
         assert challenge.decode() == query["code_challenge"]
-        assert wasm, "the page preloads the wasm; none came through"
+        # Before leaving, boot.js asked for what the callback page runs first (the sign-in's module and its part),
+        # not for the app.
+        assert not [url for url in wasm if "/ringi-app-" in url], wasm
+        assert [url for url in wasm if re.search(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$", url)], wasm
         # The app (wasm allowed again) completes that sign-in with the oauth2 crate and lands on the link.
         page.unroute("**/*.wasm")
         page.unroute(f"{stack.idp_url}/oauth2/authorize*")

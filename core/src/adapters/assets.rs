@@ -2,8 +2,6 @@
 //! a phone's first load), and the content-hashed wasm/JS/CSS served precompressed (brotli or gzip, made at
 //! build time by `scripts/build/precompress.mjs`) with a year-long immutable cache.
 
-use std::borrow::Cow;
-
 /// The `id` of the `<script type="application/json">` element carrying the configuration in the HTML.
 pub const CONFIG_ELEMENT_ID: &str = "ringi-config";
 
@@ -139,23 +137,6 @@ pub fn hashed_asset_type(path: &str) -> Option<&'static str> {
     hashed.then_some(content_type)
 }
 
-/// The page for the sign-in's callback: the same, without the preload of the app's wasm (the `<link rel="preload">`
-/// of what `<meta name="ringi-wasm">` names). There the sign-in's own module, a fraction of the app's size, is
-/// fetched first by boot.js, which asks for the approval the sign-in came for as soon as it has run, and fetches
-/// the app only then: on a phone's link the two would otherwise share the bandwidth, and the sign-in would wait
-/// for most of the app. The page as it is when it names no such preload.
-pub fn without_app_preload(html: &str) -> Cow<'_, str> {
-    const META: &str = "<meta name=\"ringi-wasm\" content=\"";
-    let Some(wasm) = html.find(META).map(|at| &html[at + META.len()..]).and_then(|rest| Some(&rest[..rest.find('"')?]))
-    else {
-        return Cow::Borrowed(html);
-    };
-    let link = format!("<link rel=\"preload\" href=\"{wasm}\"");
-    let Some(start) = html.find(&link) else { return Cow::Borrowed(html) };
-    let Some(len) = html[start..].find('>') else { return Cow::Borrowed(html) };
-    Cow::Owned(format!("{}{}", &html[..start], &html[start + len + 1..]))
-}
-
 /// The SPA comes as two bundles of the same app: `index.html` (what an emailed link loads: sign-in, inbox,
 /// approval page) and `admin.html`, which adds the pages few people open. These app paths are answered with
 /// the full one; `public/sw.js` keeps the same list (it passes their navigations to the network; a test
@@ -185,24 +166,6 @@ mod tests {
         assert_eq!(inline_script_sources(html), ["'sha256-bhHHL3z2vDgxUt0W3dWQOrprscmda2Y5pLsLg4GF+pI='"]);
         assert!(inline_script_sources("<p>no script</p>").is_empty());
         assert!(inline_script_sources("<script>never closed").is_empty());
-    }
-
-    #[test]
-    fn the_callback_page_does_not_preload_the_apps_wasm() {
-        let html = "<head><link rel=\"preload\" href=\"/ringi-app-1_bg.wasm\" crossorigin=\"anonymous\" \
-                    integrity=\"sha384-x\" as=\"fetch\" type=\"application/wasm\"><link rel=\"modulepreload\" \
-                    href=\"/ringi-app-1.js\"><meta name=\"ringi-wasm\" content=\"/ringi-app-1_bg.wasm\" \
-                    data-integrity=\"sha384-x\"></head>";
-        let page = without_app_preload(html);
-        assert_eq!(
-            page,
-            "<head><link rel=\"modulepreload\" href=\"/ringi-app-1.js\"><meta name=\"ringi-wasm\" \
-             content=\"/ringi-app-1_bg.wasm\" data-integrity=\"sha384-x\"></head>"
-        );
-        // Nothing named, or nothing preloaded: the page as it is.
-        assert!(matches!(without_app_preload("<head></head>"), Cow::Borrowed(_)));
-        let unpreloaded = "<head><meta name=\"ringi-wasm\" content=\"/a_bg.wasm\"></head>";
-        assert!(matches!(without_app_preload(unpreloaded), Cow::Borrowed(_)));
     }
 
     #[test]
