@@ -40,15 +40,21 @@ function hasNoSession() {
 // What the callback page runs first (the sign-in's module, the callback page's part), asked for before leaving to
 // sign in. A page's downloads go on until the next page arrives, and an IdP with a live session answers the
 // authorize request with a redirect to the callback: this page stays for those two round trips, in which a phone
-// downloads the module, and the callback page finds it in the HTTP cache. (Where the IdP shows a page of its own,
-// the download stops there and the callback page makes it.) Not the app's wasm: on a phone's bandwidth it would
-// hold the module back past the callback page's arrival, which drops what is still under way.
+// downloads the module, and the callback page finds it in the HTTP cache (and a note that it is there,
+// STORAGE.signInCached). Where the IdP shows a page of its own, the download stops there and the callback page
+// makes it. Not the app's wasm: on a phone's bandwidth it would hold the module back past the callback page's
+// arrival, which drops what is still under way.
 function prefetchSignIn() {
   const parts = [...document.querySelectorAll('meta[name="ringi-chunk"]')]
     .filter((chunk) => chunk.dataset.parts.split(" ").includes("sign_in_callback"))
     .map((chunk) => chunk.content);
-  for (const href of [meta("ringi-sign-in-wasm"), meta("ringi-sign-in-js"), ...parts]) {
-    if (href) document.head.append(Object.assign(document.createElement("link"), { rel: "prefetch", href }));
+  const module = meta("ringi-sign-in-wasm");
+  for (const href of [module, meta("ringi-sign-in-js"), ...parts]) {
+    if (!href) continue;
+    const link = Object.assign(document.createElement("link"), { rel: "prefetch", href });
+    // Noted once it is all there (this page is still open): the callback page then asks for the app at once.
+    if (href === module) link.addEventListener("load", () => sessionStorage.setItem(STORAGE.signInCached, href));
+    document.head.append(link);
   }
 }
 if (leavesToSignIn) {
@@ -141,17 +147,29 @@ globalThis.ringiCompleteSignIn = (config) => {
   return signIn;
 };
 // The app's wasm (the page has no preload of it), asked for as the page starts wherever the app starts on it. Not
-// before leaving to sign in. On the callback page the sign-in's module goes first, and the app's wasm is asked for
-// once it is in (or could not come), so that on a phone's link the two do not share the bandwidth.
+// before leaving to sign in. On the callback page the sign-in's module goes first: when the page before noted it in
+// the HTTP cache, the app's wasm is asked for at once; otherwise once the module is in (or could not come), so that
+// on a phone's link the two do not share the bandwidth.
 const appWasm = leavesToSignIn
   ? null
-  : callbackQuery === null
+  : callbackQuery === null || signInCached()
     ? fetchNamedWasm("ringi-wasm")
     : loadSignIn().then(
         () => fetchNamedWasm("ringi-wasm"),
         () => fetchNamedWasm("ringi-wasm"),
       );
 appWasm?.catch(() => {}); // Reported when the app starts with it.
+if (callbackQuery !== null) loadSignIn().catch(() => {});
+
+function signInCached() {
+  try {
+    const noted = sessionStorage.getItem(STORAGE.signInCached);
+    sessionStorage.removeItem(STORAGE.signInCached);
+    return noted !== null && noted === meta("ringi-sign-in-wasm");
+  } catch {
+    return false;
+  }
+}
 
 // The parts of the app that come in wasm chunks of their own (scripts/build/split.mjs writes a
 // <meta name="ringi-chunk" data-parts="…"> for each) and that this page shows at once: downloaded beside the app

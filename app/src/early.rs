@@ -11,7 +11,12 @@ use ringi_sign_in::session::{PENDING_KEY, SESSION_KEY, SIGNED_OUT_KEY};
 
 const HEADER: &str = "// Generated at build time from the app's Rust sources (app/src/early.rs): do not edit.\n";
 
-/// The constants in front of app/boot.js: where the app keeps its session, sign-in record and language choice,
+/// boot.js's own note, for the callback page, of the sign-in's module the page before it has in the HTTP cache
+/// (its URL; the callback page takes it out).
+const SIGN_IN_CACHED: &str = "ringi.auth.moduleCached";
+
+/// The constants in front of app/boot.js: where the app keeps its session, sign-in record and language choice (and
+/// boot.js a note of its own),
 /// the languages the UI speaks, and the path the provider sends a sign-in back to.
 pub fn boot_js() -> String {
     let storage = json!({
@@ -19,6 +24,7 @@ pub fn boot_js() -> String {
         "pending": PENDING_KEY,
         "signedOut": SIGNED_OUT_KEY,
         "locale": LOCALE_PREF,
+        "signInCached": SIGN_IN_CACHED,
     });
     let languages: Vec<&str> = Locale::ALL.iter().map(|l| l.as_str()).collect();
     format!(

@@ -404,7 +404,7 @@ def test_a_new_tab_signed_in_at_the_idp_downloads_the_sign_in_on_the_way(stack, 
     worker), on a phone's round trips: the IdP answers the authorize request with a redirect to the callback, so the
     link's page stays until the callback page arrives. What the link's page asked for before leaving (the sign-in's
     module and the callback page's part, not the app) downloads meanwhile; the callback page takes it from the HTTP
-    cache and downloads the app."""
+    cache and, told so by the page before, asks for the app at once."""
     approval_id = register(workflows, api, "Signed in at the IdP")
     with Tab(browser) as tab:
         tab.open_signed_in(stack, f"/a/{approval_id}")
@@ -417,13 +417,13 @@ def test_a_new_tab_signed_in_at_the_idp_downloads_the_sign_in_on_the_way(stack, 
         cdp.send("Network.clearBrowserCache")
         # Each of the chain's two answers (authorize, callback) a round trip away; on loopback the chain would be
         # over before any download.
-        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 200,
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 300,
                                                       "downloadThroughput": 4_000_000, "uploadThroughput": 4_000_000})
-        documents, before_callback = [], []
+        documents, before_callback, on_callback = [], [], []
         page.on("framenavigated", lambda frame: documents.append(urlsplit(frame.url).path)
                 if frame == page.main_frame else None)
-        page.on("request", lambda r: before_callback.append(urlsplit(r.url).path)
-                if r.url.endswith(".wasm") and "/auth/callback" not in documents else None)
+        page.on("request", lambda r: (on_callback if "/auth/callback" in documents else before_callback).append(
+            urlsplit(r.url).path) if r.url.endswith(".wasm") else None)
         page.goto(f"{stack.base_url}/a/{approval_id}")
         expect(page.get_by_test_id("approval-title")).to_have_text("Signed in at the IdP", timeout=30_000)
         assert documents[:2] == [f"/a/{approval_id}", "/auth/callback"], documents
@@ -437,4 +437,5 @@ def test_a_new_tab_signed_in_at_the_idp_downloads_the_sign_in_on_the_way(stack, 
             .map((e) => [new URL(e.name).pathname, e.transferSize])""")
         assert [size for path, size in downloaded if path in before_callback] == [0] * len(before_callback), downloaded
         assert [size > 0 for path, size in downloaded if path == app] == [True], downloaded
+        assert on_callback.index(app) < on_callback.index(sign_in[0]), on_callback
         assert not tab.csp_problems(), tab.problems

@@ -178,13 +178,19 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
         # not for the app.
         assert not [url for url in wasm if "/ringi-app-" in url], wasm
         assert [url for url in wasm if re.search(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$", url)], wasm
-        # The app (wasm allowed again) completes that sign-in with the oauth2 crate and lands on the link.
+        # The app (wasm allowed again) completes that sign-in with the oauth2 crate and lands on the link. The
+        # module never came before leaving, so the callback page asks for it first and for the app only then.
         page.unroute("**/*.wasm")
         page.unroute(f"{stack.idp_url}/oauth2/authorize*")
+        asked = []
+        page.on("request", lambda r: asked.append(r.url) if r.url.endswith("_bg.wasm") else None)
         page.goto(url)
         HostedUi(page, stack).wait().sign_in("alice")
         page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
         expect(t.approval.title).to_have_text("Sign-in before the app")
+        order = [("app" if "/ringi-app-" in u else "sign-in") for u in asked
+                 if "/ringi-app-" in u or re.search(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$", u)]
+        assert order == ["sign-in", "app"], asked
 
 
 def test_the_emailed_link_in_a_new_tab_with_a_live_idp_session_opens_without_the_sign_in_form(stack, workflows, api, tab):
