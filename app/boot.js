@@ -13,6 +13,12 @@ function fetchNamedWasm(name) {
   if (!named) return null;
   return fetch(named.content, { integrity: named.dataset.integrity || undefined, credentials: "same-origin" });
 }
+// The wasm chunks (their URLs) that a part of the app needs: scripts/build/split.mjs names each in a
+// <meta name="ringi-chunk" data-parts="…">.
+const chunksOf = (part) =>
+  [...document.querySelectorAll('meta[name="ringi-chunk"]')]
+    .filter((chunk) => chunk.dataset.parts.split(" ").includes(part))
+    .map((chunk) => chunk.content);
 // The page's configuration as the worker embedded it (JSON text), or undefined.
 const embeddedConfig = () => document.getElementById("ringi-config")?.textContent || undefined;
 
@@ -45,11 +51,8 @@ function hasNoSession() {
 // makes it. Not the app's wasm: on a phone's bandwidth it would hold the module back past the callback page's
 // arrival, which drops what is still under way.
 function prefetchSignIn() {
-  const parts = [...document.querySelectorAll('meta[name="ringi-chunk"]')]
-    .filter((chunk) => chunk.dataset.parts.split(" ").includes("sign_in_callback"))
-    .map((chunk) => chunk.content);
   const module = meta("ringi-sign-in-wasm");
-  for (const href of [module, meta("ringi-sign-in-js"), ...parts]) {
+  for (const href of [module, meta("ringi-sign-in-js"), ...chunksOf("sign_in_callback")]) {
     if (!href) continue;
     const link = Object.assign(document.createElement("link"), { rel: "prefetch", href });
     // Noted once it is all there (this page is still open): the callback page then asks for the app at once.
@@ -179,9 +182,8 @@ function preloadParts() {
   const page = location.pathname;
   const part = callbackQuery !== null ? "sign_in_callback" : page === "/" && storedSession() ? "inbox" : null;
   if (!part) return;
-  for (const chunk of document.querySelectorAll('meta[name="ringi-chunk"]')) {
-    if (!chunk.dataset.parts.split(" ").includes(part)) continue;
-    const link = Object.assign(document.createElement("link"), { rel: "preload", as: "fetch", href: chunk.content });
+  for (const href of chunksOf(part)) {
+    const link = Object.assign(document.createElement("link"), { rel: "preload", as: "fetch", href });
     // As the split JS fetches it (same-origin, `fetch` defaults), so that its request takes this response.
     link.crossOrigin = "anonymous";
     document.head.append(link);

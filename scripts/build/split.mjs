@@ -114,8 +114,9 @@ try {
   // No preload of the wasm: boot.js asks for it as it starts, where the app starts on the page. A short link opened
   // signed out leaves for the IdP, and the callback page runs the sign-in's module first: there the app's wasm would
   // only take a phone's bandwidth from what the sign-in waits for.
-  if (!preload(trunkWasm).test(html)) throw new Error(`split: no preload of the wasm (${trunkWasm}) in ${htmlPath}`);
-  html = html.replace(preload(trunkWasm), "");
+  const wasmPreload = preload(trunkWasm);
+  if (!wasmPreload.test(html)) throw new Error(`split: no preload of the wasm (${trunkWasm}) in ${htmlPath}`);
+  html = html.replace(wasmPreload, "");
   html = replaceAll(html, `content="/${trunkJs}"`, `content="/${js}"`, "ringi-js");
   const metas = chunks.map((c) => `<meta name="ringi-chunk" data-parts="${c.parts.join(" ")}" content="/${c.name}">`).join("");
   // With its integrity, which boot.js fetches it with.

@@ -38,6 +38,9 @@ DETAILS = {"service": "payments-api", "version": "v2.41.0", "environment": "prod
 EXPECTED_FEEDBACK = {"ticket": "CHG-1234", "risk": "medium", "region": "ap-northeast-1", "rollback": 15,
                      "notes": "Watch the settlement dashboard.\nPage me if p99 > 2s.", "tested": True}
 
+# The sign-in's own module (sign-in/, scripts/build/sign-in.mjs), which the callback page runs before the app.
+SIGN_IN_MODULE = re.compile(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$")
+
 
 def register(workflows, api, approvers=None, timeout=300, **fields):
     """A real paused execution registered with ringi: (approvalId, executionArn, taskToken)."""
@@ -177,7 +180,7 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
         # Before leaving, boot.js asked for what the callback page runs first (the sign-in's module and its part),
         # not for the app.
         assert not [url for url in wasm if "/ringi-app-" in url], wasm
-        assert [url for url in wasm if re.search(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$", url)], wasm
+        assert [url for url in wasm if SIGN_IN_MODULE.search(url)], wasm
         # The app (wasm allowed again) completes that sign-in with the oauth2 crate and lands on the link. The
         # module never came before leaving, so the callback page asks for it first and for the app only then.
         page.unroute("**/*.wasm")
@@ -189,7 +192,7 @@ def test_a_short_link_opened_signed_out_leaves_for_the_hosted_ui_without_the_was
         page.wait_for_url(f"{stack.base_url}/a/{approval_id}", timeout=30_000)
         expect(t.approval.title).to_have_text("Sign-in before the app")
         order = [("app" if "/ringi-app-" in u else "sign-in") for u in asked
-                 if "/ringi-app-" in u or re.search(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$", u)]
+                 if "/ringi-app-" in u or SIGN_IN_MODULE.search(u)]
         assert order == ["sign-in", "app"], asked
 
 
