@@ -1,9 +1,10 @@
-// ringi's service worker: repeat visits start without downloading the app again. It keeps one copy of the app
-// shell (the HTML every app path answers with, configuration embedded) and the content-hashed files that shell
-// names. A navigation asks the network for the shell first, so every open runs the current build — its boot code
-// and its CSP, right after a deploy — and its hashed files come from the cache (they never change; a new build
-// names new ones); only without a network does the cached shell answer, for an offline start. A shell replaces
-// the cached one only once all of its files are cached, so the cache never holds a shell whose files it lacks.
+// ringi's service worker: repeat visits start without downloading the app again, nor waiting for its page. It keeps
+// one copy of the app shell (the HTML every app path answers with, configuration embedded) and the content-hashed
+// files that shell names. A navigation is answered by the cached shell at once, and the shell is fetched again
+// beside it: on a phone's network that saves the open a whole round trip before the approval is even asked for.
+// The build a deploy brings therefore runs from the open after the one that fetched it (its shell is kept once
+// all of its files are); the API stays compatible across that one open (`/api/v1`). Without a cached shell (the
+// first visit, or one whose files could not all be cached) the navigation goes to the network.
 //
 // Never cached: the API, tokens, anything that is not a same-origin GET of the shell or a hashed file (the
 // Hosted UI and the token endpoint are other origins and are not touched).
@@ -74,16 +75,14 @@ self.addEventListener("fetch", (event) => {
   if (request.mode === "navigate" && isAppPage(url)) {
     event.respondWith(
       (async () => {
-        let response;
-        try {
-          response = await fetch(request);
-        } catch (offline) {
-          // No network: the last build this browser ran, as it was.
-          const cached = await caches.match(SHELL);
-          if (cached) return cached;
-          throw offline;
+        // Every app path answers with the same shell: the cached one at once (offline too), the current one
+        // fetched beside it and kept with its files for the next open.
+        const cached = await caches.match(SHELL);
+        if (cached) {
+          event.waitUntil(refreshShell().catch(() => {}));
+          return cached;
         }
-        // Every app path answers with the same shell: kept (with its files) for an offline start.
+        const response = await fetch(request);
         if (response.ok) event.waitUntil(keepShell(response.clone()).catch(() => {}));
         return response;
       })(),

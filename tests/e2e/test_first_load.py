@@ -153,23 +153,30 @@ def mark_cached_shell(page) -> None:
     }""", [CACHE, MARK])
 
 
-def test_the_open_after_a_deploy_runs_the_new_build_and_offline_the_cached_one(stack, workflows, api, tab):
-    approval_id = register(workflows, api, "Network first")
+def test_a_repeat_open_starts_from_the_cached_shell_and_the_one_after_a_deploy_runs_the_new_build(
+        stack, workflows, api, tab):
+    approval_id = register(workflows, api, "Shell first")
     page = tab.open_signed_in(stack, f"/a/{approval_id}")
     expect(tab.approval.title).to_be_visible(timeout=30_000)
     wait_for_service_worker(page)
+    # The cached shell stands for the build before a deploy: marked, its headers (the CSP with boot.js's hash) kept.
     mark_cached_shell(page)
 
+    # The open right after the deploy: the cached shell at once (no round trip before the approval is asked for),
+    # with the path it was opened at; the current shell is fetched beside it and kept once its files are.
     response = page.goto(f"{stack.base_url}/a/{approval_id}")
-    assert response.from_service_worker and MARK not in page.content(), "the current build's shell, at once"
-    expect(tab.approval.title).to_have_text("Network first", timeout=30_000)
-    # It is also the one kept for an offline start.
+    assert response.from_service_worker and MARK in page.content(), "the cached shell, at once"
+    expect(tab.approval.title).to_have_text("Shell first", timeout=30_000)
     page.wait_for_function("""async ([name, mark]) => {
         const shell = await (await caches.open(name)).match("/");
         return shell && !(await shell.text()).includes(mark);
     }""", arg=[CACHE, MARK], timeout=30_000)
+    # The next open runs the current build.
+    response = page.goto(f"{stack.base_url}/a/{approval_id}")
+    assert response.from_service_worker and MARK not in page.content(), "the shell the last open fetched"
+    expect(tab.approval.title).to_have_text("Shell first", timeout=30_000)
 
-    # Without a network the cached shell answers, and its hashed files come from the cache.
+    # Without a network the cached shell answers as well, and its hashed files come from the cache.
     mark_cached_shell(page)
     page.context.set_offline(True)
     try:
@@ -178,6 +185,7 @@ def test_the_open_after_a_deploy_runs_the_new_build_and_offline_the_cached_one(s
         expect(page.locator("#ringi-config")).to_be_attached()
     finally:
         page.context.set_offline(False)
+    assert not tab.csp_problems(), tab.problems
 
 
 def bundle_of(html: str) -> str:

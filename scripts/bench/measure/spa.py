@@ -187,14 +187,20 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
                     time.sleep(0.1)
                     return page.evaluate(SPA_STATS)
 
+                sw_throttle = None
                 if warm:
                     load()
                     # The first visit installs the service worker (app/boot.js): a phone opening the link again
-                    # later finds it active. Its own CPU is not throttled (CDP throttles the page's renderer).
+                    # later finds it active. Its network is the page's (throttle_service_workers); its own CPU is
+                    # not throttled (CDP throttles the page's renderer).
                     if service_worker:
                         page.evaluate("navigator.serviceWorker ? Promise.race([navigator.serviceWorker.ready"
                                       ".then(() => true), new Promise((r) => setTimeout(() => r(false), 30000))]) : false")
+                        if throttle:
+                            sw_throttle = throttle_service_workers(browser, SLOW_4G)
                 stats = load()
+                if sw_throttle:
+                    sw_throttle.detach()
                 leave, ready = stats.get("leave"), stats.get("ready")
                 if signed_in_as and ready is not None:
                     tti, ended_by = ready, "approval rendered"
@@ -209,6 +215,33 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
         finally:
             browser.close()
     return SpaLoad(runs=results, steps=median_steps(results))
+
+
+def throttle_service_workers(browser, conditions: dict):
+    """DevTools' network emulation is per target: a page's does not reach its service worker, whose own fetches (the
+    shell it fetches beside a navigation, the files it caches) would otherwise run at full speed, as no phone's do.
+    Applies `conditions` to every service worker there is, each through a session of its own on a browser CDP
+    session, and waits until each has taken them. Returns that session: the emulation lasts as long as it does."""
+    cdp = browser.new_browser_cdp_session()
+    answered = set()
+    cdp.on("Target.receivedMessageFromTarget", lambda e: answered.add(json.loads(e["message"]).get("id")))
+    workers = [t for t in cdp.send("Target.getTargets")["targetInfos"] if t["type"] == "service_worker"]
+    if not workers:
+        raise RuntimeError("no service worker to throttle")
+    asked = set()
+    for n, target in enumerate(workers):
+        # Not flattened: Playwright's CDP sessions cannot address a flattened child session.
+        session = cdp.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": False})["sessionId"]
+        for i, (method, params) in enumerate((("Network.enable", {}), ("Network.emulateNetworkConditions", conditions))):
+            asked.add(message_id := 1000 + 10 * n + i)
+            cdp.send("Target.sendMessageToTarget", {"sessionId": session, "message": json.dumps(
+                {"id": message_id, "method": method, "params": params})})
+    deadline = time.monotonic() + 10
+    while not asked <= answered:
+        if time.monotonic() > deadline:
+            raise RuntimeError("a service worker did not take the network conditions")
+        cdp.send("Browser.getVersion")  # a round trip, in which Playwright delivers the answers that came
+    return cdp
 
 
 def step_key(path: str) -> str:
@@ -295,6 +328,8 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
                 else:
                     first.evaluate("navigator.serviceWorker.ready.then(() => true)")
                 first.close()
+                # The cached app's service worker fetches on the same network as the tab (throttle_service_workers).
+                sw_throttle = None if cold else throttle_service_workers(browser, SLOW_4G)
                 page = context.new_page()
                 page.add_init_script(SPA_PROBE % json.dumps(selector))
                 page.add_init_script(ORIGIN_PROBE)
@@ -324,6 +359,8 @@ def spa_new_tab(stack, base_url: str, user: dict, runs: int, cold: bool) -> SpaL
                 stats = page.evaluate(SPA_STATS)
                 shift = page.evaluate("window.__ringiOrigin") - clicked
                 stats = _shifted(stats, shift)
+                if sw_throttle:
+                    sw_throttle.detach()
                 results.append(SpaRun(tti_ms=stats["ready"], ended_by="approval rendered",
                                       **spa_steps(stats, stats["ready"]), resources=[],
                                       documents=[{"at_ms": t - clicked, "url": _path_of(u, stack)} for t, u in documents]))
