@@ -102,6 +102,10 @@ impl DynamoStore {
         let headers = [("content-type", CONTENT_TYPE), ("x-amz-target", target.as_str())];
         let timeout = Duration::from_millis(D1_RETRY.attempt_timeout_ms);
         let mut attempt = 1;
+        // An attempt that got no answer may have been applied: its events are then sealed after the response even
+        // when the retry's own condition fails because of it (sealing an approval with nothing unsealed changes
+        // nothing).
+        let mut maybe_applied = false;
         loop {
             let outcome = match signed_post(
                 &self.cfg,
@@ -115,6 +119,11 @@ impl DynamoStore {
                     DdbOutcome::Transient(if e.contains("no answer") { "timeout".into() } else { "network".into() })
                 }
             };
+            maybe_applied |= matches!(outcome, DdbOutcome::Transient(_));
+            if !events.is_empty() && (maybe_applied || matches!(outcome, DdbOutcome::Ok(_))) {
+                // Sealed into their approvals' hash chains after the response.
+                self.probe.wrote_events(events.iter().cloned());
+            }
             match outcome {
                 DdbOutcome::Transient(ty) if attempt < D1_RETRY.max_attempts => {
                     log("info", "ddb_retry", json!({"op": op, "attempt": attempt, "error": ty}));
@@ -125,13 +134,7 @@ impl DynamoStore {
                     log("warn", "ddb_failed", json!({"op": op, "tries": attempt, "error": ty}));
                     return Err(ApiError::storage_unavailable());
                 }
-                other => {
-                    if matches!(other, DdbOutcome::Ok(_)) && !events.is_empty() {
-                        // Sealed into their approvals' hash chains after the response.
-                        self.probe.wrote_events(events);
-                    }
-                    return Ok(other);
-                }
+                other => return Ok(other),
             }
         }
     }
