@@ -193,11 +193,11 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
                     # The first visit installs the service worker (app/boot.js): a phone opening the link again
                     # later finds it active. Its network is the page's (throttle_service_workers); its own CPU is
                     # not throttled (CDP throttles the page's renderer).
-                    if service_worker:
-                        page.evaluate("navigator.serviceWorker ? Promise.race([navigator.serviceWorker.ready"
-                                      ".then(() => true), new Promise((r) => setTimeout(() => r(false), 30000))]) : false")
-                        if throttle:
-                            sw_throttle = throttle_service_workers(browser, SLOW_4G)
+                    # Signed out, the first visit leaves to sign in before the app starts: no worker is installed.
+                    if service_worker and page.evaluate(
+                            "navigator.serviceWorker ? Promise.race([navigator.serviceWorker.ready.then(() => true), "
+                            "new Promise((r) => setTimeout(() => r(false), 30000))]) : false") and throttle:
+                        sw_throttle = throttle_service_workers(browser, SLOW_4G)
                 stats = load()
                 if sw_throttle:
                     sw_throttle.detach()
