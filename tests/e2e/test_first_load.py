@@ -17,7 +17,7 @@ import requests
 from playwright.sync_api import expect
 
 from support import ARTIFACTS
-from support.pages import JWT_RE, HostedUi, Tab, sub
+from support.pages import JWT_RE, SIGN_IN_MODULE, HostedUi, Tab, sub
 
 CACHE = "ringi-shell-v1"
 HASHED = re.compile(r"^/[^/]+-[0-9a-f]{8,16}(_bg\.wasm|\.js|\.css)$")
@@ -26,8 +26,6 @@ WASM_META = re.compile(r'<meta name="ringi-wasm" content="(/[^"]+_bg\.wasm)"')
 CHUNK_META = re.compile(r'<meta name="ringi-chunk" data-parts="([^"]*)" content="(/[^"]+_bg\.wasm)">')
 # The parts of the app in wasm chunks of their own (scripts/build/split.mjs names them after the split).
 PART_CHUNK = re.compile(r"/ringi-(?!app-|shared\d|sign-in-[0-9a-f]{16}_)([a-z-]+)-[0-9a-f]{16}_bg\.wasm$")
-# The sign-in's own module (sign-in/, scripts/build/sign-in.mjs), which the callback page runs before the app.
-SIGN_IN_MODULE = re.compile(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$")
 
 
 def register(workflows, api, title: str, **fields) -> str:

@@ -16,7 +16,8 @@ from playwright.sync_api import expect
 
 from support import ARTIFACTS
 from support.api import Api, d1
-from support.pages import DESKTOP, MOBILE, USERS, ApprovalPage, HostedUi, Tab, assert_no_secrets, axe_check, sub
+from support.pages import (DESKTOP, MOBILE, SIGN_IN_MODULE, USERS, ApprovalPage, HostedUi, Tab, assert_no_secrets,
+                           axe_check, sub)
 
 FORM = [
     {"name": "ticket", "label": "Change ticket", "type": "text", "required": True, "maxLength": 20,
@@ -37,9 +38,6 @@ DETAILS = {"service": "payments-api", "version": "v2.41.0", "environment": "prod
 # What ApprovalPage.fill_form() enters, as the workflow receives it.
 EXPECTED_FEEDBACK = {"ticket": "CHG-1234", "risk": "medium", "region": "ap-northeast-1", "rollback": 15,
                      "notes": "Watch the settlement dashboard.\nPage me if p99 > 2s.", "tested": True}
-
-# The sign-in's own module (sign-in/, scripts/build/sign-in.mjs), which the callback page runs before the app.
-SIGN_IN_MODULE = re.compile(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$")
 
 
 def register(workflows, api, approvers=None, timeout=300, **fields):

@@ -17,6 +17,8 @@ DESKTOP = {"width": 1280, "height": 800}
 AXE = ROOT / "node_modules/axe-core/axe.min.js"
 # A compact JWS: three base64url segments (the first starts with "eyJ", a JSON object).
 JWT_RE = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")
+# The sign-in's own module (sign-in/, scripts/build/sign-in.mjs), which the callback page runs before the app.
+SIGN_IN_MODULE = re.compile(r"/ringi-sign-in-[0-9a-f]{16}_bg\.wasm$")
 # How long a decision may take to come back (the callback to Step Functions included).
 DECISION_TIMEOUT = 30_000
 
