@@ -1,8 +1,11 @@
-// Starts the ringi SPA without an inline script, so the Content-Security-Policy needs no 'unsafe-inline'
-// (script-src 'self' 'wasm-unsafe-eval'). Trunk writes the hashed names of the wasm-bindgen JS and the wasm
-// into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`); this module is itself
-// processed by Trunk (hashed file name + integrity attribute). STORAGE and LANGUAGES are the app's, written in
-// front of this script at build time (app/src/early.rs, scripts/build/spa.sh), and so is CALLBACK_PATH.
+// Starts the ringi SPA. Inlined into the page as a classic script (index.html), so that it runs as the parser reaches
+// it: what it asks for at once (the app's wasm, a short link's approval) leaves with the page's first parse, not a
+// task after the document is parsed, as an async module's would. The worker allows it by its hash (script-src
+// 'sha256-…', no 'unsafe-inline'). The build wraps it in a function as it minifies it (scripts/build/minify.mjs), so
+// none of its names lands in the global scope. Trunk writes the hashed names of the wasm-bindgen JS and the wasm
+// into <meta name="ringi-js"> / <meta name="ringi-wasm"> (Trunk.toml `pattern_script`). STORAGE and LANGUAGES are
+// the app's, written in front of this script at build time (app/src/early.rs, scripts/build/spa.sh), and so is
+// CALLBACK_PATH.
 const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.getAttribute("content");
 // The approval ID of a short link (`/a/{id}`, as the link reads), or undefined on any other page.
 const shortLinkId = (path = location.pathname) => /^\/a\/([^/]+)$/.exec(path)?.[1];
@@ -305,28 +308,29 @@ globalThis.ringiForgetPushDevice = async (bearer) => {
   }
 };
 
-// index.html loads this module `async` (it does not wait for the stylesheet): the prefetch above needs no document;
-// what follows reads the embedded configuration and mounts the app, so it waits until the document is parsed.
-if (document.readyState === "loading") {
-  await new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }));
-}
-
-// The callback page: the sign-in completes with the embedded configuration (a page without it leaves the sign-in to
-// the app, once it has fetched it), and a short link it came back to is asked for at once, shown and decidable
-// before the app has arrived.
-const callbackConfig = callbackQuery !== null ? embeddedConfig() : undefined;
-if (callbackConfig) {
-  globalThis
-    .ringiCompleteSignIn(callbackConfig)
-    .then((to) => prefetchApproval(to))
-    .catch(() => {});
-}
-
-try {
-  if (!(await signInFirst().catch(() => false))) {
-    await startApp();
-    registerServiceWorker();
+// The page's own start, once the document is parsed: what follows reads the embedded configuration (placed at the end
+// of <head>) and mounts the app. Everything above ran as the parser reached this script.
+async function start() {
+  if (document.readyState === "loading") {
+    await new Promise((resolve) => document.addEventListener("DOMContentLoaded", resolve, { once: true }));
   }
-} catch (error) {
-  showFailure(error);
+  // The callback page: the sign-in completes with the embedded configuration (a page without it leaves the sign-in
+  // to the app, once it has fetched it), and a short link it came back to is asked for at once, shown and decidable
+  // before the app has arrived.
+  const callbackConfig = callbackQuery !== null ? embeddedConfig() : undefined;
+  if (callbackConfig) {
+    globalThis
+      .ringiCompleteSignIn(callbackConfig)
+      .then((to) => prefetchApproval(to))
+      .catch(() => {});
+  }
+  try {
+    if (!(await signInFirst().catch(() => false))) {
+      await startApp();
+      registerServiceWorker();
+    }
+  } catch (error) {
+    showFailure(error);
+  }
 }
+start();

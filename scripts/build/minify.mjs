@@ -38,10 +38,12 @@ export function minifyScripts(dist) {
   writeFileSync(htmlPath, minifiedPage(html));
 }
 
-const minified = (source, kind) =>
+// `format`: the hashed JavaScript is the wasm-bindgen glue, a module; the page's inlined start-up script is a classic
+// script, wrapped in a function so that none of its names becomes a global.
+const minified = (source, kind, format = "esm") =>
   transformSync(source, {
     loader: kind,
-    ...(kind === "js" ? { format: "esm" } : {}),
+    ...(kind === "js" ? { format } : {}),
     minify: true,
     // The browsers the SPA supports run the source as written: nothing to lower.
     target: "esnext",
@@ -53,10 +55,10 @@ const minified = (source, kind) =>
 // and its inlined boot.js is most of it: that script minified, and the page's comments left out (none is inside a
 // script). The worker allows the inlined script by the hash of what it serves, so its bytes may change here.
 export function minifiedPage(html) {
-  const inline = /(<script type="module"(?: async)?>)([\s\S]*?)(<\/script>)/;
+  const inline = /(<script>)([\s\S]*?)(<\/script>)/;
   const script = inline.exec(html);
-  if (!script) throw new Error("minify: the page has no inlined module script");
-  const page = html.replace(inline, () => `${script[1]}${minified(script[2], "js").trimEnd()}${script[3]}`);
+  if (!script) throw new Error("minify: the page has no inlined start-up script");
+  const page = html.replace(inline, () => `${script[1]}${minified(script[2], "js", "iife").trimEnd()}${script[3]}`);
   const [head, tail] = [page.slice(0, script.index), page.slice(script.index)];
   const end = tail.indexOf("</script>");
   const strip = (part) => part.replace(/<!--[\s\S]*?-->\s*/g, "");

@@ -33,10 +33,8 @@ build() {  # build <dist> [trunk flags…]
 }
 build dist
 build "$full" --features admin
-# Trunk inlines boot.js as a deferred module; async, it need not wait for the stylesheet (index.html).
 for page in dist/index.html "$full/index.html"; do
-  grep -q '<script type="module">' "$page" || { echo "spa: no inlined boot script in $page" >&2; exit 1; }
-  sed -i '0,/<script type="module">/s//<script type="module" async>/' "$page"
+  grep -q '<script>' "$page" || { echo "spa: no inlined boot script in $page" >&2; exit 1; }
 done
 cp "$full/index.html" dist/admin.html
 for file in "$full"/*; do
