@@ -10,7 +10,8 @@ use crate::infra::config::LOCALE_PREF;
 use ringi_sign_in::session::{PENDING_KEY, SESSION_KEY, SIGNED_OUT_KEY};
 
 /// Strict, as the script was when it was a module: the directive must come before the constants.
-const HEADER: &str = "// Generated at build time from the app's Rust sources (app/src/early.rs): do not edit.\n\"use strict\";\n";
+const HEADER: &str =
+    "// Generated at build time from the app's Rust sources (app/src/early.rs): do not edit.\n\"use strict\";\n";
 
 /// boot.js's own note, for the callback page, of the sign-in's module the page before it has in the HTTP cache
 /// (its URL; the callback page takes it out).
