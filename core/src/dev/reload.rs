@@ -15,7 +15,12 @@ const served = document.currentScript.dataset.build;
 async function poll() {
   try {
     const now = await (await fetch("/__dev/build", { cache: "no-store" })).text();
-    if (now && now !== served) return location.reload();
+    if (now && now !== served) {
+      // The service worker would answer the reload with the shell it cached from the build before: without it, the
+      // reload loads the new build (whose page registers the worker again).
+      await (await navigator.serviceWorker?.getRegistration())?.unregister().catch(() => {});
+      return location.reload();
+    }
   } catch (restarting) {}
   setTimeout(poll, 1000);
 }
