@@ -194,10 +194,12 @@ def spa_tti(stack, base_url: str, approval_id: str, runs: int, throttle: bool,
                     # later finds it active. Its network is the page's (throttle_service_workers); its own CPU is
                     # not throttled (CDP throttles the page's renderer).
                     # Signed out, the first visit leaves to sign in before the app starts: no worker is installed.
-                    if service_worker and signed_in_as and throttle and page.evaluate(
+                    if service_worker and signed_in_as:
+                        installed = page.evaluate(
                             "navigator.serviceWorker ? Promise.race([navigator.serviceWorker.ready.then(() => true), "
-                            "new Promise((r) => setTimeout(() => r(false), 30000))]) : false"):
-                        sw_throttle = throttle_service_workers(browser, SLOW_4G)
+                            "new Promise((r) => setTimeout(() => r(false), 30000))]) : false")
+                        if installed and throttle:
+                            sw_throttle = throttle_service_workers(browser, SLOW_4G)
                 stats = load()
                 if sw_throttle:
                     sw_throttle.detach()
